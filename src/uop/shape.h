@@ -1,0 +1,24 @@
+// Shape inference. Shapes are symbolic: each dimension is a simplified index-typed UOp (a CONST
+// when static, or an expression over ranges and variables such as `a` in expand(a, 10)).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace ow {
+
+// Computes a node's ShapeInfo from its sources (called once, while the node is built).
+// Never throws for bad input: an impossible shape comes back as Kind::Invalid with the reason.
+ShapeInfo infer_shape(const UOpNode& n);
+
+// Helpers for clients that need concrete shapes.
+bool is_static(const std::vector<UOp>& dims);
+std::optional<std::vector<int64_t>> static_dims(const std::vector<UOp>& dims);
+std::string render_shape(const std::vector<UOp>& dims);  // "(3, rm1, 10)"
+
+// Largest element count we accept for one shape or buffer (2^32): bigger is an error, not an OOM.
+inline constexpr int64_t kMaxElements = int64_t{1} << 32;
+
+}  // namespace ow

@@ -1,0 +1,331 @@
+#include "uop/symbolic.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace ow {
+
+namespace {
+
+using i128 = __int128;
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+bool intlike(DType d) { return d.is_int() || d.is_bool(); }
+
+std::pair<int64_t, int64_t> limits(DType d) {
+  if (d.is_bool()) return {0, 1};
+  if (!d.ptr && d.scalar == Scalar::Int32) return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+  return {kMin, kMax};
+}
+
+// Bounds are computed in 128 bits; an interval the dtype cannot hold may wrap, so it is unknown.
+std::pair<int64_t, int64_t> fit(DType d, i128 lo, i128 hi) {
+  auto [dlo, dhi] = limits(d);
+  if (lo < dlo || hi > dhi || lo > hi) return {dlo, dhi};
+  return {static_cast<int64_t>(lo), static_cast<int64_t>(hi)};
+}
+
+i128 cdiv(i128 a, i128 b) { return a / b; }  // C++ division truncates toward zero, like tinygrad's cdiv
+
+std::pair<int64_t, int64_t> binary_bounds(const UOpNode& n) {
+  i128 a0 = n.src[0]->lo, a1 = n.src[0]->hi, b0 = n.src[1]->lo, b1 = n.src[1]->hi;
+  auto [dlo, dhi] = limits(n.dtype);
+  switch (n.op) {
+    case Ops::ADD: return fit(n.dtype, a0 + b0, a1 + b1);
+    case Ops::SUB: return fit(n.dtype, a0 - b1, a1 - b0);
+    case Ops::MUL: {
+      // Each corner fits in 128 bits since the inputs are 64-bit.
+      i128 c[4] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
+      return fit(n.dtype, *std::min_element(c, c + 4), *std::max_element(c, c + 4));
+    }
+    case Ops::MAX: return fit(n.dtype, std::max(a0, b0), std::max(a1, b1));
+    case Ops::MOD:
+      if (b0 > 0) return a0 >= 0 ? fit(n.dtype, 0, b1 - 1) : a1 <= 0 ? fit(n.dtype, -(b1 - 1), 0) : fit(n.dtype, -(b1 - 1), b1 - 1);
+      if (b1 < 0) return a0 >= 0 ? fit(n.dtype, 0, -b0 - 1) : a1 <= 0 ? fit(n.dtype, -(-b0 - 1), 0) : fit(n.dtype, -(-b0 - 1), -b0 - 1);
+      return {dlo, dhi};
+    case Ops::IDIV:
+      if ((b0 > 0 && b1 > 0) || (b0 < 0 && b1 < 0)) {
+        i128 c[4] = {cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)};
+        return fit(n.dtype, *std::min_element(c, c + 4), *std::max_element(c, c + 4));
+      }
+      return {dlo, dhi};
+    case Ops::CMPLT: return {a1 < b0, a0 < b1};
+    case Ops::CMPNE: return {(a1 < b0) || (b1 < a0), !(a0 == a1 && a1 == b0 && b0 == b1)};
+    case Ops::CMPEQ: return {a0 == a1 && a1 == b0 && b0 == b1, !((a1 < b0) || (b1 < a0))};
+    case Ops::AND: if (n.dtype.is_bool()) return {a0 && b0, a1 && b1}; break;
+    case Ops::OR: if (n.dtype.is_bool()) return {a0 || b0, a1 || b1}; break;
+    default: break;
+  }
+  return {dlo, dhi};
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n) {
+  auto [dlo, dhi] = limits(n.dtype);
+  if (!intlike(n.dtype)) return {dlo, dhi};
+  auto src_int = [&](size_t k) { return n.src.size() == k && std::all_of(n.src.begin(), n.src.end(), [](UOp s) { return intlike(s->dtype); }); };
+  switch (n.op) {
+    case Ops::CONST:
+      if (const int64_t* v = n.arg.get_if<int64_t>()) return {*v, *v};
+      if (const bool* b = n.arg.get_if<bool>()) return {*b, *b};
+      return {dlo, dhi};
+    case Ops::DEFINE_VAR:
+      if (const ArgTuple* t = n.arg.tuple(); t && t->size() == 3 && (*t)[1].is<int64_t>() && (*t)[2].is<int64_t>())
+        return fit(n.dtype, (*t)[1].as<int64_t>(), (*t)[2].as<int64_t>());
+      return {dlo, dhi};
+    case Ops::RANGE: case Ops::SPECIAL:
+      if (!n.src.empty() && intlike(n.src[0]->dtype)) return fit(n.dtype, 0, std::max<i128>(static_cast<i128>(n.src[0]->hi) - 1, 0));
+      return {dlo, dhi};
+    case Ops::BIND:
+      if (!n.src.empty()) return {n.src[0]->lo, n.src[0]->hi};
+      return {dlo, dhi};
+    case Ops::NEG:
+      if (src_int(1)) return fit(n.dtype, -static_cast<i128>(n.src[0]->hi), -static_cast<i128>(n.src[0]->lo));
+      return {dlo, dhi};
+    case Ops::WHERE:
+      if (n.src.size() == 3 && intlike(n.src[1]->dtype) && intlike(n.src[2]->dtype))
+        return fit(n.dtype, std::min(n.src[1]->lo, n.src[2]->lo), std::max(n.src[1]->hi, n.src[2]->hi));
+      return {dlo, dhi};
+    case Ops::CAST:
+      if (src_int(1)) return fit(n.dtype, n.src[0]->lo, n.src[0]->hi);
+      return {dlo, dhi};
+    default:
+      if (is_binary(n.op) && src_int(2)) return binary_bounds(n);
+      return {dlo, dhi};
+  }
+}
+
+bool fold_int_alu(Ops op, DType dtype, const int64_t* v, size_t n, int64_t& out) {
+  using u64 = uint64_t;
+  auto wrap = [&](u64 x) -> int64_t {
+    if (dtype.is_bool()) return x != 0;
+    if (dtype.scalar == Scalar::Int32) return static_cast<int32_t>(static_cast<uint32_t>(x));
+    return static_cast<int64_t>(x);
+  };
+  u64 a = n > 0 ? static_cast<u64>(v[0]) : 0, b = n > 1 ? static_cast<u64>(v[1]) : 0;
+  switch (op) {
+    case Ops::NEG: out = wrap(0 - a); return n == 1;
+    case Ops::ADD: out = wrap(a + b); return n == 2;
+    case Ops::SUB: out = wrap(a - b); return n == 2;
+    case Ops::MUL: out = wrap(a * b); return n == 2;
+    case Ops::MAX: out = std::max(v[0], v[1]); return n == 2;
+    case Ops::IDIV: case Ops::MOD:
+      if (n != 2 || v[1] == 0) return false;
+      if (v[1] == -1) out = op == Ops::IDIV ? wrap(0 - a) : 0;  // INT64_MIN / -1 wraps
+      else out = op == Ops::IDIV ? v[0] / v[1] : v[0] % v[1];
+      out = wrap(static_cast<u64>(out));
+      return true;
+    case Ops::CMPLT: out = v[0] < v[1]; return n == 2;
+    case Ops::CMPNE: out = v[0] != v[1]; return n == 2;
+    case Ops::CMPEQ: out = v[0] == v[1]; return n == 2;
+    case Ops::AND: out = wrap(a & b); return n == 2;
+    case Ops::OR: out = wrap(a | b); return n == 2;
+    case Ops::XOR: out = wrap(a ^ b); return n == 2;
+    case Ops::SHL: if (n != 2 || v[1] < 0 || v[1] > 63) return false; out = wrap(a << v[1]); return true;
+    case Ops::SHR: if (n != 2 || v[1] < 0 || v[1] > 63) return false; out = wrap(static_cast<u64>(v[0] >> v[1])); return true;
+    case Ops::WHERE: out = v[0] ? v[1] : v[2]; return n == 3;
+    default: return false;
+  }
+}
+
+namespace {
+
+UOp int_const_of(DType d, int64_t v) {
+  return d.is_bool() ? UOp::make(Ops::CONST, d, {}, Arg(v != 0)) : UOp::int_const(d, v);
+}
+
+int64_t int_value(UOp c) { return static_cast<int64_t>(c->arg.is<bool>() ? c->arg.as<bool>() : c->arg.as<int64_t>()); }
+
+bool int_srcs(UOp u) {
+  return std::all_of(u->src.begin(), u->src.end(), [](UOp s) { return intlike(s->dtype); });
+}
+
+// ---- linear form: sum of coef*atom plus a constant, arithmetic modulo 2^64 (a ring, so exact) ----
+struct Linear {
+  std::vector<std::pair<UOp, uint64_t>> terms;
+  uint64_t c = 0;
+};
+
+bool is_int_const(UOp u) { return u->op == Ops::CONST && u->arg.is<int64_t>(); }
+
+Linear collect(UOp root) {
+  Linear L;
+  std::vector<std::pair<UOp, uint64_t>> stack{{root, 1}};
+  DType d = root->dtype;
+  while (!stack.empty()) {
+    auto [u, k] = stack.back();
+    stack.pop_back();
+    bool same = u->dtype == d;
+    if (same && is_int_const(u)) {
+      L.c += k * static_cast<uint64_t>(u->arg.as<int64_t>());
+    } else if (same && u->op == Ops::ADD && u->src.size() == 2) {
+      stack.push_back({u->src[1], k});
+      stack.push_back({u->src[0], k});
+    } else if (same && u->op == Ops::SUB && u->src.size() == 2) {
+      stack.push_back({u->src[1], 0 - k});
+      stack.push_back({u->src[0], k});
+    } else if (same && u->op == Ops::NEG && u->src.size() == 1) {
+      stack.push_back({u->src[0], 0 - k});
+    } else if (same && u->op == Ops::MUL && u->src.size() == 2 && is_int_const(u->src[1])) {
+      stack.push_back({u->src[0], k * static_cast<uint64_t>(u->src[1]->arg.as<int64_t>())});
+    } else if (same && u->op == Ops::MUL && u->src.size() == 2 && is_int_const(u->src[0])) {
+      stack.push_back({u->src[1], k * static_cast<uint64_t>(u->src[0]->arg.as<int64_t>())});
+    } else {
+      auto it = std::find_if(L.terms.begin(), L.terms.end(), [&](auto& t) { return t.first == u; });
+      if (it == L.terms.end()) L.terms.push_back({u, k});
+      else it->second += k;
+    }
+  }
+  return L;
+}
+
+// Rebuilds a linear form in canonical order: atoms sorted by structural hash (stable across
+// runs), each as `atom` or `atom*coef`, left-folded with ADD, the constant last.
+UOp rebuild(DType d, Linear L) {
+  auto wrap = [&](uint64_t x) { int64_t r; fold_int_alu(Ops::ADD, d, std::array<int64_t, 2>{static_cast<int64_t>(x), 0}.data(), 2, r); return r; };
+  std::sort(L.terms.begin(), L.terms.end(), [](auto& a, auto& b) {
+    return a.first->hash != b.first->hash ? a.first->hash < b.first->hash : a.first->serial < b.first->serial;
+  });
+  UOp acc;
+  for (auto& [t, k] : L.terms) {
+    int64_t coef = wrap(k);
+    if (coef == 0) continue;
+    UOp term = coef == 1 ? t : UOp::make(Ops::MUL, d, {t, UOp::int_const(d, coef)});
+    acc = acc ? UOp::make(Ops::ADD, d, {acc, term}) : term;
+  }
+  int64_t c = wrap(L.c);
+  if (!acc) return UOp::int_const(d, c);
+  return c == 0 ? acc : UOp::make(Ops::ADD, d, {acc, UOp::int_const(d, c)});
+}
+
+UOp linear_form(const Match& m) {
+  UOp u = m.node;
+  if (!u->dtype.is_int() || !int_srcs(u)) return {};
+  return rebuild(u->dtype, collect(u));
+}
+
+std::vector<Ops> alu_ops() {
+  std::vector<Ops> ops;
+  for (int i = 0; i <= static_cast<int>(Ops::REDUCE_BACKWARD); ++i)
+    if (is_alu(static_cast<Ops>(i))) ops.push_back(static_cast<Ops>(i));
+  return ops;
+}
+
+UOp fold_constants(const Match& m) {
+  UOp u = m.node;
+  if (!intlike(u->dtype) || !int_srcs(u)) return {};
+  std::vector<int64_t> vals;
+  for (UOp s : u->src) {
+    if (s->op != Ops::CONST) return {};
+    vals.push_back(int_value(s));
+  }
+  int64_t out;
+  if (!fold_int_alu(u->op, u->dtype, vals.data(), vals.size(), out)) return {};
+  return int_const_of(u->dtype, out);
+}
+
+UOp point_bounds(const Match& m) {
+  UOp u = m.node;
+  if (!intlike(u->dtype) || !int_srcs(u) || u.vmin() != u.vmax()) return {};
+  return int_const_of(u->dtype, u.vmin());
+}
+
+}  // namespace
+
+const PatternMatcher& symbolic_rules() {
+  static const PatternMatcher pm({
+      {"fold constants", Pat::ops(alu_ops()), fold_constants},
+      {"bounds are a single value", Pat::ops(alu_ops()), point_bounds},
+      {"collect linear terms", Pat::ops({Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}), linear_form},
+      {"max of ordered operands", Pat::op(Ops::MAX, {Pat::var("x"), Pat::var("y")}),
+       [](const Match& m) {
+         UOp x = m["x"], y = m["y"];
+         if (!intlike(x->dtype)) return UOp();
+         return x.vmin() >= y.vmax() ? x : y.vmin() >= x.vmax() ? y : UOp();
+       }},
+      {"where on a constant condition", Pat::op(Ops::WHERE, {Pat::cvar("c"), Pat::var("t"), Pat::var("f")}),
+       [](const Match& m) { return m["c"].const_value() != 0 ? m["t"] : m["f"]; }},
+      {"where with equal branches", Pat::op(Ops::WHERE, {Pat::var("c"), Pat::var("x"), Pat::var("x")}),
+       [](const Match& m) { return m["x"]; }},
+      {"mod below the divisor", Pat::op(Ops::MOD, {Pat::var("x"), Pat::cvar("c")}),
+       [](const Match& m) {
+         UOp x = m["x"];
+         if (!x->dtype.is_int() || !is_int_const(m["c"])) return UOp();
+         return x.vmin() >= 0 && x.vmax() < int_value(m["c"]) ? x : UOp();
+       }},
+      {"exact division", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}),
+       [](const Match& m) {
+         UOp x = m["x"];
+         int64_t c = is_int_const(m["c"]) ? int_value(m["c"]) : 0;
+         if (!x->dtype.is_int() || c <= 0) return UOp();
+         Linear L = collect(x);
+         auto divides = [&](uint64_t k) { return static_cast<int64_t>(k) % c == 0; };
+         if (!divides(L.c) || !std::all_of(L.terms.begin(), L.terms.end(), [&](auto& t) { return divides(t.second); })) return UOp();
+         for (auto& t : L.terms) t.second = static_cast<uint64_t>(static_cast<int64_t>(t.second) / c);
+         L.c = static_cast<uint64_t>(static_cast<int64_t>(L.c) / c);
+         return rebuild(x->dtype, L);
+       }},
+      {"compare a value with itself", Pat::ops({Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ}),
+       [](const Match& m) {
+         UOp u = m.node;
+         if (u->src.size() != 2 || u->src[0] != u->src[1] || !intlike(u->src[0]->dtype)) return UOp();
+         return int_const_of(dtypes::bool_, u->op == Ops::CMPEQ);
+       }},
+      {"and/or with an identity", Pat::ops({Ops::AND, Ops::OR}),
+       [](const Match& m) {
+         UOp u = m.node;
+         if (!u->dtype.is_bool() || u->src.size() != 2) return UOp();
+         bool identity = u->op == Ops::AND;  // x & true == x, x | false == x
+         for (int i = 0; i < 2; ++i)
+           if (u->src[i]->op == Ops::CONST && (u->src[i].const_value() != 0) == identity) return u->src[1 - i];
+         return UOp();
+       }},
+  });
+  return pm;
+}
+
+UOp simplify(UOp u) {
+  RewriteOptions opts;
+  opts.name = "symbolic";
+  return graph_rewrite(u, symbolic_rules(), opts);
+}
+
+std::string render_expr(UOp u) {
+  struct R {
+    static std::string go(UOp u, int depth) {
+      if (depth > 24) return "...";
+      auto s = [&](size_t i) { return i < u->src.size() ? go(u->src[i], depth + 1) : std::string("?"); };
+      switch (u->op) {
+        case Ops::CONST: return to_string(u->arg);
+        case Ops::RANGE: return "r" + range_name(u);
+        case Ops::DEFINE_VAR: {
+          const ArgTuple* t = u->arg.tuple();
+          return t && !t->empty() && (*t)[0].is<std::string>() ? (*t)[0].as<std::string>() : "var";
+        }
+        case Ops::BIND: return s(0);
+        case Ops::ADD: return "(" + s(0) + "+" + s(1) + ")";
+        case Ops::SUB: return "(" + s(0) + "-" + s(1) + ")";
+        case Ops::MUL: return "(" + s(0) + "*" + s(1) + ")";
+        case Ops::IDIV: return "(" + s(0) + "//" + s(1) + ")";
+        case Ops::MOD: return "(" + s(0) + "%" + s(1) + ")";
+        case Ops::CMPLT: return "(" + s(0) + "<" + s(1) + ")";
+        case Ops::CMPNE: return "(" + s(0) + "!=" + s(1) + ")";
+        case Ops::CMPEQ: return "(" + s(0) + "==" + s(1) + ")";
+        case Ops::NEG: return "-" + s(0);
+        case Ops::MAX: return "max(" + s(0) + ", " + s(1) + ")";
+        case Ops::WHERE: return "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")";
+        default: {
+          std::string out = std::string(op_name(u->op)) + "(";
+          for (size_t i = 0; i < u->src.size(); ++i) out += (i ? ", " : "") + s(i);
+          return out + ")";
+        }
+      }
+    }
+  };
+  return R::go(u, 0);
+}
+
+}  // namespace ow

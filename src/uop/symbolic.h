@@ -1,0 +1,30 @@
+// Integer bounds (vmin/vmax) and the symbolic simplifier for index arithmetic.
+//
+// The simplifier only rewrites integer, index and bool nodes, so float results never change.
+// Its central rule normalises sums: ADD/SUB/NEG/MUL-by-constant chains become a canonical
+// linear form over "atoms" (ranges, variables, max/div/mod, ...), so `1 + a + (3-a-1)` is `3`.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "uop/pattern.h"
+#include "uop/uop.h"
+
+namespace ow {
+
+// vmin/vmax of a node from its sources (used while the node is being built).
+std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n);
+
+// The rule table (named rules, in order) and its application to a graph.
+const PatternMatcher& symbolic_rules();
+UOp simplify(UOp u);
+
+// Infix text of an index expression for messages: `3-a-1` prints as `(2+(rm1*-1))`.
+std::string render_expr(UOp u);
+
+// Evaluates an integer/bool ALU op on constants with the dtype's wrap-around (index: int64).
+// Returns false when the op cannot be folded (division by zero, non-integer op).
+bool fold_int_alu(Ops op, DType dtype, const int64_t* args, size_t n, int64_t& out);
+
+}  // namespace ow

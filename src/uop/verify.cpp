@@ -1,0 +1,320 @@
+#include "uop/verify.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "uop/shape.h"
+#include "uop/symbolic.h"
+
+namespace ow {
+
+namespace {
+
+struct Problem {
+  std::string rule, message;
+};
+using Check = std::optional<Problem>;
+
+Check fail(std::string rule, std::string message) { return Problem{std::move(rule), std::move(message)}; }
+
+std::string dt(DType d) { return to_string(d); }
+
+Check count(UOp u, size_t lo, size_t hi) {
+  size_t n = u->src.size();
+  if (n >= lo && n <= hi) return std::nullopt;
+  std::string want = lo == hi ? std::to_string(lo) : hi == SIZE_MAX ? "at least " + std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
+  return fail("src.count", std::string(op_name(u->op)) + " takes " + want + " source(s), got " + std::to_string(n));
+}
+
+Check no_arg(UOp u) {
+  if (u->arg.none()) return std::nullopt;
+  return fail("arg", std::string(op_name(u->op)) + " takes no arg, got " + to_string(u->arg));
+}
+
+bool is_value(DType d) { return !d.ptr && !d.is_void(); }
+
+Check check_const(UOp u) {
+  if (auto e = count(u, 0, 0)) return e;
+  const Arg& a = u->arg;
+  bool ok = u->dtype.is_bool() ? a.is<bool>() : u->dtype.is_int() ? a.is<int64_t>() : u->dtype.is_float() ? a.is<double>() : false;
+  if (!ok) return fail("const.arg", "CONST " + dt(u->dtype) + " needs a " + (u->dtype.is_bool() ? "bool" : u->dtype.is_int() ? "integer" : u->dtype.is_float() ? "float (with '.')" : "value dtype") + " arg, got " + to_string(a));
+  if (u->dtype.scalar == Scalar::Int32) {
+    int64_t v = a.as<int64_t>();
+    if (v != static_cast<int32_t>(v)) return fail("const.arg", "value " + std::to_string(v) + " does not fit int32");
+  }
+  return std::nullopt;
+}
+
+Check check_range(UOp u) {
+  if (auto e = count(u, 1, SIZE_MAX)) return e;
+  if (!u->dtype.is_index()) return fail("range.dtype", "RANGE must be index, got " + dt(u->dtype));
+  if (u->src[0]->dtype != u->dtype) return fail("range.dtype", "RANGE end must be " + dt(u->dtype) + ", got " + dt(u->src[0]->dtype));
+  const ArgTuple* t = u->arg.tuple();
+  bool ok = t && t->size() >= 2 && t->back().is<AxisType>() &&
+            std::all_of(t->begin(), t->end() - 1, [](const Arg& x) { return x.is<int64_t>(); });
+  if (!ok) return fail("range.arg", "RANGE arg must be (id, sub_id..., AxisType.X) with integer ids, got " + to_string(u->arg));
+  if (u->src[0].vmin() < 0) return fail("range.end", "RANGE end " + render_expr(u->src[0]) + " can be negative");
+  return std::nullopt;
+}
+
+Check check_define_var(UOp u) {
+  if (auto e = count(u, 0, 0)) return e;
+  if (!u->dtype.is_int()) return fail("var.dtype", "DEFINE_VAR must have an integer dtype, got " + dt(u->dtype));
+  const ArgTuple* t = u->arg.tuple();
+  if (!t || t->size() != 3 || !(*t)[0].is<std::string>() || !(*t)[1].is<int64_t>() || !(*t)[2].is<int64_t>())
+    return fail("var.arg", "DEFINE_VAR arg must be (\"name\", lo, hi), got " + to_string(u->arg));
+  if ((*t)[1].as<int64_t>() > (*t)[2].as<int64_t>()) return fail("var.arg", "DEFINE_VAR has lo > hi in " + to_string(u->arg));
+  return std::nullopt;
+}
+
+Check check_bind(UOp u) {
+  if (auto e = count(u, 2, 2)) return e;
+  if (auto e = no_arg(u)) return e;
+  UOp var = u->src[0], val = u->src[1];
+  if (var->op != Ops::DEFINE_VAR) return fail("bind.src", "BIND's first source must be a DEFINE_VAR, got " + std::string(op_name(var->op)));
+  if (val->dtype != var->dtype || u->dtype != var->dtype) return fail("bind.dtype", "BIND of a " + dt(var->dtype) + " variable to a " + dt(val->dtype) + " value");
+  if (val.vmin() < var.vmin() || val.vmax() > var.vmax())
+    return fail("bind.bounds", "bound value " + render_expr(val) + " ranges over [" + std::to_string(val.vmin()) + ", " + std::to_string(val.vmax()) +
+                                   "], outside the variable's [" + std::to_string(var.vmin()) + ", " + std::to_string(var.vmax()) + "]");
+  return std::nullopt;
+}
+
+Check check_alu(UOp u) {
+  int arity = alu_arity(u->op);
+  if (auto e = count(u, static_cast<size_t>(arity), static_cast<size_t>(arity))) return e;
+  if (auto e = no_arg(u)) return e;
+  const auto& s = u->src;
+  for (UOp x : s)
+    if (!is_value(x->dtype)) return fail("alu.dtype", std::string(op_name(u->op)) + " operand has non-value dtype " + dt(x->dtype));
+  if (u->op == Ops::WHERE) {
+    if (!s[0]->dtype.is_bool()) return fail("alu.dtype", "WHERE condition must be bool, got " + dt(s[0]->dtype));
+    if (s[1]->dtype != s[2]->dtype || u->dtype != s[1]->dtype)
+      return fail("alu.dtype", "WHERE branches and result must share a dtype: " + dt(s[1]->dtype) + ", " + dt(s[2]->dtype) + " -> " + dt(u->dtype));
+    return std::nullopt;
+  }
+  for (UOp x : s)
+    if (x->dtype != s[0]->dtype) return fail("alu.dtype", std::string(op_name(u->op)) + " operands differ in dtype: " + dt(s[0]->dtype) + " vs " + dt(x->dtype));
+  DType in = s[0]->dtype;
+  DType want = is_comparison(u->op) ? dtypes::bool_ : in;
+  if (u->dtype != want) return fail("alu.dtype", std::string(op_name(u->op)) + " of " + dt(in) + " must be " + dt(want) + ", got " + dt(u->dtype));
+  switch (u->op) {
+    case Ops::EXP2: case Ops::LOG2: case Ops::SIN: case Ops::SQRT: case Ops::RECIPROCAL: case Ops::FDIV: case Ops::POW:
+      if (!in.is_float()) return fail("alu.dtype", std::string(op_name(u->op)) + " needs a float dtype, got " + dt(in));
+      break;
+    case Ops::IDIV: case Ops::MOD: case Ops::SHL: case Ops::SHR:
+      if (!in.is_int()) return fail("alu.dtype", std::string(op_name(u->op)) + " needs an integer dtype, got " + dt(in));
+      break;
+    case Ops::AND: case Ops::OR: case Ops::XOR:
+      if (in.is_float()) return fail("alu.dtype", std::string(op_name(u->op)) + " needs an integer or bool dtype, got " + dt(in));
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+Check check_reduce(UOp u) {
+  if (auto e = count(u, 2, SIZE_MAX)) return e;
+  const Ops* op = u->arg.get_if<Ops>();
+  if (!op || (*op != Ops::ADD && *op != Ops::MUL && *op != Ops::MAX))
+    return fail("reduce.arg", std::string(op_name(u->op)) + " arg must be Ops.ADD, Ops.MUL or Ops.MAX, got " + to_string(u->arg));
+  if (u->dtype != u->src[0]->dtype) return fail("reduce.dtype", std::string(op_name(u->op)) + " must keep its source's dtype " + dt(u->src[0]->dtype));
+  for (size_t i = 1; i < u->src.size(); ++i)
+    if (u->src[i]->op != Ops::RANGE) return fail("reduce.src", std::string(op_name(u->op)) + " source " + std::to_string(i) + " must be a RANGE, got " + std::string(op_name(u->src[i]->op)));
+  return std::nullopt;
+}
+
+Check check_reduce_axis(UOp u) {
+  if (auto e = count(u, 1, 1)) return e;
+  const ArgTuple* t = u->arg.tuple();
+  if (!t || t->size() != 2 || !(*t)[0].is<Ops>()) return fail("reduce.arg", "REDUCE_AXIS arg must be (Ops.X, (axes...)), got " + to_string(u->arg));
+  Ops op = (*t)[0].as<Ops>();
+  if (op != Ops::ADD && op != Ops::MUL && op != Ops::MAX) return fail("reduce.arg", "REDUCE_AXIS op must be ADD, MUL or MAX");
+  if (u->dtype != u->src[0]->dtype) return fail("reduce.dtype", "REDUCE_AXIS must keep its source's dtype");
+  return std::nullopt;
+}
+
+Check same_dtype_as_src0(UOp u) {
+  if (u->dtype != u->src[0]->dtype)
+    return fail("dtype", std::string(op_name(u->op)) + " must have its first source's dtype " + dt(u->src[0]->dtype) + ", got " + dt(u->dtype));
+  return std::nullopt;
+}
+
+Check check_movement(UOp u) {
+  if (auto e = count(u, 1, SIZE_MAX)) return e;
+  if (auto e = same_dtype_as_src0(u)) return e;
+  bool arg_op = u->op == Ops::PERMUTE || u->op == Ops::FLIP;
+  if (arg_op && u->src.size() != 1) return fail("src.count", std::string(op_name(u->op)) + " takes its axes in the arg, not as sources");
+  if (!arg_op && !u->arg.none()) return fail("arg", std::string(op_name(u->op)) + " takes its sizes as sources, not an arg");
+  for (size_t i = 1; i < u->src.size(); ++i)
+    if (!u->src[i]->dtype.is_index()) return fail("movement.dtype", std::string(op_name(u->op)) + " size operand " + std::to_string(i) + " must be index, got " + dt(u->src[i]->dtype));
+  return std::nullopt;
+}
+
+Check check_buffer(UOp u) {
+  if (auto e = count(u, 0, 0)) return e;
+  const ArgTuple* t = u->arg.tuple();
+  if (!t || t->size() != 2 || !(*t)[0].is<std::string>() || !(*t)[1].is<int64_t>())
+    return fail("buffer.arg", "BUFFER arg must be (\"name\", size), got " + to_string(u->arg));
+  if ((*t)[0].as<std::string>().empty()) return fail("buffer.arg", "BUFFER name is empty");
+  int64_t n = (*t)[1].as<int64_t>();
+  if (n < 0 || n > kMaxElements) return fail("buffer.size", "BUFFER size " + std::to_string(n) + " is outside [0, 2^32]");
+  if (!is_value(u->dtype)) return fail("buffer.dtype", "BUFFER needs a value dtype, got " + dt(u->dtype));
+  return std::nullopt;
+}
+
+Check check_sink(UOp u) {
+  if (!u->dtype.is_void()) return fail("dtype", "SINK must be void");
+  if (u->arg.none()) return std::nullopt;
+  const ArgTuple* t = u->arg.tuple();
+  if (!t || t->size() != u->src.size() || !std::all_of(t->begin(), t->end(), [](const Arg& a) { return a.is<std::string>(); }))
+    return fail("sink.names", "SINK arg must be one output name per source, got " + to_string(u->arg));
+  std::set<std::string> seen;
+  for (const Arg& a : *t)
+    if (!seen.insert(a.as<std::string>()).second) return fail("sink.names", "output name \"" + a.as<std::string>() + "\" is used twice");
+  return std::nullopt;
+}
+
+Check check_effect(UOp u) {
+  switch (u->op) {
+    case Ops::STORE:
+    case Ops::ASSIGN: {
+      if (auto e = count(u, 2, 2)) return e;
+      DType target = u->src[0]->dtype.base(), value = u->src[1]->dtype;
+      if (target != value) return fail("store.dtype", std::string(op_name(u->op)) + " of a " + dt(value) + " value into a " + dt(target) + " target");
+      if (u->op == Ops::STORE && !u->dtype.is_void()) return fail("dtype", "STORE must be void");
+      if (u->op == Ops::ASSIGN) return same_dtype_as_src0(u);
+      return std::nullopt;
+    }
+    case Ops::LOAD:
+      if (auto e = count(u, 1, 1)) return e;
+      if (!u->src[0]->dtype.ptr) return fail("load.src", "LOAD needs a pointer (INDEX of a DEFINE_GLOBAL), got " + dt(u->src[0]->dtype));
+      if (u->dtype != u->src[0]->dtype.base()) return fail("dtype", "LOAD must produce " + dt(u->src[0]->dtype.base()));
+      return std::nullopt;
+    case Ops::INDEX:
+      if (auto e = count(u, 2, SIZE_MAX)) return e;
+      for (size_t i = 1; i < u->src.size(); ++i)
+        if (!u->src[i]->dtype.is_index()) return fail("index.dtype", "INDEX operand " + std::to_string(i) + " must be index, got " + dt(u->src[i]->dtype));
+      return same_dtype_as_src0(u);
+    case Ops::END:
+      if (auto e = count(u, 2, SIZE_MAX)) return e;
+      for (size_t i = 1; i < u->src.size(); ++i)
+        if (u->src[i]->op != Ops::RANGE) return fail("end.src", "END source " + std::to_string(i) + " must be a RANGE, got " + std::string(op_name(u->src[i]->op)));
+      return std::nullopt;
+    case Ops::AFTER:
+      if (auto e = count(u, 1, SIZE_MAX)) return e;
+      return same_dtype_as_src0(u);
+    default:
+      return std::nullopt;
+  }
+}
+
+Check check_node(UOp u) {
+  Ops op = u->op;
+  if (op == Ops::CONST) return check_const(u);
+  if (op == Ops::RANGE) return check_range(u);
+  if (op == Ops::DEFINE_VAR) return check_define_var(u);
+  if (op == Ops::BIND) return check_bind(u);
+  if (is_alu(op)) return check_alu(u);
+  if (op == Ops::REDUCE || op == Ops::REDUCE_BACKWARD) return check_reduce(u);
+  if (op == Ops::REDUCE_AXIS) return check_reduce_axis(u);
+  if (is_movement(op)) return check_movement(u);
+  if (op == Ops::BUFFER) return check_buffer(u);
+  if (op == Ops::SINK) return check_sink(u);
+  switch (op) {
+    case Ops::CAST:
+      if (auto e = count(u, 1, 1)) return e;
+      if (!is_value(u->dtype) || !is_value(u->src[0]->dtype)) return fail("cast.dtype", "CAST between value dtypes only: " + dt(u->src[0]->dtype) + " -> " + dt(u->dtype));
+      return std::nullopt;
+    case Ops::CONTIGUOUS: case Ops::CONTIGUOUS_BACKWARD: case Ops::DETACH:
+      if (auto e = count(u, 1, 1)) return e;
+      return same_dtype_as_src0(u);
+    case Ops::DEFINE_GLOBAL:
+      if (auto e = count(u, 0, 0)) return e;
+      if (!u->dtype.ptr) return fail("define_global.dtype", "DEFINE_GLOBAL needs a pointer dtype such as float32*10, got " + dt(u->dtype));
+      if (!u->arg.is<int64_t>() || u->arg.as<int64_t>() < 0) return fail("define_global.arg", "DEFINE_GLOBAL arg must be its parameter slot (an integer >= 0)");
+      return std::nullopt;
+    case Ops::STORE: case Ops::ASSIGN: case Ops::LOAD: case Ops::INDEX: case Ops::END: case Ops::AFTER:
+      return check_effect(u);
+    default:
+      return std::nullopt;  // structural ops of later stages carry no rule yet
+  }
+}
+
+}  // namespace
+
+namespace {
+// Free ranges per node, computed in topological order (see SEMANTICS: scope).
+using RangeSet = std::vector<const UOpNode*>;  // sorted
+
+RangeSet free_of(UOp u, const std::unordered_map<const UOpNode*, RangeSet>& memo) {
+  RangeSet out;
+  for (UOp s : u->src) {
+    const RangeSet& r = memo.at(s.get());
+    RangeSet merged;
+    std::set_union(out.begin(), out.end(), r.begin(), r.end(), std::back_inserter(merged));
+    out.swap(merged);
+  }
+  if (u->op == Ops::RANGE) out.insert(std::lower_bound(out.begin(), out.end(), u.get()), u.get());
+  std::vector<const UOpNode*> closed;
+  if (u->op == Ops::REDUCE || u->op == Ops::END)
+    for (size_t i = 1; i < u->src.size(); ++i) closed.push_back(u->src[i].get());
+  if (u->shape.kind == ShapeInfo::Kind::Shaped)
+    for (UOp d : u->shape.dims)
+      if (d->op == Ops::RANGE) closed.push_back(d.get());
+  for (const UOpNode* c : closed) {
+    auto it = std::lower_bound(out.begin(), out.end(), c);
+    if (it != out.end() && *it == c) out.erase(it);
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<UOp> free_ranges(UOp u) {
+  std::unordered_map<const UOpNode*, RangeSet> memo;
+  for (UOp n : toposort(u)) memo[n.get()] = free_of(n, memo);
+  std::vector<UOp> out;
+  for (const UOpNode* r : memo.at(u.get())) out.emplace_back(r);
+  return out;
+}
+
+std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts) {
+  std::vector<VerifyIssue> issues;
+  std::unordered_map<const UOpNode*, RangeSet> memo;
+  std::map<std::string, UOp> buffers;
+  for (UOp u : toposort(root)) {
+    memo[u.get()] = free_of(u, memo);
+    if (auto p = check_node(u)) {
+      issues.push_back({u, p->rule, p->message});
+      continue;
+    }
+    if (u->shape.kind == ShapeInfo::Kind::Invalid && u->shape.error != "a source has an invalid shape") {
+      issues.push_back({u, "shape", u->shape.error});
+      continue;
+    }
+    if (u->op == Ops::BUFFER) {
+      const std::string& name = u->arg.tuple()->at(0).as<std::string>();
+      auto [it, fresh] = buffers.emplace(name, u);
+      if (!fresh) issues.push_back({u, "buffer.name", "buffer \"" + name + "\" is declared twice with different dtype or size"});
+    }
+    if (u->op == Ops::RANGE && !memo.at(u->src[0].get()).empty())
+      issues.push_back({u, "range.end", "RANGE end depends on another range"});
+    if (opts.strict && u->op == Ops::REDUCE) {
+      const RangeSet& body = memo.at(u->src[0].get());
+      for (size_t i = 1; i < u->src.size(); ++i)
+        if (!std::binary_search(body.begin(), body.end(), u->src[i].get()))
+          issues.push_back({u, "reduce.unused", "REDUCE over range " + range_name(u->src[i]) + " that its value does not depend on (strict)"});
+    }
+  }
+  const RangeSet& open = memo.at(root.get());
+  if (!open.empty()) {
+    std::string names;
+    for (const UOpNode* r : open) names += (names.empty() ? "" : ", ") + range_name(UOp(r));
+    issues.push_back({root, "scope", "range(s) " + names + " used outside their scope: still free at the graph's root (close them with REDUCE, END or a range dimension)"});
+  }
+  return issues;
+}
+
+}  // namespace ow

@@ -1,0 +1,28 @@
+// The verifier: per-op rules on dtypes, sources, args, shapes and range scope. Each problem
+// names the node and the rule it broke; formatting the node's name is the caller's job (a
+// parsed file names it by file:line:col, a built graph by its printed id).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace ow {
+
+struct VerifyIssue {
+  UOp node;
+  std::string rule;     // short rule id, e.g. "alu.dtype", "scope"
+  std::string message;  // what is wrong, in words
+};
+
+struct VerifyOptions {
+  bool strict = false;  // also report legal-but-suspicious graphs (reduce over an unused range)
+};
+
+// Every problem in the graph under root, in topological order (sources first).
+std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts = {});
+
+// Ranges a node's value depends on that no REDUCE/END/range-dimension has closed yet.
+std::vector<UOp> free_ranges(UOp u);
+
+}  // namespace ow

@@ -1,0 +1,35 @@
+// Shared pieces of the `ow` command line: subcommand table, file reading, option parsing.
+#pragma once
+#include <boost/program_options.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "uop/text.h"
+
+namespace ow::cli {
+
+namespace po = boost::program_options;
+
+using Args = std::vector<std::string>;  // arguments after the subcommand name
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::function<int(const Args&)> run;
+};
+
+// Parses args against the options (with positional names) and handles --help.
+// Returns false when help was printed (the command should exit 0).
+bool parse_options(const std::string& cmd, const std::string& usage, po::options_description& opts,
+                   const po::positional_options_description& pos, const Args& args, po::variables_map& vm);
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& data);
+
+// Reads, parses and verifies a .uop file; throws ParseError at the first problem.
+ParsedGraph load_graph(const std::string& path, bool strict = false);
+
+std::vector<Command> graph_commands();  // print, verify, dot
+
+}  // namespace ow::cli

@@ -1,0 +1,100 @@
+// ow — the outerworld command line. Exit codes: 0 ok, 1 user error, 2 internal error.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "uop/error.h"
+
+namespace ow::cli {
+
+bool parse_options(const std::string& cmd, const std::string& usage, po::options_description& opts,
+                   const po::positional_options_description& pos, const Args& args, po::variables_map& vm) {
+  opts.add_options()("help,h", "show this help");
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: ow " << cmd << " " << usage << "\n\n" << opts << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open file");
+  in.seekg(0, std::ios::end);
+  auto size = in.tellg();
+  if (size < 0) throw Error(path + ": cannot read file");
+  if (size > (int64_t{1} << 30)) throw Error(path + ": file is larger than 1 GiB");
+  std::string data(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(data.data(), size);
+  if (!in) throw Error(path + ": read failed");
+  return data;
+}
+
+void write_file(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary);
+  out << data;
+  if (!out) throw Error(path + ": cannot write file");
+}
+
+ParsedGraph load_graph(const std::string& path, bool strict) {
+  ParsedGraph g = parse_graph(read_file(path), path);
+  VerifyOptions opts;
+  opts.strict = strict;
+  verify_parsed(g, opts);
+  return g;
+}
+
+namespace {
+
+std::vector<Command> all_commands() {
+  std::vector<Command> cmds = graph_commands();
+  return cmds;
+}
+
+void usage(std::ostream& os) {
+  os << "usage: ow <command> [options]   (ow <command> --help for details)\n\ncommands:\n";
+  for (const Command& c : all_commands()) os << "  " << c.name << std::string(10 - std::min<size_t>(c.name.size(), 9), ' ') << c.summary << "\n";
+}
+
+}  // namespace
+}  // namespace ow::cli
+
+int main(int argc, char** argv) {
+  using namespace ow::cli;
+  if (argc < 2) {
+    usage(std::cerr);
+    return 1;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(std::cout);
+    return 0;
+  }
+  Args args(argv + 2, argv + argc);
+  for (const Command& c : all_commands()) {
+    if (c.name != name) continue;
+    try {
+      return c.run(args);
+    } catch (const ow::Error& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    } catch (const boost::program_options::error& e) {
+      std::cerr << "ow " << name << ": " << e.what() << " (see ow " << name << " --help)\n";
+      return 1;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "ow " << name << ": out of memory\n";
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "ow " << name << ": internal error: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  std::cerr << "ow: unknown command '" << name << "'\n";
+  usage(std::cerr);
+  return 1;
+}
