@@ -31,5 +31,6 @@ void write_file(const std::string& path, const std::string& data);
 ParsedGraph load_graph(const std::string& path, bool strict = false);
 
 std::vector<Command> graph_commands();  // print, verify, dot
+std::vector<Command> run_commands();    // run
 
 }  // namespace ow::cli

@@ -1,0 +1,47 @@
+// The reference interpreter: evaluates a tensor-level graph directly and so defines what every
+// op means (reference/SEMANTICS.md). Single-threaded and deterministic.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "interp/value.h"
+#include "uop/uop.h"
+
+namespace ow::interp {
+
+// A named buffer's contents: flat storage plus a poison mask (null: fully initialized).
+struct BufferData {
+  DType dtype;
+  StoragePtr data;
+  StoragePtr poison;
+};
+using BufferMap = std::map<std::string, BufferData>;
+
+// One evaluation step, for --trace and the stepper.
+struct Step {
+  UOp node;
+  std::vector<std::pair<UOp, int64_t>> bindings;  // range -> value, outermost first
+  const Value* value;
+};
+
+struct Options {
+  std::function<void(const Step&)> on_step;     // called after every node evaluation
+  std::function<std::string(UOp)> describe;     // names a node in diagnostics (default: printed line)
+  size_t max_depth = 3000;                      // recursion guard for very deep graphs
+};
+
+struct Output {
+  std::string name;
+  Value value;  // contiguous, poison-free (poison reaching an output is an error)
+};
+
+// Evaluates the graph under root (usually a SINK naming its outputs). `buffers` supplies the
+// inputs by name; buffers the graph writes are updated in place, and buffers it reads but that
+// are absent start uninitialized (poison). Throws ow::Error naming the node and the bindings.
+std::vector<Output> run(UOp root, BufferMap& buffers, const Options& opts = {});
+
+std::string bindings_text(const std::vector<std::pair<UOp, int64_t>>& b);
+
+}  // namespace ow::interp

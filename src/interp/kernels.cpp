@@ -1,0 +1,512 @@
+// Arithmetic on values: elementwise ALU ops, casts, pads, reductions and strided copies.
+// Every fold runs in a fixed order (row-major over the reduced indices) in the value's dtype;
+// this file is compiled with -ffp-contract=off so a*b+c is never fused into one rounding.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "interp/dispatch.h"
+#include "interp/value.h"
+
+namespace ow::interp {
+
+namespace {
+
+// Calls inner(offsets, last_strides, n) once per innermost row of `shape`, where offsets[k] is
+// the element offset of operand k at the row's start. Operands are given by their strides.
+template <size_t K, class Inner>
+void walk(const std::vector<int64_t>& shape, const std::array<const std::vector<int64_t>*, K>& strides,
+          std::array<int64_t, K> offs, Inner&& inner) {
+  size_t nd = shape.size();
+  for (int64_t s : shape)
+    if (s == 0) return;
+  std::array<int64_t, K> last{};
+  if (nd == 0) {
+    inner(offs, last, int64_t{1});
+    return;
+  }
+  for (size_t k = 0; k < K; ++k) last[k] = (*strides[k])[nd - 1];
+  std::vector<int64_t> idx(nd, 0);
+  while (true) {
+    inner(offs, last, shape[nd - 1]);
+    int d = static_cast<int>(nd) - 2;
+    for (; d >= 0; --d) {
+      for (size_t k = 0; k < K; ++k) offs[k] += (*strides[k])[static_cast<size_t>(d)];
+      if (++idx[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
+      for (size_t k = 0; k < K; ++k) offs[k] -= (*strides[k])[static_cast<size_t>(d)] * shape[static_cast<size_t>(d)];
+      idx[static_cast<size_t>(d)] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+template <class T> T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+  else if constexpr (std::is_same_v<T, uint8_t>) return a | b;
+  else return a + b;
+}
+template <class T> T wrap_sub(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) - static_cast<std::make_unsigned_t<T>>(b));
+  else if constexpr (std::is_same_v<T, uint8_t>) return a ^ b;
+  else return a - b;
+}
+template <class T> T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
+  else if constexpr (std::is_same_v<T, uint8_t>) return a & b;
+  else return a * b;
+}
+// MAX propagates NaN (SEMANTICS.md "MAX").
+template <class T> T max_op(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a > b ? a : b;
+}
+
+struct DivByZero {};
+
+template <class T> T idiv_op(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) throw DivByZero{};
+    if constexpr (std::is_signed_v<T>)
+      if (b == -1) return wrap_sub<T>(0, a);
+    return a / b;
+  } else {
+    return std::trunc(a / b);
+  }
+}
+template <class T> T mod_op(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) throw DivByZero{};
+    if constexpr (std::is_signed_v<T>)
+      if (b == -1) return 0;
+    return a % b;
+  } else {
+    return std::fmod(a, b);
+  }
+}
+
+// Applies f elementwise: out (contiguous) = f(in[0], in[1], ...), each input a strided view.
+template <class R, class T, size_t N, class F>
+void map_n(Value& out, const std::array<const Value*, N>& in, F f) {
+  std::array<const std::vector<int64_t>*, N + 1> strides{&out.view.strides};
+  std::array<int64_t, N + 1> offs{out.view.offset};
+  for (size_t k = 0; k < N; ++k) {
+    strides[k + 1] = &in[k]->view.strides;
+    offs[k + 1] = in[k]->view.offset;
+  }
+  R* po = out.data->as<R>();
+  std::array<const T*, N> pin;
+  for (size_t k = 0; k < N; ++k) pin[k] = in[k]->data->template as<T>();
+  walk<N + 1>(out.view.shape, strides, offs, [&](const auto& o, const auto& s, int64_t n) {
+    R* dst = po + o[0];
+    bool unit = s[0] == 1;
+    for (size_t k = 0; k < N; ++k) unit = unit && s[k + 1] == 1;
+    if constexpr (N == 2) {
+      const T* a = pin[0] + o[1];
+      const T* b = pin[1] + o[2];
+      if (unit) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i]);
+        return;
+      }
+      if (s[0] == 1 && s[1] == 1 && s[2] == 0) {
+        T bv = *b;
+        for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i], bv);
+        return;
+      }
+      if (s[0] == 1 && s[1] == 0 && s[2] == 1) {
+        T av = *a;
+        for (int64_t i = 0; i < n; ++i) dst[i] = f(av, b[i]);
+        return;
+      }
+    }
+    if constexpr (N == 1) {
+      const T* a = pin[0] + o[1];
+      if (unit) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i]);
+        return;
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      std::array<T, N> args;
+      for (size_t k = 0; k < N; ++k) args[k] = pin[k][o[k + 1] + i * s[k + 1]];
+      dst[i * s[0]] = std::apply(f, args);
+    }
+  });
+}
+
+template <class T> Value unary(Ops op, DType out_dt, const Value& a) {
+  Value out = alloc(out_dt, a.shape());
+  std::array<const Value*, 1> in{&a};
+  switch (op) {
+    case Ops::NEG: map_n<T, T, 1>(out, in, [](T x) { return wrap_sub<T>(T(0), x); }); break;
+    case Ops::RECIPROCAL: map_n<T, T, 1>(out, in, [](T x) { return T(1) / x; }); break;
+    case Ops::SQRT: map_n<T, T, 1>(out, in, [](T x) { return std::sqrt(x); }); break;
+    case Ops::EXP2: map_n<T, T, 1>(out, in, [](T x) { return std::exp2(x); }); break;
+    case Ops::LOG2: map_n<T, T, 1>(out, in, [](T x) { return std::log2(x); }); break;
+    case Ops::SIN: map_n<T, T, 1>(out, in, [](T x) { return std::sin(x); }); break;
+    case Ops::TRUNC: map_n<T, T, 1>(out, in, [](T x) { if constexpr (std::is_floating_point_v<T>) return std::trunc(x); else return x; }); break;
+    default: throw Error(std::string("the interpreter has no unary op ") + std::string(op_name(op)));
+  }
+  return out;
+}
+
+template <class T> Value binary(Ops op, DType out_dt, const Value& a, const Value& b) {
+  Value out = alloc(out_dt, a.shape());
+  std::array<const Value*, 2> in{&a, &b};
+  switch (op) {
+    case Ops::ADD: map_n<T, T, 2>(out, in, wrap_add<T>); break;
+    case Ops::SUB: map_n<T, T, 2>(out, in, wrap_sub<T>); break;
+    case Ops::MUL: map_n<T, T, 2>(out, in, wrap_mul<T>); break;
+    case Ops::MAX: map_n<T, T, 2>(out, in, max_op<T>); break;
+    case Ops::FDIV: map_n<T, T, 2>(out, in, [](T x, T y) { return x / y; }); break;
+    case Ops::IDIV: map_n<T, T, 2>(out, in, idiv_op<T>); break;
+    case Ops::MOD: map_n<T, T, 2>(out, in, mod_op<T>); break;
+    case Ops::POW: map_n<T, T, 2>(out, in, [](T x, T y) { return static_cast<T>(std::pow(x, y)); }); break;
+    case Ops::CMPLT: map_n<uint8_t, T, 2>(out, in, [](T x, T y) -> uint8_t { return x < y; }); break;
+    case Ops::CMPNE: map_n<uint8_t, T, 2>(out, in, [](T x, T y) -> uint8_t { return x != y; }); break;
+    case Ops::CMPEQ: map_n<uint8_t, T, 2>(out, in, [](T x, T y) -> uint8_t { return x == y; }); break;
+    case Ops::AND: if constexpr (std::is_integral_v<T>) { map_n<T, T, 2>(out, in, [](T x, T y) -> T { return x & y; }); break; } [[fallthrough]];
+    case Ops::OR: if constexpr (std::is_integral_v<T>) { if (op == Ops::OR) { map_n<T, T, 2>(out, in, [](T x, T y) -> T { return x | y; }); break; } } [[fallthrough]];
+    case Ops::XOR: if constexpr (std::is_integral_v<T>) { if (op == Ops::XOR) { map_n<T, T, 2>(out, in, [](T x, T y) -> T { return x ^ y; }); break; } } [[fallthrough]];
+    default: throw Error(std::string("the interpreter has no ") + std::string(op_name(op)) + " for " + to_string(out_dt));
+  }
+  return out;
+}
+
+// A mask (poison or footprint storage) seen through v's view, as a bool value without masks.
+}  // namespace
+
+Value mask_view(const Value& v, const StoragePtr& mask) {
+  Value m;
+  m.dtype = dtypes::bool_;
+  m.view = v.view;
+  m.data = mask;
+  m.unshaped = v.unshaped;
+  return m;
+}
+
+namespace {
+
+// Combines masks (poison or footprint) of the inputs into the output's mask.
+enum class MaskRule { AnyPoison, Footprint };
+
+StoragePtr combine(MaskRule rule, const std::vector<const Value*>& in, StoragePtr Value::*field, const std::vector<int64_t>& shape) {
+  bool any = false, all_shaped_masked = true;
+  for (const Value* v : in) {
+    if (v->*field) any = true;
+    else if (!v->unshaped) all_shaped_masked = false;
+  }
+  if (!any || (rule == MaskRule::Footprint && !all_shaped_masked)) return nullptr;
+  Value acc = alloc(dtypes::bool_, shape);
+  for (const Value* v : in) {
+    if (!(v->*field)) continue;
+    Value m = broadcast_to(mask_view(*v, v->*field), shape);
+    Value prev = acc;
+    map_n<uint8_t, uint8_t, 2>(acc, std::array<const Value*, 2>{&prev, &m}, [](uint8_t x, uint8_t y) -> uint8_t { return x | y; });
+  }
+  return acc.data;
+}
+
+// WHERE poison: the condition's poison, plus the poison of the branch it selects.
+StoragePtr where_poison(const Value& c, const Value& t, const Value& f, const std::vector<int64_t>& shape) {
+  if (!c.poison && !t.poison && !f.poison) return nullptr;
+  auto mask_of = [&](const Value& v) { return v.poison ? mask_view(v, v.poison) : broadcast_to(scalar(dtypes::bool_, 0), shape); };
+  Value cp = mask_of(c), tp = mask_of(t), fp = mask_of(f);
+  Value out = alloc(dtypes::bool_, shape);
+  Value sel = alloc(dtypes::bool_, shape);
+  map_n<uint8_t, uint8_t, 2>(sel, std::array<const Value*, 2>{&c, &tp}, [](uint8_t x, uint8_t y) -> uint8_t { return x ? y : 0; });
+  Value sel2 = alloc(dtypes::bool_, shape);
+  map_n<uint8_t, uint8_t, 2>(sel2, std::array<const Value*, 2>{&c, &fp}, [](uint8_t x, uint8_t y) -> uint8_t { return x ? 0 : y; });
+  Value both = alloc(dtypes::bool_, shape);
+  map_n<uint8_t, uint8_t, 2>(both, std::array<const Value*, 2>{&sel, &sel2}, [](uint8_t x, uint8_t y) -> uint8_t { return x | y; });
+  map_n<uint8_t, uint8_t, 2>(out, std::array<const Value*, 2>{&both, &cp}, [](uint8_t x, uint8_t y) -> uint8_t { return x | y; });
+  return out.data;
+}
+
+template <class T> Value ternary(Ops op, DType out_dt, const Value& c, const Value& a, const Value& b) {
+  Value out = alloc(out_dt, a.shape());
+  if (op == Ops::WHERE) {
+    // the condition is uint8 while the branches are T: walk all four views together
+    std::array<const std::vector<int64_t>*, 4> strides{&out.view.strides, &c.view.strides, &a.view.strides, &b.view.strides};
+    std::array<int64_t, 4> offs{out.view.offset, c.view.offset, a.view.offset, b.view.offset};
+    T* po = out.data->as<T>();
+    const uint8_t* pc = c.data->as<uint8_t>();
+    const T* pa = a.data->as<T>();
+    const T* pb = b.data->as<T>();
+    walk<4>(out.view.shape, strides, offs, [&](const auto& o, const auto& s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) po[o[0] + i * s[0]] = pc[o[1] + i * s[1]] ? pa[o[2] + i * s[2]] : pb[o[3] + i * s[3]];
+    });
+    return out;
+  }
+  if (op == Ops::MULACC) {
+    map_n<T, T, 3>(out, std::array<const Value*, 3>{&c, &a, &b}, [](T x, T y, T z) { return wrap_add<T>(wrap_mul<T>(x, y), z); });
+    return out;
+  }
+  throw Error(std::string("the interpreter has no ternary op ") + std::string(op_name(op)));
+}
+
+}  // namespace
+
+Value contiguous(const Value& v) {
+  Value out = alloc(v.dtype, v.shape());
+  dispatch(v.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_n<T, T, 1>(out, std::array<const Value*, 1>{&v}, [](T x) { return x; });
+  });
+  auto copy_mask = [&](StoragePtr Value::*field) {
+    if (v.*field) out.*field = contiguous(mask_view(v, v.*field)).data;
+  };
+  copy_mask(&Value::poison);
+  copy_mask(&Value::footprint);
+  return out;
+}
+
+Value cast(const Value& v, DType to) {
+  Value out = alloc(to, v.shape());
+  out.unshaped = v.unshaped;
+  dispatch(v.dtype, [&](auto from_tag) {
+    using F = typename decltype(from_tag)::type;
+    dispatch(to, [&](auto to_tag) {
+      using T = typename decltype(to_tag)::type;
+      std::array<const Value*, 1> in{&v};
+      map_n<T, F, 1>(out, in, [](F x) { return convert<T>(x); });
+    });
+  });
+  out.poison = combine(MaskRule::AnyPoison, {&v}, &Value::poison, v.shape());
+  out.footprint = combine(MaskRule::Footprint, {&v}, &Value::footprint, v.shape());
+  return out;
+}
+
+Value alu(Ops op, DType out_dt, const std::vector<const Value*>& in_raw, const std::vector<int64_t>& shape) {
+  std::vector<Value> b;
+  for (const Value* v : in_raw) b.push_back(broadcast_to(*v, shape));
+  DType t = in_raw.size() == 3 && op == Ops::WHERE ? in_raw[1]->dtype : in_raw[0]->dtype;
+  Value out;
+  try {
+    out = dispatch(t, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if (b.size() == 1) return unary<T>(op, out_dt, b[0]);
+      if (b.size() == 2) return binary<T>(op, out_dt, b[0], b[1]);
+      return ternary<T>(op, out_dt, b[0], b[1], b[2]);
+    });
+  } catch (const DivByZero&) {
+    throw Error("integer division by zero");
+  }
+  out.unshaped = std::all_of(in_raw.begin(), in_raw.end(), [](const Value* v) { return v->unshaped; });
+  out.poison = op == Ops::WHERE ? where_poison(b[0], b[1], b[2], shape) : combine(MaskRule::AnyPoison, in_raw, &Value::poison, shape);
+  out.footprint = combine(MaskRule::Footprint, in_raw, &Value::footprint, shape);
+  return out;
+}
+
+Value pad(const Value& v, const std::vector<std::pair<int64_t, int64_t>>& widths) {
+  std::vector<int64_t> shape = v.shape();
+  std::vector<std::pair<int64_t, int64_t>> inner;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    inner.push_back({widths[i].first, widths[i].first + shape[i]});
+    shape[i] += widths[i].first + widths[i].second;
+  }
+  Value out = alloc(v.dtype, shape);
+  Value region = shrink_view(out, inner);
+  write_through(region, v);
+  if (v.poison) {  // write_through put the poison mask in out.poison already
+    out.poison = region.poison;
+  }
+  Value fp = alloc(dtypes::bool_, shape);
+  Value fp_region = shrink_view(fp, inner);
+  Value inner_fp = v.footprint ? mask_view(v, v.footprint) : broadcast_to(scalar(dtypes::bool_, 1), v.shape());
+  write_through(fp_region, inner_fp);
+  out.footprint = fp.data;
+  return out;
+}
+
+Value identity_like(Ops reduce_op, DType dtype, const std::vector<int64_t>& shape) {
+  Value out = alloc(dtype, shape);
+  dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T init = reduce_op == Ops::MUL ? T(1)
+             : reduce_op == Ops::MAX ? (std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest())
+                                     : T(0);
+    std::fill(out.data->as<T>(), out.data->as<T>() + out.numel(), init);
+  });
+  return out;
+}
+
+namespace {
+template <class T> T fold(Ops op, T a, T b) {
+  switch (op) {
+    case Ops::ADD: return wrap_add<T>(a, b);
+    case Ops::MUL: return wrap_mul<T>(a, b);
+    default: return max_op<T>(a, b);
+  }
+}
+
+// acc (contiguous, shape S) = op(acc, x) for a strided x of shape S.
+template <class T> void accumulate_t(Ops op, Value& acc, const Value& x) {
+  Value prev = acc;
+  std::array<const Value*, 2> in{&prev, &x};
+  switch (op) {
+    case Ops::ADD: map_n<T, T, 2>(acc, in, wrap_add<T>); break;
+    case Ops::MUL: map_n<T, T, 2>(acc, in, wrap_mul<T>); break;
+    default: map_n<T, T, 2>(acc, in, max_op<T>); break;
+  }
+}
+
+// Splits x's axes into reduced (outer loop, row-major) and kept ones.
+struct Split {
+  std::vector<int64_t> red_shape, red_strides, kept_shape;
+};
+
+Split split_axes(const View& v, const std::vector<int64_t>& axes) {
+  Split s;
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    bool red = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (red) {
+      s.red_shape.push_back(v.shape[i]);
+      s.red_strides.push_back(v.strides[i]);
+      s.kept_shape.push_back(1);
+    } else {
+      s.kept_shape.push_back(v.shape[i]);
+    }
+  }
+  return s;
+}
+
+// Runs body(offset_delta) for every reduced index in row-major order.
+template <class F> void for_each_reduced(const Split& s, F body) {
+  int64_t total = 1;
+  for (int64_t n : s.red_shape) total *= n;
+  std::vector<int64_t> idx(s.red_shape.size(), 0);
+  int64_t delta = 0;
+  for (int64_t it = 0; it < total; ++it) {
+    body(delta);
+    for (size_t d = s.red_shape.size(); d-- > 0;) {
+      delta += s.red_strides[d];
+      if (++idx[d] < s.red_shape[d]) break;
+      delta -= s.red_strides[d] * s.red_shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// x restricted to one reduced index: kept axes keep their strides, reduced axes become size 1.
+Value slice_at(const Value& x, const Split& s, int64_t delta) {
+  Value v = x;
+  v.view.offset += delta;
+  v.view.shape = s.kept_shape;
+  v.poison = nullptr;
+  v.footprint = nullptr;
+  return v;
+}
+
+StoragePtr reduce_poison(const Value& x, const std::vector<int64_t>& axes) {
+  if (!x.poison) return nullptr;
+  return reduce_axes(Ops::MAX, mask_view(x, x.poison), axes).data;
+}
+}  // namespace
+
+void accumulate(Ops op, Value& acc, const Value& x_raw) {
+  Value x = broadcast_to(x_raw, acc.shape());
+  dispatch(acc.dtype, [&](auto tag) { accumulate_t<typename decltype(tag)::type>(op, acc, x); });
+  if (x.poison) {
+    std::vector<const Value*> in{&acc, &x};
+    acc.poison = combine(MaskRule::AnyPoison, in, &Value::poison, acc.shape());
+  }
+}
+
+Value reduce_axes(Ops op, const Value& x, const std::vector<int64_t>& axes) {
+  Split s = split_axes(x.view, axes);
+  Value acc = identity_like(op, x.dtype, s.kept_shape);
+  dispatch(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_reduced(s, [&](int64_t delta) { accumulate_t<T>(op, acc, slice_at(x, s, delta)); });
+  });
+  acc.poison = reduce_poison(x, axes);
+  return acc;
+}
+
+Value reduce_mul_add(const Value& a, const Value& b, const std::vector<int64_t>& axes) {
+  Split s = split_axes(a.view, axes);
+  Split sb = split_axes(b.view, axes);
+  Value acc = identity_like(Ops::ADD, a.dtype, s.kept_shape);
+  dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* pacc = acc.data->as<T>();
+    const T* pa = a.data->as<T>();
+    const T* pb = b.data->as<T>();
+    // One pass per reduced index keeps each output's sum in index order; the inner loop runs
+    // across independent outputs, so it vectorizes without reordering any single sum.
+    std::vector<int64_t> idx(s.red_shape.size(), 0);
+    int64_t total = 1;
+    for (int64_t n : s.red_shape) total *= n;
+    int64_t da = 0, db = 0;
+    for (int64_t it = 0; it < total; ++it) {
+      Value va = slice_at(a, s, da), vb = slice_at(b, sb, db);
+      std::array<const std::vector<int64_t>*, 3> strides{&acc.view.strides, &va.view.strides, &vb.view.strides};
+      walk<3>(acc.view.shape, strides, {0, va.view.offset, vb.view.offset}, [&](const auto& o, const auto& st, int64_t n) {
+        T* d = pacc + o[0];
+        const T* x = pa + o[1];
+        const T* y = pb + o[2];
+        if (st[1] == 1 && st[2] == 1) {
+          for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i], y[i]));
+        } else if (st[1] == 0 && st[2] == 1) {
+          T xv = *x;
+          for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(xv, y[i]));
+        } else if (st[1] == 1 && st[2] == 0) {
+          T yv = *y;
+          for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i], yv));
+        } else {
+          for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i * st[1]], y[i * st[2]]));
+        }
+      });
+      for (size_t d = s.red_shape.size(); d-- > 0;) {
+        da += s.red_strides[d];
+        db += sb.red_strides[d];
+        if (++idx[d] < s.red_shape[d]) break;
+        da -= s.red_strides[d] * s.red_shape[d];
+        db -= sb.red_strides[d] * s.red_shape[d];
+        idx[d] = 0;
+      }
+    }
+  });
+  StoragePtr pa = reduce_poison(a, axes), pb = reduce_poison(b, axes);
+  if (pa || pb) {
+    Value ma = acc, mb = acc;
+    ma.poison = pa;
+    mb.poison = pb;
+    acc.poison = combine(MaskRule::AnyPoison, {&ma, &mb}, &Value::poison, acc.shape());
+  }
+  return acc;
+}
+
+void write_through(Value& dst, const Value& src_raw) {
+  Value src = broadcast_to(src_raw, dst.shape());
+  dispatch(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_n<T, T, 1>(dst, std::array<const Value*, 1>{&src}, [](T x) { return x; });
+  });
+  if (src.poison || dst.poison) {
+    if (!dst.poison) dst.poison = std::make_shared<Storage>(dtypes::bool_, dst.data->size);
+    Value pd = mask_view(dst, dst.poison);
+    Value ps = src.poison ? mask_view(src, src.poison) : broadcast_to(scalar(dtypes::bool_, 0), dst.shape());
+    map_n<uint8_t, uint8_t, 1>(pd, std::array<const Value*, 1>{&ps}, [](uint8_t x) { return x; });
+  }
+}
+
+bool any_poison(const Value& v, int64_t* first_flat, int64_t* count) {
+  if (!v.poison) return false;
+  int64_t n = v.numel(), found = 0, first = -1;
+  const uint8_t* p = v.poison->as<uint8_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (p[v.view.offset_of(unflatten(v.shape(), i))]) {
+      if (first < 0) first = i;
+      ++found;
+    }
+  }
+  if (first_flat) *first_flat = first;
+  if (count) *count = found;
+  return found > 0;
+}
+
+}  // namespace ow::interp

@@ -1,0 +1,88 @@
+// Runtime values of the reference interpreter: typed storage plus a strided view, with two
+// optional per-element masks that make the semantics checkable:
+//   poison    — 1 where the element came from uninitialized memory (Tensor::empty);
+//   footprint — 1 where the element is real data rather than a PAD's fill (used by assign scans).
+// Views (reshape of contiguous data, shrink, permute, flip, expand) share storage; everything
+// else writes a fresh contiguous array.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "uop/dtype.h"
+#include "uop/error.h"
+#include "uop/ops.h"
+
+namespace ow::interp {
+
+struct Storage {
+  DType dtype;
+  int64_t size = 0;  // elements
+  std::vector<uint8_t> bytes;
+
+  Storage(DType d, int64_t n);
+  template <class T> T* as() { return reinterpret_cast<T*>(bytes.data()); }
+  template <class T> const T* as() const { return reinterpret_cast<const T*>(bytes.data()); }
+};
+using StoragePtr = std::shared_ptr<Storage>;
+
+struct View {
+  std::vector<int64_t> shape, strides;  // strides in elements, may be 0 (broadcast) or negative (flip)
+  int64_t offset = 0;
+
+  static View contiguous(const std::vector<int64_t>& shape);
+  int64_t numel() const;
+  bool is_contiguous() const;
+  int64_t offset_of(const std::vector<int64_t>& index) const;
+};
+
+struct Value {
+  DType dtype;
+  View view;
+  StoragePtr data;
+  StoragePtr poison;     // uint8 storage with data's layout, or null (all clean)
+  StoragePtr footprint;  // uint8 storage with data's layout, or null (all real data)
+  bool unshaped = false; // a scalar that broadcasts (index math, unshaped consts)
+
+  const std::vector<int64_t>& shape() const { return view.shape; }
+  int64_t numel() const { return view.numel(); }
+};
+
+// ---- construction ----
+Value alloc(DType dtype, const std::vector<int64_t>& shape);  // contiguous, zero-filled
+Value scalar(DType dtype, double v, bool unshaped = true);
+Value index_scalar(int64_t v);
+double get_element(const Value& v, int64_t flat);              // row-major flat index into the view
+int64_t as_int(const Value& v);                                // a 0-d (or 1-element) integer value
+
+// ---- views (no copy) ----
+Value reshape_view(const Value& v, const std::vector<int64_t>& shape);  // requires contiguous
+Value permute_view(const Value& v, const std::vector<int64_t>& perm);
+Value shrink_view(const Value& v, const std::vector<std::pair<int64_t, int64_t>>& bounds);
+Value flip_view(const Value& v, const std::vector<bool>& axes);
+Value expand_view(const Value& v, const std::vector<int64_t>& shape);   // size-1 axes broadcast
+Value broadcast_to(const Value& v, const std::vector<int64_t>& shape);  // unshaped -> any shape
+
+// ---- kernels (fresh contiguous results) ----
+Value contiguous(const Value& v);                       // copy data and masks
+Value pad(const Value& v, const std::vector<std::pair<int64_t, int64_t>>& widths);
+Value cast(const Value& v, DType to);
+// ALU op on operands already broadcast to `shape` (unshaped operands broadcast automatically).
+Value alu(Ops op, DType out, const std::vector<const Value*>& in, const std::vector<int64_t>& shape);
+Value identity_like(Ops reduce_op, DType dtype, const std::vector<int64_t>& shape);
+// acc = op(acc, x) in place, elementwise; acc is contiguous and owned by the caller.
+void accumulate(Ops reduce_op, Value& acc, const Value& x);
+// Folds axes (kept as size 1) in row-major order of the reduced indices.
+Value reduce_axes(Ops reduce_op, const Value& x, const std::vector<int64_t>& axes);
+// REDUCE_AXIS(ADD, MUL(a, b)) without materializing the product (same order, same rounding).
+Value reduce_mul_add(const Value& a, const Value& b, const std::vector<int64_t>& axes);
+// Copies src (broadcast to dst's shape) into dst's storage through dst's view; masks follow.
+void write_through(Value& dst, const Value& src);
+
+// Masks helpers.
+Value mask_view(const Value& v, const StoragePtr& mask);  // the mask through v's view, as bools
+bool any_poison(const Value& v, int64_t* first_flat = nullptr, int64_t* count = nullptr);
+std::vector<int64_t> unflatten(const std::vector<int64_t>& shape, int64_t flat);
+
+}  // namespace ow::interp

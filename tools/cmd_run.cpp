@@ -1,0 +1,107 @@
+// ow run: evaluate a graph with the reference interpreter.
+#include <cstdio>
+#include <iostream>
+
+#include "cli.h"
+#include "interp/interp.h"
+#include "interp/npy.h"
+#include "uop/error.h"
+
+namespace ow::cli {
+
+namespace {
+
+std::pair<std::string, std::string> name_eq_path(const std::string& s, const char* opt) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) throw Error(std::string("--") + opt + " takes NAME=PATH.npy, got '" + s + "'");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "(";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + (s.size() == 1 ? ",)" : ")");
+}
+
+std::string summary(const interp::Value& v) {
+  std::string s = to_string(v.dtype) + " " + shape_text(v.shape());
+  int64_t n = v.numel();
+  if (n == 0) return s;
+  double lo = interp::get_element(v, 0), hi = lo, sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double x = interp::get_element(v, i);
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf, " min=%.6g max=%.6g mean=%.6g", lo, hi, sum / static_cast<double>(n));
+  return s + buf + (v.poison ? " (has poison)" : "");
+}
+
+void print_values(const std::string& name, const interp::Value& v) {
+  std::cout << name << ": " << summary(v) << "\n ";
+  int64_t n = v.numel(), shown = std::min<int64_t>(n, 64);
+  for (int64_t i = 0; i < shown; ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.7g", interp::get_element(v, i));
+    std::cout << buf;
+  }
+  if (shown < n) std::cout << " ... (" << n << " elements)";
+  std::cout << "\n";
+}
+
+int cmd_run(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
+      "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
+      "out", po::value<std::vector<std::string>>()->composing(), "save a named output: NAME=PATH.npy (repeatable)")(
+      "trace", "print every evaluation step with its range bindings (to stderr)");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--trace]", opts, pos, args, vm)) return 0;
+  ParsedGraph g = load_graph(vm["file"].as<std::string>());
+
+  interp::BufferMap buffers;
+  if (vm.count("in"))
+    for (const std::string& s : vm["in"].as<std::vector<std::string>>()) {
+      auto [name, path] = name_eq_path(s, "in");
+      interp::NpyArray a = interp::load_npy(path);
+      buffers[name] = interp::BufferData{a.dtype, a.data, nullptr};
+    }
+  interp::Options o;
+  o.describe = [&](UOp u) {
+    auto it = g.where.find(u.get());
+    if (it == g.where.end()) return std::string(op_name(u->op)) + " (created during evaluation)";
+    return g.file + ":" + std::to_string(it->second.line) + ": " + it->second.text;
+  };
+  if (vm.count("trace")) {
+    o.on_step = [&](const interp::Step& s) {
+      auto it = g.where.find(s.node.get());
+      std::string name = it == g.where.end() ? "?" : "%" + it->second.name;
+      std::cerr << "[" << interp::bindings_text(s.bindings) << "] " << name << " " << op_name(s.node->op) << " " << summary(*s.value) << "\n";
+    };
+  }
+  std::vector<interp::Output> outs = interp::run(g.root, buffers, o);
+  std::map<std::string, std::string> wanted;
+  if (vm.count("out"))
+    for (const std::string& s : vm["out"].as<std::vector<std::string>>()) {
+      auto [name, path] = name_eq_path(s, "out");
+      wanted[name] = path;
+    }
+  for (auto& [name, path] : wanted) {
+    auto it = std::find_if(outs.begin(), outs.end(), [&](const interp::Output& x) { return x.name == name; });
+    if (it == outs.end()) throw Error("the graph has no output named '" + name + "'");
+    interp::save_npy(path, it->value);
+  }
+  if (wanted.empty())
+    for (const interp::Output& x : outs) print_values(x.name, x.value);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> run_commands() { return {{"run", "evaluate a graph with the reference interpreter", cmd_run}}; }
+
+}  // namespace ow::cli
