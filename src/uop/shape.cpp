@@ -190,14 +190,26 @@ ShapeInfo infer_shape(const UOpNode& n) {
   }
 }
 
+namespace {
+// A static extent: a CONST, or a RANGE with a constant end (a range as a dimension means its extent).
+std::optional<int64_t> extent(UOp d) {
+  if (d->op == Ops::CONST) return static_cast<int64_t>(d.const_value());
+  if (d->op == Ops::RANGE && !d->src.empty() && d->src[0]->op == Ops::CONST) return static_cast<int64_t>(d->src[0].const_value());
+  return std::nullopt;
+}
+}  // namespace
+
 bool is_static(const std::vector<UOp>& dims) {
-  return std::all_of(dims.begin(), dims.end(), [](UOp d) { return d->op == Ops::CONST; });
+  return std::all_of(dims.begin(), dims.end(), [](UOp d) { return extent(d).has_value(); });
 }
 
 std::optional<std::vector<int64_t>> static_dims(const std::vector<UOp>& dims) {
-  if (!is_static(dims)) return std::nullopt;
   std::vector<int64_t> out;
-  for (UOp d : dims) out.push_back(static_cast<int64_t>(d.const_value()));
+  for (UOp d : dims) {
+    auto e = extent(d);
+    if (!e) return std::nullopt;
+    out.push_back(*e);
+  }
   return out;
 }
 

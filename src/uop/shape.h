@@ -13,7 +13,7 @@ namespace ow {
 // Never throws for bad input: an impossible shape comes back as Kind::Invalid with the reason.
 ShapeInfo infer_shape(const UOpNode& n);
 
-// Helpers for clients that need concrete shapes.
+// Helpers for clients that need concrete shapes. A RANGE dimension counts as its extent.
 bool is_static(const std::vector<UOp>& dims);
 std::optional<std::vector<int64_t>> static_dims(const std::vector<UOp>& dims);
 std::string render_shape(const std::vector<UOp>& dims);  // "(3, rm1, 10)"

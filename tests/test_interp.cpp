@@ -1,0 +1,358 @@
+// The interpreter's semantics, through the Tensor API: every tinygrad outerworld test ported
+// line for line (with tinygrad's own expected values), the extra rules of SEMANTICS.md, and
+// each diagnostic. Rule numbers in brackets cite reference/SEMANTICS.md.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "tensor/tensor.h"
+#include "uop/error.h"
+
+using namespace ow;
+
+namespace {
+
+std::vector<float> vals(Tensor t) { return t.tolist(); }
+
+void check_all(Tensor t, float want, float tol = 0) {
+  for (float v : vals(t)) CHECK(std::fabs(v - want) <= tol);
+}
+
+void check_close(Tensor got, Tensor want, float atol = 1e-6f) {
+  std::vector<float> g = vals(got), w = vals(want);
+  REQUIRE(g.size() == w.size());
+  for (size_t i = 0; i < g.size(); ++i) CHECK(std::fabs(g[i] - w[i]) <= atol + 1e-5f * std::fabs(w[i]));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+struct Scan {
+  Tensor vec, mats, ref;
+};
+
+// tinygrad's _test_scan: three chained vector-matrix products and their stack.
+Scan make_scan() {
+  Tensor vec = Tensor::randn({1, 10}), mats = Tensor::randn({3, 10, 10});
+  Tensor vec1 = vec.matmul(mats[0]);
+  Tensor vec2 = vec1.matmul(mats[1]);
+  Tensor vec3 = vec2.matmul(mats[2]);
+  Tensor ref = Tensor::stack({vec1, vec2, vec3});
+  ref.realize();
+  return {vec, mats, ref};
+}
+
+// The seed's scan with assign, with a configurable axis type and target.
+Tensor scan_graph(const Scan& s, AxisType axis, Tensor buf_out, bool with_assign = true) {
+  UOp a = UOp::range(3, -1, axis);
+  Tensor phi(a.eq(0).where(s.vec.uop(), buf_out[(a - 1).maximum(0)].uop()));
+  Tensor out = phi.matmul(s.mats.reduce_backward({a}, Ops::ADD)[a]);
+  out = out.reshape({1, 1, 10}).pad({std::make_pair(Dim(a), Dim(3 - a - 1)), std::nullopt, std::nullopt});
+  out = out.reduce({a}, Ops::ADD);
+  return with_assign ? buf_out.assign(out) : out;
+}
+
+}  // namespace
+
+// ---------------- tinygrad's tests, ported ----------------
+
+TEST_CASE("test_reduce: REDUCE(ADD) over a REDUCE range folds the rows [S3.1]") {
+  Tensor x = Tensor::ones({5, 5}).contiguous();
+  UOp a = UOp::range(5, -1, AxisType::REDUCE);
+  Tensor out = x[a];
+  Tensor t(UOp::make(Ops::REDUCE, out.dtype(), {out.uop(), a}, Arg(Ops::ADD)));
+  CHECK(vals(t) == std::vector<float>{5, 5, 5, 5, 5});
+}
+
+TEST_CASE("test_simple_range: a fold with after/store/end over an OUTER range [S5.2]") {
+  Tensor a = Tensor::ones({10}).contiguous();
+  Tensor acc = Tensor::zeros({}).contiguous();
+  Tensor::realize_all({&a, &acc});
+  UOp i = UOp::range(10, -100, AxisType::OUTER);
+  Tensor acc_i = acc.after({i});
+  UOp vi = UOp::variable("i", i.vmin(), i.vmax()).bind(i);
+  Tensor out = acc.after({acc_i.store(acc_i + a[vi]).end({i}).uop()});
+  CHECK(out.item() == 10.0f);
+}
+
+TEST_CASE("test_inner_range: the fold adds a column per step [S5.2]") {
+  Tensor a = Tensor::ones({10, 10}).contiguous();
+  Tensor acc = Tensor::zeros({10}).contiguous();
+  Tensor::realize_all({&a, &acc});
+  UOp i = UOp::range(10, -100, AxisType::OUTER);
+  Tensor acc_i = acc.after({i});
+  UOp vi = UOp::variable("i", i.vmin(), i.vmax()).bind(i);
+  Tensor out = acc.after({acc_i.store(acc_i + a.at({All{}, vi})).end({i}).uop()});
+  check_all(out, 10.0f);
+}
+
+TEST_CASE("test_range_matmul: three matmuls stored back in place [S5.2]") {
+  Tensor vec = Tensor::randn({1, 10}), mats = Tensor::randn({3, 10, 10});
+  Tensor ref = vec.matmul(mats[0]).matmul(mats[1]).matmul(mats[2]);
+  ref.realize();
+  UOp i = UOp::range(3, -100, AxisType::OUTER);
+  Tensor vec_i = vec.after({i});
+  Tensor comp = vec_i.contiguous().matmul(mats[i]);
+  Tensor store = vec_i.store(comp).end({i});
+  Tensor out = vec.after({store.uop()});
+  check_close(out, ref);
+}
+
+TEST_CASE("test_uop_scan_matmul: a scan with store/end into an empty buffer [S5.2, S7.2]") {
+  Scan s = make_scan();
+  UOp i = UOp::range(3, -100, AxisType::OUTER);
+  Tensor out = Tensor::empty({3, 1, 10});
+  Tensor phi(i.eq(0).where(s.vec.uop(), out[(i - 1).maximum(0)].uop()));
+  Tensor comp = phi.matmul(s.mats[i]);
+  Tensor store = out[i].store(comp).end({i});
+  check_close(out.after({store.uop()}), s.ref);
+}
+
+TEST_CASE("test_scan_with_assign: the seed's scan gives the prefix products [S6.1]") {
+  Scan s = make_scan();
+  Tensor out = scan_graph(s, AxisType::OUTER, Tensor::empty({3, 1, 10}));
+  check_close(out, s.ref);
+}
+
+TEST_CASE("test_range_plus_1: a LOOP range as a dimension collects t[a] + 1 [S4.1]") {
+  Tensor t = Tensor::arange(100).reshape({10, 10});
+  t.realize();
+  UOp a = UOp::range(10, -1);
+  Tensor sel = t[a] + 1.0;
+  CHECK(sel.static_shape() == std::vector<int64_t>{10});
+  Tensor cpy = sel.reshape({1, 10}).expand({a, 10}).contiguous();
+  check_close(cpy, t + 1.0, 0);
+}
+
+TEST_CASE("test_range_plus_1_transpose: collecting along the second axis transposes [S4.1]") {
+  Tensor t = Tensor::arange(100).reshape({10, 10});
+  t.realize();
+  UOp a = UOp::range(10, -1);
+  Tensor cpy = (t[a] + 1.0).reshape({10, 1}).expand({10, a}).contiguous();
+  check_close(cpy, (t + 1.0).T(), 0);
+}
+
+TEST_CASE("test_flip_range: t[9-a] collected along a is t flipped [S4.1]") {
+  Tensor t = Tensor::rand({10, 10});
+  UOp a = UOp::range(10, -1);
+  Tensor cpy = t[9 - a].reshape({1, 10}).expand({a, 10}).contiguous();
+  check_close(cpy, t.flip({0}), 0);
+}
+
+TEST_CASE("test_vmap: x.sum(0)*2 mapped over a range is a 3x2 grid of 20 [S4.1]") {
+  Tensor x = Tensor::ones({3, 10, 2}).contiguous();
+  UOp a = UOp::range(3, -1);
+  Tensor out = (x[a].sum(std::vector<int64_t>{0}) * 2.0).reshape({1, 2}).expand({a, 2}).contiguous();
+  CHECK(out.static_shape() == std::vector<int64_t>{3, 2});
+  check_all(out, 20.0f);
+}
+
+TEST_CASE("test_fancy_vmap: x[:, a] + y[a, :] [S4.1]") {
+  Tensor x = Tensor::arange(9).reshape({3, 3}).contiguous(), y = Tensor::arange(9).reshape({3, 3}).contiguous();
+  UOp a = UOp::range(3, -1);
+  Tensor out = (x.at({All{}, a}) + y.at({a, All{}})).reshape({1, 3}).expand({a, 3}).contiguous();
+  CHECK(vals(out) == std::vector<float>{0, 4, 8, 4, 8, 12, 8, 12, 16});
+}
+
+TEST_CASE("test_vmap_inner: LOOP and OUTER, plain and fused, with and without grad [S3.3, S9.1]") {
+  for (AxisType axis : {AxisType::LOOP, AxisType::OUTER})
+    for (bool fuse : {false, true})
+      for (bool grad : {false, true}) {
+        DYNAMIC_SECTION("axis " << (axis == AxisType::LOOP ? "LOOP" : "OUTER") << " fuse " << fuse << " grad " << grad) {
+          Tensor x = Tensor::ones({1, 10}).contiguous();
+          Tensor mats = Tensor::ones({3, 10, 10}).contiguous();
+          x.requires_grad();
+          mats.requires_grad();
+          Tensor ref = x.matmul(mats);
+          if (fuse) ref = ref * 2.0;
+          UOp a = UOp::range(3, -1, axis);
+          Tensor out = x.matmul(mats.reduce_backward({a}, Ops::ADD)[a]);
+          out = out.reshape({1, 10}).pad({std::make_pair(Dim(a), Dim(3 - a - 1)), std::nullopt});
+          out = out.reduce({a}, Ops::ADD);
+          if (fuse) out = out * 2.0;
+          double s = fuse ? 2.0 : 1.0;
+          if (grad) {
+            out.mean().backward();
+            check_all(*mats.grad(), static_cast<float>(s / 30), 1e-7f);
+            // the true derivative: each of the 3 bindings contributes s/30 * 10 (tinygrad keeps only a=0)
+            check_all(*x.grad(), static_cast<float>(s), 1e-6f);
+          }
+          check_close(out, ref.reshape({3, 10}));
+        }
+      }
+}
+
+TEST_CASE("test_vmap_convs: conv layers per OUTER iteration equal the batched network [S4.2]") {
+  nn::Conv2d c1(1, 8, 3), c2(8, 8, 3);
+  std::vector<std::function<Tensor(const Tensor&)>> layers = {c1, [](const Tensor& t) { return t.relu(); }, c2, [](const Tensor& t) { return t.relu(); }};
+  Tensor img = Tensor::randn({4, 1, 16, 16});
+  UOp a = UOp::range(4, -1, AxisType::OUTER);
+  Tensor out = img.at({Slice{Dim(a), Dim(a + 1)}}).sequential(layers);
+  out = out.pad({std::make_pair(Dim(a), Dim(4 - a - 1)), std::nullopt, std::nullopt, std::nullopt}).reduce({a}, Ops::ADD);
+  check_close(out, img.sequential(layers));
+}
+
+TEST_CASE("test_vmap_gemm: linear layers per OUTER iteration equal the batched network [S4.2]") {
+  nn::Linear l1(16, 16, false), l2(16, 16, false);
+  std::vector<std::function<Tensor(const Tensor&)>> layers = {l1, [](const Tensor& t) { return t.relu(); }, l2, [](const Tensor& t) { return t.relu(); }};
+  Tensor img = Tensor::randn({4, 16});
+  UOp a = UOp::range(4, -1, AxisType::OUTER);
+  Tensor out = img.at({Slice{Dim(a), Dim(a + 1)}}).sequential(layers);
+  out = out.pad({std::make_pair(Dim(a), Dim(4 - a - 1)), std::nullopt}).reduce({a}, Ops::ADD);
+  check_close(out, img.sequential(layers));
+}
+
+// ---------------- rules beyond the seed ----------------
+
+TEST_CASE("the seed's scan with a LOOP range reads the old buffer: old[k-1] @ M_k [S5.3, S6.2]") {
+  Scan s = make_scan();
+  Tensor old = Tensor::randn({3, 1, 10});
+  std::vector<float> before = vals(old);
+  Tensor out = scan_graph(s, AxisType::LOOP, old);
+  std::vector<float> got = vals(out);
+  std::vector<float> ref = vals(s.ref);
+  for (int j = 0; j < 10; ++j) CHECK(std::fabs(got[j] - ref[j]) < 1e-5f);  // row 0 = vec @ M0
+  for (int k = 1; k < 3; ++k) {
+    Tensor prev(std::vector<float>(before.begin() + (k - 1) * 10, before.begin() + k * 10), {1, 10});
+    std::vector<float> want = vals(prev.matmul(s.mats[k]));
+    for (int j = 0; j < 10; ++j) CHECK(std::fabs(got[k * 10 + j] - want[j]) < 1e-5f);
+  }
+}
+
+TEST_CASE("with a LOOP range and an empty buffer, rows read uninitialized memory: an error [S7.3]") {
+  Scan s = make_scan();
+  Tensor out = scan_graph(s, AxisType::LOOP, Tensor::empty({3, 1, 10}));
+  CHECK_THAT(error_of([&] { out.realize(); }), Catch::Contains("uninitialized"));
+}
+
+TEST_CASE("the seed's scan without assign is a map over the old buffer [S6.2]") {
+  Scan s = make_scan();
+  Tensor old = Tensor::randn({3, 1, 10});
+  std::vector<float> before = vals(old);
+  Tensor out = scan_graph(s, AxisType::OUTER, old, false);
+  std::vector<float> got = vals(out), ref = vals(s.ref);
+  for (int j = 0; j < 10; ++j) CHECK(std::fabs(got[j] - ref[j]) < 1e-5f);
+  Tensor prev(std::vector<float>(before.begin() + 10, before.begin() + 20), {1, 10});
+  std::vector<float> want = vals(prev.matmul(s.mats[2]));
+  for (int j = 0; j < 10; ++j) CHECK(std::fabs(got[20 + j] - want[j]) < 1e-5f);
+  CHECK(vals(old) == before);  // nothing was written
+}
+
+TEST_CASE("REDUCE(MAX) over a range takes the column maximum [S3.1]") {
+  Tensor x({1, -2, 3, 4, 5, -6, -7, 8, 0}, {3, 3});
+  UOp a = UOp::range(3, -1, AxisType::REDUCE);
+  CHECK(vals(x[a].reduce({a}, Ops::MAX)) == std::vector<float>{4, 8, 3});
+  CHECK(vals(x[a].reduce({a}, Ops::MUL)) == std::vector<float>{-28, -80, 0});
+}
+
+TEST_CASE("an assign scan may read two steps back: Fibonacci [S6.1]") {
+  Tensor seed({1, 1, 0, 0, 0, 0, 0, 0}, {8});
+  Tensor fib = Tensor::empty({8});
+  UOp a = UOp::range(8, -1, AxisType::OUTER);
+  Tensor prev1 = fib[(a - 1).maximum(0)], prev2 = fib[(a - 2).maximum(0)];
+  Tensor step(a.lt(2).where(seed[a].uop(), (prev1 + prev2).uop()));
+  Tensor contrib = step.reshape({1}).pad({std::make_pair(Dim(a), Dim(8 - a - 1))}).reduce({a}, Ops::ADD);
+  CHECK(vals(fib.assign(contrib)) == std::vector<float>{1, 1, 2, 3, 5, 8, 13, 21});
+}
+
+TEST_CASE("overlapping scan contributions: reads see the partial fold [S6.1]") {
+  // Each of 3 OUTER iterations contributes target + 1 over the whole target (no pad), so
+  // iteration k reads the sum of the earlier contributions: 1, then 1+2, then final 1+2+4.
+  Tensor t = Tensor::zeros({2}).contiguous();
+  t.realize();
+  UOp a = UOp::range(3, -1, AxisType::OUTER);
+  Tensor c = (t.after({a}) + 1.0).reduce({a}, Ops::ADD);
+  CHECK(vals(t.assign(c)) == std::vector<float>{7, 7});
+}
+
+TEST_CASE("a scan reading a slot before it is written sees the original content [S6.1]") {
+  Tensor t({10, 20, 30}, {3});
+  UOp a = UOp::range(3, -1, AxisType::OUTER);
+  // iteration a writes slot a with t[2] + a; slot 2 is read before iteration 2 writes it
+  Tensor v = t[2] + Tensor(a.cast(dtypes::float32));
+  Tensor c = v.reshape({1}).pad({std::make_pair(Dim(a), Dim(3 - a - 1))}).reduce({a}, Ops::ADD);
+  CHECK(vals(t.assign(c)) == std::vector<float>{30, 31, 32});
+}
+
+TEST_CASE("poison discarded by WHERE stays legal, poison at an output is an error [S7.1, S7.3]") {
+  Tensor e = Tensor::empty({3});
+  Tensor ok = Tensor(UOp::cnst(dtypes::bool_, 1)).where(Tensor::ones({3}), e);
+  check_all(ok, 1.0f);
+  std::string err = error_of([&] { (e + 1.0).realize(); });
+  CHECK_THAT(err, Catch::Contains("reads uninitialized memory") && Catch::Contains("3 of 3"));
+}
+
+TEST_CASE("END over a LOOP range is a parallel map: no iteration sees another's writes [S5.3]") {
+  // acc[0] += 1 for 4 iterations: sequential (OUTER) gives 4, parallel (LOOP) gives 1.
+  for (AxisType axis : {AxisType::OUTER, AxisType::LOOP}) {
+    Tensor acc = Tensor::zeros({1}).contiguous();
+    acc.realize();
+    UOp i = UOp::range(4, -1, axis);
+    Tensor acc_i = acc.after({i});
+    Tensor out = acc.after({acc_i.store(acc_i + 1.0).end({i}).uop()});
+    CHECK(out.item() == (axis == AxisType::OUTER ? 4.0f : 1.0f));
+  }
+}
+
+// ---------------- diagnostics ----------------
+
+TEST_CASE("diagnostic: an out-of-bounds read is rejected, naming the bounds [S8]") {
+  Tensor x = Tensor::ones({10, 4}).contiguous();
+  UOp a = UOp::range(10, -1);
+  CHECK_THAT(error_of([&] { (void)x[a + 1]; }), Catch::Contains("SHRINK") && Catch::Contains("does not fit dim 0 of size 10"));
+}
+
+TEST_CASE("diagnostic: an out-of-bounds write is rejected too [S8]") {
+  Tensor out = Tensor::empty({3, 4});
+  UOp i = UOp::range(3, -1, AxisType::OUTER);
+  CHECK_THAT(error_of([&] { (void)out[i + 1].store(Tensor::ones({4})).end({i}); }), Catch::Contains("does not fit dim 0 of size 3"));
+}
+
+TEST_CASE("diagnostic: a range used outside its scope [S1.3, S8]") {
+  Tensor x = Tensor::ones({3, 4}).contiguous();
+  UOp a = UOp::range(3, -1);
+  Tensor leak = x[a] * 2.0;
+  CHECK_THAT(error_of([&] { leak.realize(); }), Catch::Contains("scope") && Catch::Contains("m1"));
+}
+
+TEST_CASE("diagnostic: shapes that do not broadcast [S2.2, S8]") {
+  CHECK_THAT(error_of([] { (void)(Tensor::ones({3}) + Tensor::ones({4})); }), Catch::Contains("cannot be broadcast"));
+  CHECK_THAT(error_of([] { (void)Tensor::ones({3, 4}).reshape({5, 2}); }), Catch::Contains("element count changes"));
+}
+
+TEST_CASE("diagnostic: a reduced value whose shape changes across the range [S3.1, S8]") {
+  Tensor x = Tensor::ones({4}).contiguous();
+  UOp a = UOp::range(4, -1, AxisType::REDUCE);
+  Tensor grow = x.shrink({std::make_pair(Dim(0), Dim(a + 1))});  // shape (a+1,)
+  std::string err = error_of([&] { grow.reduce({a}, Ops::ADD).realize(); });
+  CHECK_THAT(err, Catch::Contains("shape changes across the range") && Catch::Contains("m1=1"));
+}
+
+TEST_CASE("diagnostic: dtype mismatch names the node [S2.1, S8]") {
+  UOp f = UOp::cnst(dtypes::float32, 1.0), i = UOp::int_const(dtypes::int32, 1);
+  UOp bad = UOp::make(Ops::ADD, dtypes::float32, {f, i});
+  CHECK_THAT(error_of([&] { Tensor(bad).realize(); }), Catch::Contains("alu.dtype") && Catch::Contains("ADD"));
+}
+
+TEST_CASE("diagnostic: buffers given the wrong size or dtype [S8]") {
+  Tensor x = Tensor::empty({4}, dtypes::float32, "diag_x");
+  interp::BufferMap bufs;
+  bufs["diag_x"] = interp::BufferData{dtypes::float64, std::make_shared<interp::Storage>(dtypes::float64, 4), nullptr};
+  CHECK_THAT(error_of([&] { interp::run(UOp::sink({(x + 1.0).uop()}), bufs); }), Catch::Contains("float64") && Catch::Contains("diag_x"));
+  bufs["diag_x"] = interp::BufferData{dtypes::float32, std::make_shared<interp::Storage>(dtypes::float32, 5), nullptr};
+  CHECK_THAT(error_of([&] { interp::run(UOp::sink({(x + 1.0).uop()}), bufs); }), Catch::Contains("5 elements"));
+}
+
+TEST_CASE("diagnostic: integer division by zero names the node and bindings [S2.1, S8]") {
+  Tensor n = Tensor::arange(4, dtypes::int32);
+  UOp a = UOp::range(4, -1, AxisType::REDUCE);
+  Tensor q = (n / n[a]).reduce({a}, Ops::ADD);
+  std::string err = error_of([&] { q.realize(); });
+  CHECK_THAT(err, Catch::Contains("division by zero") && Catch::Contains("IDIV") && Catch::Contains("m1=0"));
+}
