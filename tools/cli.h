@@ -33,5 +33,6 @@ ParsedGraph load_graph(const std::string& path, bool strict = false);
 std::vector<Command> graph_commands();  // print, verify, dot
 std::vector<Command> run_commands();    // run
 std::vector<Command> case_commands();   // cases
+std::vector<Command> bench_commands();  // bench
 
 }  // namespace ow::cli

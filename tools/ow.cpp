@@ -55,6 +55,7 @@ std::vector<Command> all_commands() {
   std::vector<Command> cmds = graph_commands();
   for (auto& c : run_commands()) cmds.push_back(c);
   for (auto& c : case_commands()) cmds.push_back(c);
+  for (auto& c : bench_commands()) cmds.push_back(c);
   return cmds;
 }
 

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""numpy side of `ow bench`: times the same math as a reference case on the same inputs.
+
+Run by `ow bench` once per case (it is a benchmark, not a test):
+
+    bench_numpy.py --kind scan|mlp --dir DIR [--repeat N] [--out OUT.npy]
+
+DIR holds the inputs `ow bench` generated, as .npy: vec.npy (1, D) and mats.npy (S, D, D) for
+a scan; img.npy (R, D), w1.npy and w2.npy (D, D) for an MLP. The math is the natural fast numpy
+(a Python loop of `v = v @ M[k]` for the scan, two batched matmuls for the MLP), timed
+in-process with time.perf_counter: one warm-up call, then the median and minimum of N calls.
+
+stdout, one fact a line (`ow bench` parses the OW_BENCH_RESULT line, echoes the others):
+    blas: <which BLAS numpy uses: threadpoolctl if installed, else the libraries mapped in>
+    OW_BENCH_RESULT median_s=<float> min_s=<float> repeat=<N>
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def scan(vec, mats):
+    v = vec
+    rows = []
+    for k in range(mats.shape[0]):
+        v = v @ mats[k]
+        rows.append(v)
+    return np.concatenate(rows)  # (S, D): row k is vec @ M0 @ ... @ Mk
+
+
+def mlp(img, w1, w2):
+    return np.maximum(np.maximum(img @ w1.T, 0) @ w2.T, 0)
+
+
+KINDS = {"scan": (scan, ["vec", "mats"]), "mlp": (mlp, ["img", "w1", "w2"])}
+
+
+def loaded_blas_libraries():
+    """The BLAS/LAPACK shared libraries mapped into this process (Linux), e.g. netlib's libblas.so.3."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "/" in line}
+    except OSError:
+        return []
+    names = ("blas", "lapack", "mkl", "blis")
+    return sorted(p for p in paths if any(n in os.path.basename(p).lower() for n in names))
+
+
+def blas_info():
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        libs = loaded_blas_libraries()
+        if not libs:
+            return None
+        real = sorted({os.path.realpath(p) for p in libs})
+        return "threadpoolctl not installed; loaded: " + ", ".join(real)
+    parts = []
+    for p in threadpool_info():
+        if p.get("user_api") != "blas":
+            continue
+        parts.append("%s %s (%s, %s threads) %s" % (p.get("internal_api"), p.get("version"), p.get("architecture"),
+                                                     p.get("num_threads"), p.get("filepath")))
+    return "; ".join(parts) if parts else "no BLAS found by threadpoolctl"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kind", required=True, choices=sorted(KINDS))
+    ap.add_argument("--dir", required=True, help="directory with the input .npy files")
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--out", help="save the result here (.npy, float32)")
+    a = ap.parse_args()
+    if a.repeat < 1:
+        ap.error("--repeat must be at least 1")
+
+    fn, names = KINDS[a.kind]
+    args = [np.load(os.path.join(a.dir, n + ".npy")) for n in names]
+    for n, x in zip(names, args):
+        if x.dtype != np.float32:
+            sys.exit("bench_numpy.py: %s.npy is %s, expected float32" % (n, x.dtype))
+
+    info = blas_info()
+    print("numpy: %s (python %s)" % (np.__version__, sys.version.split()[0]))
+    print("blas: " + (info if info is not None else "unknown (threadpoolctl not installed, no BLAS library found in /proc/self/maps; skipped)"))
+    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if var in os.environ:
+            print("env: %s=%s" % (var, os.environ[var]))
+
+    out = fn(*args)  # warm-up
+    times = []
+    for _ in range(a.repeat):
+        t0 = time.perf_counter()
+        out = fn(*args)
+        times.append(time.perf_counter() - t0)
+    if a.out:
+        np.save(a.out, np.ascontiguousarray(out, dtype=np.float32))
+    print("OW_BENCH_RESULT median_s=%.9g min_s=%.9g repeat=%d" % (statistics.median(times), min(times), a.repeat))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
