@@ -399,6 +399,45 @@ class Interpreter {
     return reduce_axes(op, v, axes);
   }
 
+  // A contribution to a range fold. REDUCE(PAD(y), ..., ADD) with a clean y is kept as y plus
+  // the box it lands in: adding the pad's zeros elsewhere would not change any element (the
+  // running sum starts at +0.0 and, in round-to-nearest, never becomes -0.0), so only the box
+  // is touched. This is an evaluation shortcut, not a different meaning.
+  struct Contribution {
+    Value full;                                   // when !boxed
+    Value inner;                                  // when boxed: the PAD's source
+    std::vector<std::pair<int64_t, int64_t>> box; // when boxed: where inner lands
+    std::vector<int64_t> shape;
+    bool boxed = false;
+  };
+
+  Contribution contribution(UOp x, Ops op) {
+    Contribution c;
+    if (op == Ops::ADD && x->op == Ops::PAD && !info_.at(x.get()).effect) {
+      Value inner = eval(x->src[0]);
+      if (!inner.unshaped && !inner.poison && !inner.footprint) {
+        auto widths = pairs(x);
+        c.shape = inner.shape();
+        for (size_t i = 0; i < c.shape.size(); ++i) {
+          c.box.push_back({widths[i].first, widths[i].first + c.shape[i]});
+          c.shape[i] += widths[i].first + widths[i].second;
+        }
+        c.inner = inner;
+        c.boxed = true;
+        return c;
+      }
+    }
+    c.full = eval(x);
+    c.shape = c.full.unshaped ? std::vector<int64_t>{} : c.full.shape();
+    return c;
+  }
+
+  void add_into(Ops op, Value& acc, const Contribution& c) {
+    if (!c.boxed) return accumulate(op, acc, c.full);
+    Value box = shrink_view(acc, c.box);
+    accumulate(op, box, c.inner);
+  }
+
   // REDUCE folds over every binding of its ranges, in order, starting from the identity.
   Value reduce(UOp u) {
     Ops op = u->arg.as<Ops>();
@@ -406,15 +445,15 @@ class Interpreter {
     Value acc;
     bool first = true;
     loop(ranges, 0, [&] {
-      Value c = eval(u->src[0]);
+      Contribution c = contribution(u->src[0], op);
       if (first) {
-        acc = identity_like(op, u->dtype, c.unshaped ? std::vector<int64_t>{} : c.shape());
-        acc.unshaped = c.unshaped;
+        acc = identity_like(op, u->dtype, c.shape);
+        acc.unshaped = !c.boxed && c.full.unshaped;
         first = false;
-      } else if (!c.unshaped && c.shape() != acc.shape()) {
-        fail(u, "the reduced value's shape changes across the range: " + shape_text(acc.shape()) + " then " + shape_text(c.shape()));
+      } else if (c.shape != acc.shape() && !(!c.boxed && c.full.unshaped)) {
+        fail(u, "the reduced value's shape changes across the range: " + shape_text(acc.shape()) + " then " + shape_text(c.shape));
       }
-      accumulate(op, acc, c);
+      add_into(op, acc, c);
     });
     if (first) {  // an empty range: the identity, shaped like the node says when that is static
       auto dims = u->shape.kind == ShapeInfo::Kind::Shaped ? static_dims(u->shape.dims) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
@@ -514,11 +553,18 @@ class Interpreter {
     Value sum = identity_like(op, value->dtype, place.shape());
     Value written = alloc(dtypes::bool_, place.shape());
     loop(ranges, 0, [&] {
-      Value c = eval(value->src[0]);
-      if (!c.unshaped && c.shape() != place.shape())
-        fail(value, "scan contribution of shape " + shape_text(c.shape()) + " for a target of shape " + shape_text(place.shape()));
-      accumulate(op, sum, c);
-      Value fp = c.footprint ? mask_view(c, c.footprint) : broadcast_to(scalar(dtypes::bool_, 1), place.shape());
+      Contribution c = contribution(value->src[0], op);
+      if (!(!c.boxed && c.full.unshaped) && c.shape != place.shape())
+        fail(value, "scan contribution of shape " + shape_text(c.shape) + " for a target of shape " + shape_text(place.shape()));
+      add_into(op, sum, c);
+      if (c.boxed) {  // only the box changed: it is now written, and visible as the partial sum
+        Value w = shrink_view(written, c.box);
+        write_through(w, scalar(dtypes::bool_, 1));
+        Value target_box = shrink_view(place, c.box);
+        write(u, target_box, shrink_view(sum, c.box));
+        return;
+      }
+      Value fp = c.full.footprint ? mask_view(c.full, c.full.footprint) : broadcast_to(scalar(dtypes::bool_, 1), place.shape());
       Value prev = written;
       written = alu(Ops::OR, dtypes::bool_, {&prev, &fp}, place.shape());
       Value old = contiguous(place);
