@@ -437,29 +437,47 @@ Value reduce_mul_add(const Value& a, const Value& b, const std::vector<int64_t>&
     const T* pb = b.data->as<T>();
     // One pass per reduced index keeps each output's sum in index order; the inner loop runs
     // across independent outputs, so it vectorizes without reordering any single sum.
+    auto row = [&](T* d, const T* x, const T* y, int64_t n, int64_t sx, int64_t sy) {
+      if (sx == 1 && sy == 1) {
+        for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i], y[i]));
+      } else if (sx == 0 && sy == 1) {
+        T xv = *x;
+        for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(xv, y[i]));
+      } else if (sx == 1 && sy == 0) {
+        T yv = *y;
+        for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i], yv));
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i * sx], y[i * sy]));
+      }
+    };
+    std::vector<size_t> kept;  // kept axes longer than 1
+    for (size_t i = 0; i < s.kept_shape.size(); ++i)
+      if (s.kept_shape[i] != 1) kept.push_back(i);
     std::vector<int64_t> idx(s.red_shape.size(), 0);
     int64_t total = 1;
     for (int64_t n : s.red_shape) total *= n;
     int64_t da = 0, db = 0;
+    if (kept.size() <= 1) {  // the usual matmul/gemv case: one strided row per reduced index
+      int64_t n = kept.empty() ? 1 : s.kept_shape[kept[0]];
+      int64_t sx = kept.empty() ? 0 : a.view.strides[kept[0]], sy = kept.empty() ? 0 : b.view.strides[kept[0]];
+      for (int64_t it = 0; it < total; ++it) {
+        row(pacc, pa + a.view.offset + da, pb + b.view.offset + db, n, sx, sy);
+        for (size_t d = s.red_shape.size(); d-- > 0;) {
+          da += s.red_strides[d];
+          db += sb.red_strides[d];
+          if (++idx[d] < s.red_shape[d]) break;
+          da -= s.red_strides[d] * s.red_shape[d];
+          db -= sb.red_strides[d] * s.red_shape[d];
+          idx[d] = 0;
+        }
+      }
+      total = 0;  // done
+    }
     for (int64_t it = 0; it < total; ++it) {
       Value va = slice_at(a, s, da), vb = slice_at(b, sb, db);
       std::array<const std::vector<int64_t>*, 3> strides{&acc.view.strides, &va.view.strides, &vb.view.strides};
-      walk<3>(acc.view.shape, strides, {0, va.view.offset, vb.view.offset}, [&](const auto& o, const auto& st, int64_t n) {
-        T* d = pacc + o[0];
-        const T* x = pa + o[1];
-        const T* y = pb + o[2];
-        if (st[1] == 1 && st[2] == 1) {
-          for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i], y[i]));
-        } else if (st[1] == 0 && st[2] == 1) {
-          T xv = *x;
-          for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(xv, y[i]));
-        } else if (st[1] == 1 && st[2] == 0) {
-          T yv = *y;
-          for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i], yv));
-        } else {
-          for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i * st[1]], y[i * st[2]]));
-        }
-      });
+      walk<3>(acc.view.shape, strides, {0, va.view.offset, vb.view.offset},
+              [&](const auto& o, const auto& st, int64_t n) { row(pacc + o[0], pa + o[1], pb + o[2], n, st[1], st[2]); });
       for (size_t d = s.red_shape.size(); d-- > 0;) {
         da += s.red_strides[d];
         db += sb.red_strides[d];
