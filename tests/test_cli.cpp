@@ -1,1 +1,364 @@
+// The `ow` command line, run as a child process (binary path in $OW_BIN).
 #include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "uop/text.h"
+
+extern char** environ;
+
+using namespace ow;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const fs::path& p, const std::string& data) {
+  std::ofstream out(p, std::ios::binary);
+  out << data;
+  REQUIRE(out.good());
+}
+
+// A scratch directory, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ow-cli-test-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path operator/(const std::string& name) const { return path / name; }
+};
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs prog with args; stdin from stdin_path, stdout and stderr captured through temp files.
+Result run_prog(const std::string& prog, const std::vector<std::string>& args, const std::string& stdin_path = "/dev/null") {
+  TempDir tmp;
+  std::string out_path = (tmp / "stdout").string(), err_path = (tmp / "stderr").string();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> all{prog};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE(rc == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  Result r;
+  r.rc = WEXITSTATUS(status);
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+std::string ow_bin() {
+  const char* p = std::getenv("OW_BIN");
+  REQUIRE(p != nullptr);
+  return p;
+}
+
+Result run_ow(const std::vector<std::string>& args) { return run_prog(ow_bin(), args); }
+
+std::vector<fs::path> reference_cases() {
+  const char* root = std::getenv("OW_SOURCE_DIR");
+  REQUIRE(root != nullptr);
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(fs::path(root) / "reference" / "cases"))
+    if (e.is_regular_file() && e.path().extension() == ".uop") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  REQUIRE(out.size() >= 1);
+  return out;
+}
+
+size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+// `ow verify` of text must fail with exactly one stderr line "FILE:LINE:COL: ...".
+void expect_verify_error(const std::string& text, int line, int col, const std::string& phrase) {
+  TempDir tmp;
+  fs::path f = tmp / "bad.uop";
+  spit(f, text);
+  Result r = run_ow({"verify", f.string()});
+  INFO("stderr: " << r.err.substr(0, 300));
+  CHECK(r.rc == 1);
+  CHECK(r.out.empty());
+  CHECK(count_lines(r.err) == 1);
+  CHECK(r.err.back() == '\n');
+  std::string prefix = f.string() + ":" + std::to_string(line) + ":" + std::to_string(col) + ": ";
+  CHECK(r.err.rfind(prefix, 0) == 0);
+  CHECK_THAT(r.err, Catch::Contains(phrase));
+}
+
+bool have_graphviz() { return access("/usr/bin/dot", X_OK) == 0; }
+
+// The smallest reference cases (Graphviz layout of the big ones takes many seconds each).
+std::vector<fs::path> small_cases(size_t n) {
+  std::vector<fs::path> all = reference_cases();
+  std::stable_sort(all.begin(), all.end(), [](const fs::path& a, const fs::path& b) { return fs::file_size(a) < fs::file_size(b); });
+  all.resize(std::min(n, all.size()));
+  return all;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- help and usage
+
+TEST_CASE("ow --help lists the commands and exits 0", "[cli]") {
+  Result r = run_ow({"--help"});
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::StartsWith("usage: ow <command>"));
+  CHECK_THAT(r.out, Catch::Contains("  print ") && Catch::Contains("  verify ") && Catch::Contains("  dot "));
+}
+
+TEST_CASE("ow -h and ow help also print the usage", "[cli]") {
+  CHECK(run_ow({"-h"}).rc == 0);
+  CHECK_THAT(run_ow({"help"}).out, Catch::StartsWith("usage: ow <command>"));
+}
+
+TEST_CASE("ow print/verify/dot --help exit 0 with their usage", "[cli]") {
+  for (std::string cmd : {"print", "verify", "dot"}) {
+    INFO("command: " << cmd);
+    Result r = run_ow({cmd, "--help"});
+    CHECK(r.rc == 0);
+    CHECK(r.err.empty());
+    CHECK_THAT(r.out, Catch::StartsWith("usage: ow " + cmd + " FILE"));
+  }
+  CHECK_THAT(run_ow({"verify", "--help"}).out, Catch::Contains("--strict"));
+  CHECK_THAT(run_ow({"dot", "--help"}).out, Catch::Contains("--svg"));
+}
+
+TEST_CASE("ow without a command exits 1 with the usage on stderr", "[cli]") {
+  Result r = run_ow({});
+  CHECK(r.rc == 1);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::StartsWith("usage: ow <command>"));
+}
+
+TEST_CASE("ow with an unknown command exits 1", "[cli]") {
+  Result r = run_ow({"frobnicate"});
+  CHECK(r.rc == 1);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::StartsWith("ow: unknown command 'frobnicate'\n"));
+}
+
+TEST_CASE("ow print with an unknown option exits 1", "[cli]") {
+  Result r = run_ow({"print", "--bogus", "x.uop"});
+  CHECK(r.rc == 1);
+  CHECK(count_lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("ow print: ") && Catch::Contains("(see ow print --help)"));
+}
+
+TEST_CASE("ow print without a file exits 1", "[cli]") {
+  Result r = run_ow({"print"});
+  CHECK(r.rc == 1);
+  CHECK(count_lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::Contains("file"));
+}
+
+// ---------------------------------------------------------------- print and verify
+
+TEST_CASE("ow print reproduces every reference case byte for byte", "[cli][print]") {
+  for (const fs::path& p : reference_cases()) {
+    INFO("case: " << p.string());
+    Result r = run_ow({"print", p.string()});
+    CHECK(r.rc == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out == slurp(p));
+  }
+}
+
+TEST_CASE("ow print -o writes the normalized file", "[cli][print]") {
+  TempDir tmp;
+  fs::path in = tmp / "messy.uop", out = tmp / "clean.uop";
+  spit(in, "# comment\n%n = CONST index () 4\n%r = RANGE index (%n) (7, AxisType.LOOP)\n%e = ADD index (%r, %n)\n"
+           "%s = REDUCE index (%e, %r) Ops.ADD\n");
+  Result r = run_ow({"print", in.string(), "-o", out.string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.empty());
+  CHECK(slurp(out) ==
+        "%0 = CONST index () 4\n"
+        "%1 = RANGE index (%0) (7, AxisType.LOOP)  # range 7\n"
+        "%2 = ADD index (%1, %0)\n"
+        "%3 = REDUCE index (%2, %1) Ops.ADD\n");
+}
+
+TEST_CASE("ow verify accepts every reference case and counts its nodes", "[cli][verify]") {
+  for (const fs::path& p : reference_cases()) {
+    INFO("case: " << p.string());
+    Result r = run_ow({"verify", p.string()});
+    CHECK(r.rc == 0);
+    CHECK(r.err.empty());
+    // a normalized file has one line per node
+    CHECK(r.out == p.string() + ": ok (" + std::to_string(count_lines(slurp(p))) + " nodes)\n");
+  }
+}
+
+TEST_CASE("ow verify: unknown op", "[cli][verify]") {
+  expect_verify_error("%a = FOO index () 1\n", 1, 6, "unknown op 'FOO'");
+}
+
+TEST_CASE("ow verify: dead line", "[cli][verify]") {
+  expect_verify_error("%a = CONST index () 1\n%b = CONST index () 2\n", 1, 1, "%a is not used by the root");
+}
+
+TEST_CASE("ow verify: wrong arity is reported by the verifier at its line", "[cli][verify]") {
+  expect_verify_error("%a = CONST index () 1\n%b = ADD index (%a)\n", 2, 1, "src.count: ADD takes 2 source(s), got 1");
+}
+
+TEST_CASE("ow verify: scope error", "[cli][verify]") {
+  expect_verify_error("%n = CONST index () 3\n%r = RANGE index (%n) (0, AxisType.LOOP)\n%s = ADD index (%r, %n)\n", 3, 1,
+                      "scope: range(s) 0 used outside their scope");
+}
+
+TEST_CASE("ow verify: empty file", "[cli][verify]") {
+  expect_verify_error("", 1, 1, "empty graph");
+}
+
+TEST_CASE("ow verify: binary bytes", "[cli][verify]") {
+  expect_verify_error(std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x00", 10), 1, 1, "found byte 0x7f");
+}
+
+TEST_CASE("ow verify: a newline inside a string", "[cli][verify]") {
+  expect_verify_error("%b = BUFFER float32 () (\"x\n\", 4)\n", 1, 27, "unterminated string");
+}
+
+TEST_CASE("ow verify: a 10 MB line", "[cli][verify]") {
+  expect_verify_error("%a = CONST index () " + std::string(10 * 1024 * 1024, '9') + "\n", 1, 21, "does not fit in 64 bits");
+}
+
+TEST_CASE("ow verify --strict rejects a reduce over an unused range", "[cli][verify]") {
+  TempDir tmp;
+  fs::path f = tmp / "unused.uop";
+  spit(f, "%one = CONST float32 () 1.0\n%n = CONST index () 3\n%r = RANGE index (%n) (0, AxisType.REDUCE)\n"
+          "%s = REDUCE float32 (%one, %r) Ops.ADD\n");
+  Result plain = run_ow({"verify", f.string()});
+  CHECK(plain.rc == 0);
+  CHECK(plain.out == f.string() + ": ok (4 nodes)\n");
+  Result strict = run_ow({"verify", f.string(), "--strict"});
+  CHECK(strict.rc == 1);
+  CHECK(count_lines(strict.err) == 1);
+  CHECK_THAT(strict.err, Catch::StartsWith(f.string() + ":4:1: reduce.unused: "));
+}
+
+TEST_CASE("ow verify of a missing file exits 1", "[cli][verify]") {
+  TempDir tmp;
+  std::string missing = (tmp / "nope.uop").string();
+  Result r = run_ow({"verify", missing});
+  CHECK(r.rc == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == missing + ": cannot open file\n");
+}
+
+TEST_CASE("ow print of a missing file exits 1", "[cli][print]") {
+  Result r = run_ow({"print", "/nonexistent/dir/x.uop"});
+  CHECK(r.rc == 1);
+  CHECK(r.err == "/nonexistent/dir/x.uop: cannot open file\n");
+}
+
+// ---------------------------------------------------------------- dot
+
+TEST_CASE("ow dot writes a digraph with one vertex per node and one edge per source", "[cli][dot]") {
+  for (const fs::path& p : reference_cases()) {
+    INFO("case: " << p.string());
+    Result r = run_ow({"dot", p.string()});
+    REQUIRE(r.rc == 0);
+    CHECK(r.err.empty());
+    CHECK_THAT(r.out, Catch::StartsWith("digraph"));
+    ParsedGraph g = parse_graph(slurp(p));
+    size_t nodes = 0, edges = 0;
+    for (UOp u : toposort(g.root)) {
+      ++nodes;
+      edges += u->src.size();
+    }
+    std::regex vertex("^[0-9]+\\[label="), edge("^[0-9]+->[0-9]+");
+    size_t vertices = 0, arrows = 0;
+    std::istringstream lines(r.out);
+    for (std::string l; std::getline(lines, l);) {
+      if (std::regex_search(l, vertex)) ++vertices;
+      if (std::regex_search(l, edge)) ++arrows;
+    }
+    CHECK(vertices == nodes);
+    CHECK(arrows == edges);
+  }
+}
+
+TEST_CASE("ow dot output is accepted by Graphviz", "[cli][dot]") {
+  if (!have_graphviz()) {
+    WARN("/usr/bin/dot not installed; skipping");
+    return;
+  }
+  TempDir tmp;
+  for (const fs::path& p : small_cases(3)) {
+    INFO("case: " << p.string());
+    fs::path dot_file = tmp / (p.stem().string() + ".dot");
+    Result r = run_ow({"dot", p.string(), "-o", dot_file.string()});
+    REQUIRE(r.rc == 0);
+    CHECK(r.out.empty());
+    CHECK_THAT(slurp(dot_file), Catch::StartsWith("digraph"));
+    Result svg = run_prog("/usr/bin/dot", {"-Tsvg"}, dot_file.string());
+    CHECK(svg.rc == 0);
+    CHECK_THAT(svg.out, Catch::Contains("<svg"));
+  }
+}
+
+TEST_CASE("ow dot --svg writes an SVG file", "[cli][dot]") {
+  if (!have_graphviz()) {
+    WARN("/usr/bin/dot not installed; skipping");
+    return;
+  }
+  TempDir tmp;
+  fs::path svg = tmp / "out.svg";
+  fs::path in = small_cases(1).front();
+  Result r = run_ow({"dot", in.string(), "--svg", svg.string()});
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.empty());  // with --svg and no -o, the DOT text is not printed
+  REQUIRE(fs::exists(svg));
+  std::string s = slurp(svg);
+  CHECK((s.rfind("<?xml", 0) == 0 || s.find("<svg") != std::string::npos));
+}
+
+TEST_CASE("ow dot of a malformed file exits 1 with one error line", "[cli][dot]") {
+  TempDir tmp;
+  fs::path f = tmp / "bad.uop";
+  spit(f, "%a = CONST index () 1\n%b = ADD index (%a)\n");
+  Result r = run_ow({"dot", f.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.out.empty());
+  CHECK(count_lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::StartsWith(f.string() + ":2:1: src.count: "));
+}
