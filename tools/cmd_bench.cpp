@@ -253,6 +253,7 @@ struct Settings {
   uint64_t seed;
   double tolerance;
   bool interp_only;
+  bool init_outputs;
   std::optional<int> threads;
 };
 
@@ -270,6 +271,12 @@ Row bench_case(const std::string& name, const Settings& s, std::vector<std::stri
     interp::save_npy((dir / (in.name + ".npy")).string(), v);
     inputs[in.name] = interp::BufferData{dtypes::float32, v.data, nullptr};
   }
+  if (s.init_outputs)  // zero-filled instead of uninitialized: no poison masks to track
+    for (UOp u : number_graph(g.root).order)
+      if (u->op == Ops::BUFFER) {
+        const std::string& bname = u->arg.tuple()->at(0).as<std::string>();
+        if (!inputs.count(bname)) inputs[bname] = interp::BufferData{u->dtype, std::make_shared<interp::Storage>(u->dtype, u->arg.tuple()->at(1).as<int64_t>()), nullptr};
+      }
 
   std::cerr << "[bench] " << name << ": interpreter, 1 warm-up + " << s.repeat << " runs" << std::flush;
   interp::Options o;
@@ -279,6 +286,10 @@ Row bench_case(const std::string& name, const Settings& s, std::vector<std::stri
   };
   auto once = [&] {
     interp::BufferMap b = inputs;  // fresh map: the graph's outputs start unallocated every run
+    if (s.init_outputs)  // ... or zeroed, in fresh storage (the graph writes them in place)
+      for (auto& [bname, d] : b)
+        if (std::none_of(spec.inputs.begin(), spec.inputs.end(), [&](const InputSpec& in) { return in.name == bname; }))
+          d.data = std::make_shared<interp::Storage>(d.dtype, d.data->size);
     return interp::run(g.root, b, o);
   };
   std::vector<interp::Output> outs = once();
@@ -368,6 +379,7 @@ int cmd_bench(const Args& args) {
       "tolerance", po::value<double>()->default_value(1e-3), "max|diff|/max|ref| above which the output is flagged WRONG")(
       "numpy-threads", po::value<int>(), "set OPENBLAS/OMP/MKL_NUM_THREADS for numpy (default: its own choice)")(
       "interp-only", "time only the interpreter (no numpy, no check; for profiling)")(
+      "init-outputs", "bind the buffers the graph writes zero-filled instead of leaving them uninitialized (no poison tracking)")(
       "keep", "keep the temporary directory of .npy inputs and outputs");
   po::positional_options_description pos;
   po::variables_map vm;
@@ -380,6 +392,7 @@ int cmd_bench(const Args& args) {
   s.seed = vm["seed"].as<uint64_t>();
   s.tolerance = vm["tolerance"].as<double>();
   s.interp_only = vm.count("interp-only") > 0;
+  s.init_outputs = vm.count("init-outputs") > 0;
   if (vm.count("numpy-threads")) s.threads = vm["numpy-threads"].as<int>();
   s.cases_dir = vm.count("cases-dir") ? fs::path(vm["cases-dir"].as<std::string>()) : find_in_repo("reference/cases", true, "the reference cases", "--cases-dir");
   if (!s.interp_only) s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench_numpy.py", false, "the numpy script", "--script");
