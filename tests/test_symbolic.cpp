@@ -39,7 +39,7 @@ using Names = std::vector<std::string>;
 
 TEST_CASE("symbolic_rules has the documented rules in order", "[symbolic]") {
   Names want{"fold constants",          "bounds are a single value", "collect linear terms",
-             "max of ordered operands", "where on a constant condition", "where with equal branches",
+             "order the factors of a product", "max of ordered operands", "where on a constant condition", "where with equal branches",
              "mod below the divisor",   "exact division",            "compare a value with itself",
              "and/or with an identity"};
   Names got;
@@ -48,6 +48,17 @@ TEST_CASE("symbolic_rules has the documented rules in order", "[symbolic]") {
 }
 
 // ---------------------------------------------------------------- one test per rule
+
+TEST_CASE("rule: order the factors of a product makes a*b and b*a one node", "[symbolic][rule]") {
+  UOp a = UOp::range(4, 0), b = UOp::range(5, 1);
+  std::vector<std::string> fired;
+  RewriteOptions o;
+  o.on_fire = [&](const Rule& r, UOp, UOp) { fired.push_back(r.name); };
+  UOp ab = graph_rewrite(a * b, symbolic_rules(), o), ba = graph_rewrite(b * a, symbolic_rules(), o);
+  CHECK(ab == ba);
+  CHECK(std::count(fired.begin(), fired.end(), "order the factors of a product") == 1);
+  CHECK(simplify(ab * 2) == simplify(2 * (b * a)));
+}
 
 TEST_CASE("rule 'fold constants': 2 + 3 becomes 5", "[symbolic][rule]") {
   Run r = run_rules(i32(2) + i32(3));

@@ -64,10 +64,20 @@ bool Arg::operator==(const Arg& o) const {
 }
 
 std::string format_double(double d) {
-  if (std::isnan(d)) return "nan";
+  if (std::isnan(d)) return std::signbit(d) ? "-nan" : "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string format_float32(double d) {
+  float f = static_cast<float>(d);
+  if (std::isnan(f) || std::isinf(f) || static_cast<double>(f) != d) return format_double(d);
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
   std::string s(buf, end);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;

@@ -42,5 +42,7 @@ struct Arg {
 std::string to_string(const Arg& a);
 // Shortest decimal form that reads back to the same double, always with '.', 'e', inf or nan.
 std::string format_double(double d);
+// The same for a double holding a float32 value: the shortest text that reads back to that float.
+std::string format_float32(double d);
 
 }  // namespace ow

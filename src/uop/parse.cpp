@@ -78,6 +78,9 @@ class Parser {
     return std::string("'") + static_cast<char>(c) + "'";
   }
 
+  // Long tokens are cut in messages so an error stays one readable line.
+  static std::string clip(const std::string& t) { return t.size() > 40 ? t.substr(0, 40) + "..." : t; }
+
   // ---- tokens ----
   static bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
 
@@ -103,7 +106,7 @@ class Parser {
     std::string name = ref();
     if (defined_.count(name)) {
       pos_ -= name.size() + 1;
-      error("%" + name + " is already defined at line " + std::to_string(defined_.at(name).first));
+      error("%" + clip(name) + " is already defined at line " + std::to_string(defined_.at(name).first));
     }
     expect('=', "'='");
     size_t op_pos = (skip_ws(), pos_);
@@ -111,14 +114,14 @@ class Parser {
     auto op = op_from_name(opname);
     if (!op) {
       pos_ = op_pos;
-      error("unknown op '" + opname + "'");
+      error("unknown op '" + clip(opname) + "'");
     }
     size_t dt_pos = (skip_ws(), pos_);
     std::string dtname = word("a dtype such as float32");
     auto dtype = dtype_from_string(dtname);
     if (!dtype) {
       pos_ = dt_pos;
-      error("unknown dtype '" + dtname + "' (expected void, bool, int32, int64, index, float16, float32, float64, or a pointer like float32*10)");
+      error("unknown dtype '" + clip(dtname) + "' (expected void, bool, int32, int64, index, float16, float32, float64, or a pointer like float32*10)");
     }
     std::vector<UOp> src = sources();
     Arg arg, tag;
@@ -131,6 +134,8 @@ class Parser {
     }
     skip_ws();
     if (!at_eol()) error("expected end of line, found " + describe_here());
+    // A float32 constant is the float nearest the written number, as UOp::cnst makes it.
+    if (*op == Ops::CONST && dtype->scalar == Scalar::Float32 && arg.is<double>()) arg = Arg(static_cast<double>(static_cast<float>(arg.as<double>())));
     UOp node = UOp::make(*op, *dtype, std::move(src), std::move(arg), std::move(tag));
     defined_.emplace(name, std::make_pair(line_, node));
     return {name, node};
@@ -154,11 +159,11 @@ class Parser {
         pos_ = at;
         auto later = later_.find(name);
         if (later != later_.end() && later->second > line_)
-          error("%" + name + " is used before its definition on line " + std::to_string(later->second) +
+          error("%" + clip(name) + " is used before its definition on line " + std::to_string(later->second) +
                 " (sources must come first; a reference to a later line would make a cycle)");
         if (later != later_.end())
-          error("%" + name + " refers to itself: a node cannot be its own source (cycle)");
-        error("undefined reference %" + name);
+          error("%" + clip(name) + " refers to itself: a node cannot be its own source (cycle)");
+        error("undefined reference %" + clip(name));
       }
       src.push_back(it->second.second);
       skip_ws();
@@ -247,9 +252,11 @@ class Parser {
   Arg number() {
     size_t s = pos_;
     if (peek() == '-' || peek() == '+') ++pos_;
-    if (t_.compare(pos_, 3, "inf") == 0 && (pos_ + 3 >= t_.size() || !word_char(t_[pos_ + 3]))) {
+    for (const char* w : {"inf", "nan"}) {
+      if (t_.compare(pos_, 3, w) != 0 || (pos_ + 3 < t_.size() && word_char(t_[pos_ + 3]))) continue;
       pos_ += 3;
-      return Arg(t_[s] == '-' ? -INFINITY : INFINITY);
+      double v = w[0] == 'i' ? INFINITY : NAN;
+      return Arg(t_[s] == '-' ? -v : v);
     }
     while (pos_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '.' ||
                                 ((t_[pos_] == '-' || t_[pos_] == '+') && (t_[pos_ - 1] == 'e' || t_[pos_ - 1] == 'E'))))
@@ -261,8 +268,10 @@ class Parser {
     if (is_float) {
       double d = 0;
       auto [p, ec] = std::from_chars(b, e, d);
-      if (ec == std::errc::result_out_of_range) error("number '" + tok + "' is out of range for float64");
-      if (ec != std::errc() || p != e) error("malformed number '" + tok.substr(0, 40) + "'");
+      pos_ = s;
+      if (ec == std::errc::result_out_of_range) error("number '" + clip(tok) + "' is out of range for float64");
+      if (ec != std::errc() || p != e) error("malformed number '" + clip(tok) + "'");
+      pos_ = s + tok.size();
       return Arg(d);
     }
     int64_t v = 0;
@@ -324,7 +333,7 @@ class Parser {
       if (!first || loc.line < first->line) first = &loc;
     }
     if (first)
-      throw ParseError(file_, first->line, first->col, "%" + first->name + " is not used by the root (the last line); remove it or add it to the SINK");
+      throw ParseError(file_, first->line, first->col, "%" + clip(first->name) + " is not used by the root (the last line); remove it or add it to the SINK");
   }
 
   const std::string& t_;

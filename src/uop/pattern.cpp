@@ -81,40 +81,46 @@ Pat Pat::any_len() const {
 const std::vector<Ops>& Pat::root_ops() const { return d_->ops; }
 
 namespace {
-bool bind(std::vector<std::pair<std::string, UOp>>& bound, const std::string& name, UOp u) {
+using Bound = std::vector<std::pair<std::string, UOp>>;
+using Cont = std::function<bool(Bound&)>;
+
+bool bind(Bound& bound, const std::string& name, UOp u) {
   for (auto& [n, v] : bound)
     if (n == name) return v == u;  // a name used twice must capture the same node
   bound.emplace_back(name, u);
   return true;
 }
-
-bool match_srcs(const std::vector<Pat>& pats, const std::vector<UOp>& src, size_t order_swap,
-                std::vector<std::pair<std::string, UOp>>& bound) {
-  for (size_t i = 0; i < pats.size(); ++i) {
-    size_t j = (order_swap && i < 2) ? 1 - i : i;
-    if (!pats[i].match(src[j], bound)) return false;
-  }
-  return true;
-}
 }  // namespace
 
-bool Pat::match(UOp u, std::vector<std::pair<std::string, UOp>>& bound) const {
+// Matching is continuation-passing: every way the pattern can match (commutative operands in
+// either order, at any depth) is offered to `k` in turn until `k` accepts one. Captures made
+// for a rejected alternative are undone before the next is tried.
+bool Pat::match_each(UOp u, Bound& bound, const Cont& k) const {
   const Data& d = *d_;
   if (!d.ops.empty() && std::find(d.ops.begin(), d.ops.end(), u->op) == d.ops.end()) return false;
   if (d.dtype_pred && !d.dtype_pred(u->dtype)) return false;
   if (d.const_value && !(u->op == Ops::CONST && u.const_value() == *d.const_value)) return false;
+  size_t mark = bound.size();
   if (!d.name.empty() && !bind(bound, d.name, u)) return false;
-  if (!d.src) return true;
+  auto undo = [&] { bound.resize(mark); return false; };
+  if (!d.src) return k(bound) || undo();
   const auto& pats = *d.src;
-  if (d.any_len ? u->src.size() < pats.size() : u->src.size() != pats.size()) return false;
-  // Commutative binary ops match in either order; captures from a failed order are undone.
+  if (d.any_len ? u->src.size() < pats.size() : u->src.size() != pats.size()) return undo();
   size_t orders = (pats.size() == 2 && u->src.size() == 2 && is_commutative(u->op)) ? 2 : 1;
   for (size_t swap = 0; swap < orders; ++swap) {
-    size_t mark = bound.size();
-    if (match_srcs(pats, u->src, swap, bound)) return true;
-    bound.resize(mark);
+    // match source i, then the rest, then hand over to k
+    std::function<bool(size_t, Bound&)> from = [&](size_t i, Bound& b) -> bool {
+      if (i == pats.size()) return k(b);
+      size_t j = (swap && i < 2) ? 1 - i : i;
+      return pats[i].match_each(u->src[j], b, [&](Bound& b2) { return from(i + 1, b2); });
+    };
+    if (from(0, bound)) return true;
   }
-  return false;
+  return undo();
+}
+
+bool Pat::match(UOp u, Bound& bound) const {
+  return match_each(u, bound, [](Bound&) { return true; });
 }
 
 Pat operator+(Pat a, Pat b) { return Pat::op(Ops::ADD, {std::move(a), std::move(b)}); }
@@ -152,9 +158,13 @@ std::optional<PatternMatcher::Fired> PatternMatcher::rewrite(UOp u, void* ctx) c
   for (size_t i : by_op_[static_cast<size_t>(u->op)]) {
     const Rule& r = rules_[i];
     Match m{u, {}, ctx};
-    if (!r.pat.match(u, m.bound)) continue;
-    UOp out = r.fn(m);
-    if (out && out != u) return Fired{out, &r};
+    UOp out;
+    bool fired = r.pat.match_each(u, m.bound, [&](std::vector<std::pair<std::string, UOp>>& b) {
+      m.bound = b;
+      out = r.fn(m);
+      return out && out != u;
+    });
+    if (fired) return Fired{out, &r};
   }
   return std::nullopt;
 }

@@ -26,7 +26,10 @@ class Pat {
   Pat where_dtype(std::function<bool(DType)> pred) const;   // extra condition on the dtype
   Pat any_len() const;                                      // src list is a prefix
 
-  bool match(UOp u, std::vector<std::pair<std::string, UOp>>& bound) const;
+  bool match(UOp u, std::vector<std::pair<std::string, UOp>>& bound) const;  // the first way
+  // Offers every way the pattern matches u to k, until k returns true (then returns true).
+  bool match_each(UOp u, std::vector<std::pair<std::string, UOp>>& bound,
+                  const std::function<bool(std::vector<std::pair<std::string, UOp>>&)>& k) const;
   // The root ops this pattern can match (empty: any op); lets a table index its rules.
   const std::vector<Ops>& root_ops() const;
 
@@ -65,10 +68,10 @@ class PatternMatcher {
 
   struct Fired {
     UOp result;
-    const Rule* rule;
+    const Rule* rule;  // points into this matcher: valid while the matcher lives
   };
-  // The first rule (in table order) whose pattern matches and whose function returns a node
-  // different from u.
+  // The first rule (in table order) with a way of matching u for which its function returns a
+  // node different from u.
   std::optional<Fired> rewrite(UOp u, void* ctx = nullptr) const;
   const std::vector<Rule>& rules() const { return rules_; }
 

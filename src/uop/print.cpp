@@ -8,7 +8,8 @@ std::string Printed::line(UOp u) const {
   std::string s = name(u) + " = " + std::string(op_name(u->op)) + " " + to_string(u->dtype) + " (";
   for (size_t i = 0; i < u->src.size(); ++i) s += (i ? ", " : "") + name(u->src[i]);
   s += ")";
-  if (!u->arg.none()) s += " " + to_string(u->arg);
+  if (u->op == Ops::CONST && u->dtype.scalar == Scalar::Float32 && u->arg.is<double>()) s += " " + format_float32(u->arg.as<double>());
+  else if (!u->arg.none()) s += " " + to_string(u->arg);
   if (!u->tag.none()) s += " tag=" + to_string(u->tag);
   return s;
 }

@@ -240,6 +240,14 @@ const PatternMatcher& symbolic_rules() {
       {"fold constants", Pat::ops(alu_ops()), fold_constants},
       {"bounds are a single value", Pat::ops(alu_ops()), point_bounds},
       {"collect linear terms", Pat::ops({Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}), linear_form},
+      // a*b and b*a must be one atom for the linear form (and for shape equality)
+      {"order the factors of a product", Pat::op(Ops::MUL, {Pat::var("x"), Pat::var("y")}),
+       [](const Match& m) {
+         UOp u = m.node, x = u->src[0], y = u->src[1];
+         if (!u->dtype.is_int() || x->op == Ops::CONST || y->op == Ops::CONST) return UOp();
+         bool ordered = x->hash != y->hash ? x->hash < y->hash : x->serial <= y->serial;
+         return ordered ? UOp() : UOp::make(Ops::MUL, u->dtype, {y, x});
+       }},
       {"max of ordered operands", Pat::op(Ops::MAX, {Pat::var("x"), Pat::var("y")}),
        [](const Match& m) {
          UOp x = m["x"], y = m["y"];

@@ -20,7 +20,7 @@ std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n);
 const PatternMatcher& symbolic_rules();
 UOp simplify(UOp u);
 
-// Infix text of an index expression for messages: `3-a-1` prints as `(2+(rm1*-1))`.
+// Infix text of an index expression for messages: simplified `3-a-1` prints as `((rm1*-1)+2)`.
 std::string render_expr(UOp u);
 
 // Evaluates an integer/bool ALU op on constants with the dtype's wrap-around (index: int64).

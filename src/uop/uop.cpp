@@ -93,6 +93,7 @@ UOp UOp::cnst(DType dtype, double value) {
     return int_const(dtype, static_cast<int64_t>(value));
   }
   if (dtype.scalar == Scalar::Float32) value = static_cast<double>(static_cast<float>(value));
+  if (std::isnan(value)) value = std::copysign(std::numeric_limits<double>::quiet_NaN(), value);  // one NaN per sign
   return make(Ops::CONST, dtype, {}, Arg(value));
 }
 
@@ -119,6 +120,10 @@ UOp UOp::variable(const std::string& name, int64_t lo, int64_t hi, DType dtype) 
 UOp UOp::sink(std::vector<UOp> srcs, Arg names) { return make(Ops::SINK, dtypes::void_, std::move(srcs), std::move(names)); }
 
 UOp UOp::const_like(double value) const { return cnst(n_->dtype.base(), value); }
+UOp UOp::const_like(int64_t value) const {
+  DType d = n_->dtype.base();
+  return d.is_int() ? int_const(d, value) : cnst(d, static_cast<double>(value));
+}
 UOp UOp::bind(UOp value) const { return make(Ops::BIND, n_->dtype, {*this, value}); }
 
 UOp UOp::alu(Ops op, std::vector<UOp> rest) const {
@@ -169,12 +174,12 @@ double UOp::const_value() const {
 UOp operator+(UOp a, UOp b) { return a.alu(Ops::ADD, {b}); }
 UOp operator-(UOp a, UOp b) { return a.alu(Ops::SUB, {b}); }
 UOp operator*(UOp a, UOp b) { return a.alu(Ops::MUL, {b}); }
-UOp operator+(UOp a, int64_t b) { return a + a.const_like(static_cast<double>(b)); }
-UOp operator-(UOp a, int64_t b) { return a - a.const_like(static_cast<double>(b)); }
-UOp operator*(UOp a, int64_t b) { return a * a.const_like(static_cast<double>(b)); }
-UOp operator+(int64_t a, UOp b) { return b.const_like(static_cast<double>(a)) + b; }
-UOp operator-(int64_t a, UOp b) { return b.const_like(static_cast<double>(a)) - b; }
-UOp operator*(int64_t a, UOp b) { return b.const_like(static_cast<double>(a)) * b; }
+UOp operator+(UOp a, int64_t b) { return a + a.const_like(b); }
+UOp operator-(UOp a, int64_t b) { return a - a.const_like(b); }
+UOp operator*(UOp a, int64_t b) { return a * a.const_like(b); }
+UOp operator+(int64_t a, UOp b) { return b.const_like(a) + b; }
+UOp operator-(int64_t a, UOp b) { return b.const_like(a) - b; }
+UOp operator*(int64_t a, UOp b) { return b.const_like(a) * b; }
 
 std::vector<UOp> toposort(const std::vector<UOp>& roots) {
   std::vector<UOp> order;

@@ -40,30 +40,31 @@ class UOp {
 
   // ---- constants, ranges, variables ----
   static UOp cnst(DType dtype, double value);  // value is converted to the dtype's kind
-  static UOp index(int64_t value) { return cnst(dtypes::index, static_cast<double>(value)); }
+  static UOp index(int64_t value) { return int_const(dtypes::index, value); }
   static UOp int_const(DType dtype, int64_t value);
   static UOp range(UOp end, int64_t id, AxisType axis = AxisType::LOOP, std::vector<int64_t> sub_ids = {});
   static UOp range(int64_t end, int64_t id, AxisType axis = AxisType::LOOP, std::vector<int64_t> sub_ids = {});
   static UOp variable(const std::string& name, int64_t lo, int64_t hi, DType dtype = dtypes::index);
   static UOp sink(std::vector<UOp> srcs, Arg names = {});
   UOp const_like(double value) const;
+  UOp const_like(int64_t value) const;  // exact for integer dtypes
   UOp bind(UOp value) const;
 
   // ---- ALU (an int64 operand becomes a const of this node's dtype) ----
   UOp alu(Ops op, std::vector<UOp> rest) const;
   UOp neg() const { return alu(Ops::NEG, {}); }
   UOp maximum(UOp o) const { return alu(Ops::MAX, {o}); }
-  UOp maximum(int64_t o) const { return maximum(const_like(static_cast<double>(o))); }
+  UOp maximum(int64_t o) const { return maximum(const_like(o)); }
   UOp idiv(UOp o) const { return alu(Ops::IDIV, {o}); }
-  UOp idiv(int64_t o) const { return idiv(const_like(static_cast<double>(o))); }
+  UOp idiv(int64_t o) const { return idiv(const_like(o)); }
   UOp mod(UOp o) const { return alu(Ops::MOD, {o}); }
-  UOp mod(int64_t o) const { return mod(const_like(static_cast<double>(o))); }
+  UOp mod(int64_t o) const { return mod(const_like(o)); }
   UOp lt(UOp o) const { return alu(Ops::CMPLT, {o}); }
-  UOp lt(int64_t o) const { return lt(const_like(static_cast<double>(o))); }
+  UOp lt(int64_t o) const { return lt(const_like(o)); }
   UOp ne(UOp o) const { return alu(Ops::CMPNE, {o}); }
-  UOp ne(int64_t o) const { return ne(const_like(static_cast<double>(o))); }
+  UOp ne(int64_t o) const { return ne(const_like(o)); }
   UOp eq(UOp o) const { return alu(Ops::CMPEQ, {o}); }
-  UOp eq(int64_t o) const { return eq(const_like(static_cast<double>(o))); }
+  UOp eq(int64_t o) const { return eq(const_like(o)); }
   UOp where(UOp t, UOp f) const;
   UOp cast(DType d) const;
 
