@@ -213,6 +213,8 @@ class Interpreter {
     } catch (const Error& e) {
       fail(u, e.what());
     }
+    // A mask with nothing set is no mask: later ops skip mask work (and take fast paths).
+    if (v.poison && !mask_any(v, v.poison)) v.poison = nullptr;
     Memo& m2 = memo_[u.get()];
     m2 = Memo{true, std::move(key), epoch_, v};
     if (opts_.on_step) opts_.on_step(Step{u, current_bindings(), &m2.value});

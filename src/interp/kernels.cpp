@@ -15,27 +15,45 @@ namespace {
 
 // Calls inner(offsets, last_strides, n) once per innermost row of `shape`, where offsets[k] is
 // the element offset of operand k at the row's start. Operands are given by their strides.
+// Size-1 axes are dropped and axes that are contiguous for every operand are merged, so rows
+// are as long as the layouts allow.
 template <size_t K, class Inner>
 void walk(const std::vector<int64_t>& shape, const std::array<const std::vector<int64_t>*, K>& strides,
           std::array<int64_t, K> offs, Inner&& inner) {
-  size_t nd = shape.size();
-  for (int64_t s : shape)
-    if (s == 0) return;
-  std::array<int64_t, K> last{};
+  std::vector<int64_t> sh;
+  std::vector<std::array<int64_t, K>> st;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return;
+    if (shape[i] == 1) continue;
+    std::array<int64_t, K> s;
+    bool merge = !sh.empty();
+    for (size_t k = 0; k < K; ++k) {
+      s[k] = (*strides[k])[i];
+      merge = merge && st.back()[k] == s[k] * shape[i];
+    }
+    if (merge) {
+      sh.back() *= shape[i];
+      st.back() = s;
+    } else {
+      sh.push_back(shape[i]);
+      st.push_back(s);
+    }
+  }
+  size_t nd = sh.size();
   if (nd == 0) {
-    inner(offs, last, int64_t{1});
+    inner(offs, std::array<int64_t, K>{}, int64_t{1});
     return;
   }
-  for (size_t k = 0; k < K; ++k) last[k] = (*strides[k])[nd - 1];
   std::vector<int64_t> idx(nd, 0);
   while (true) {
-    inner(offs, last, shape[nd - 1]);
+    inner(offs, st[nd - 1], sh[nd - 1]);
     int d = static_cast<int>(nd) - 2;
     for (; d >= 0; --d) {
-      for (size_t k = 0; k < K; ++k) offs[k] += (*strides[k])[static_cast<size_t>(d)];
-      if (++idx[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
-      for (size_t k = 0; k < K; ++k) offs[k] -= (*strides[k])[static_cast<size_t>(d)] * shape[static_cast<size_t>(d)];
-      idx[static_cast<size_t>(d)] = 0;
+      size_t du = static_cast<size_t>(d);
+      for (size_t k = 0; k < K; ++k) offs[k] += st[du][k];
+      if (++idx[du] < sh[du]) break;
+      for (size_t k = 0; k < K; ++k) offs[k] -= st[du][k] * sh[du];
+      idx[du] = 0;
     }
     if (d < 0) return;
   }
@@ -510,6 +528,17 @@ void write_through(Value& dst, const Value& src_raw) {
     Value ps = src.poison ? mask_view(src, src.poison) : broadcast_to(scalar(dtypes::bool_, 0), dst.shape());
     map_n<uint8_t, uint8_t, 1>(pd, std::array<const Value*, 1>{&ps}, [](uint8_t x) { return x; });
   }
+}
+
+bool mask_any(const Value& v, const StoragePtr& mask) {
+  if (!mask) return false;
+  const uint8_t* p = mask->as<uint8_t>();
+  bool any = false;
+  std::array<const std::vector<int64_t>*, 1> strides{&v.view.strides};
+  walk<1>(v.view.shape, strides, {v.view.offset}, [&](const auto& o, const auto& s, int64_t n) {
+    for (int64_t i = 0; i < n && !any; ++i) any = p[o[0] + i * s[0]] != 0;
+  });
+  return any;
 }
 
 bool any_poison(const Value& v, int64_t* first_flat, int64_t* count) {

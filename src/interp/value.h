@@ -83,6 +83,7 @@ void write_through(Value& dst, const Value& src);
 // Masks helpers.
 Value mask_view(const Value& v, const StoragePtr& mask);  // the mask through v's view, as bools
 bool any_poison(const Value& v, int64_t* first_flat = nullptr, int64_t* count = nullptr);
+bool mask_any(const Value& v, const StoragePtr& mask);  // is any element of v's view set in mask?
 std::vector<int64_t> unflatten(const std::vector<int64_t>& shape, int64_t flat);
 
 }  // namespace ow::interp

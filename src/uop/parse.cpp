@@ -103,6 +103,7 @@ class Parser {
 
   // ---- statements ----
   std::pair<std::string, UOp> statement() {
+    stmt_start_ = pos_;
     std::string name = ref();
     if (defined_.count(name)) {
       pos_ -= name.size() + 1;
@@ -136,7 +137,13 @@ class Parser {
     if (!at_eol()) error("expected end of line, found " + describe_here());
     // A float32 constant is the float nearest the written number, as UOp::cnst makes it.
     if (*op == Ops::CONST && dtype->scalar == Scalar::Float32 && arg.is<double>()) arg = Arg(static_cast<double>(static_cast<float>(arg.as<double>())));
-    UOp node = UOp::make(*op, *dtype, std::move(src), std::move(arg), std::move(tag));
+    UOp node;
+    try {
+      node = UOp::make(*op, *dtype, std::move(src), std::move(arg), std::move(tag));
+    } catch (const Error& e) {  // building ran an analysis that refused the node
+      pos_ = stmt_start_;
+      error(e.what());
+    }
     defined_.emplace(name, std::make_pair(line_, node));
     return {name, node};
   }
@@ -338,7 +345,7 @@ class Parser {
 
   const std::string& t_;
   std::string file_;
-  size_t pos_ = 0, line_start_ = 0;
+  size_t pos_ = 0, line_start_ = 0, stmt_start_ = 0;
   int line_ = 1;
   std::unordered_map<std::string, std::pair<int, UOp>> defined_;
   std::unordered_map<std::string, int> later_;  // first line defining each name, from a pre-scan

@@ -170,7 +170,10 @@ ShapeInfo infer_shape(const UOpNode& n) {
     }
     case Ops::BUFFERIZE: {
       std::vector<UOp> dims;
-      for (size_t i = 1; i < n.src.size(); ++i) dims.push_back(UOp::index(n.src[i].vmax() + 1));
+      for (size_t i = 1; i < n.src.size(); ++i) {
+        if (n.src[i].vmax() >= kMaxElements) return invalid("BUFFERIZE over a range with more than 2^32 values");
+        dims.push_back(UOp::index(n.src[i].vmax() + 1));
+      }
       return limit(std::move(dims));
     }
     case Ops::REDUCE: case Ops::REDUCE_BACKWARD: case Ops::DETACH: case Ops::CONTIGUOUS:

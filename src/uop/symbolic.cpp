@@ -105,7 +105,8 @@ bool fold_int_alu(Ops op, DType dtype, const int64_t* v, size_t n, int64_t& out)
     if (dtype.scalar == Scalar::Int32) return static_cast<int32_t>(static_cast<uint32_t>(x));
     return static_cast<int64_t>(x);
   };
-  u64 a = n > 0 ? static_cast<u64>(v[0]) : 0, b = n > 1 ? static_cast<u64>(v[1]) : 0;
+  if (n != static_cast<size_t>(alu_arity(op))) return false;  // malformed nodes never fold
+  u64 a = static_cast<u64>(v[0]), b = n > 1 ? static_cast<u64>(v[1]) : 0;
   switch (op) {
     case Ops::NEG: out = wrap(0 - a); return n == 1;
     case Ops::ADD: out = wrap(a + b); return n == 2;
@@ -137,6 +138,7 @@ UOp int_const_of(DType d, int64_t v) {
   return d.is_bool() ? UOp::make(Ops::CONST, d, {}, Arg(v != 0)) : UOp::int_const(d, v);
 }
 
+bool has_int_arg(UOp c) { return c->arg.is<bool>() || c->arg.is<int64_t>(); }
 int64_t int_value(UOp c) { return static_cast<int64_t>(c->arg.is<bool>() ? c->arg.as<bool>() : c->arg.as<int64_t>()); }
 
 bool int_srcs(UOp u) {
@@ -219,7 +221,7 @@ UOp fold_constants(const Match& m) {
   if (!intlike(u->dtype) || !int_srcs(u)) return {};
   std::vector<int64_t> vals;
   for (UOp s : u->src) {
-    if (s->op != Ops::CONST) return {};
+    if (s->op != Ops::CONST || !has_int_arg(s)) return {};
     vals.push_back(int_value(s));
   }
   int64_t out;

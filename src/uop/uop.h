@@ -81,7 +81,7 @@ class UOp {
   int64_t vmin() const;
   int64_t vmax() const;
   bool is_const() const;
-  double const_value() const;  // CONST arg as a double (bool -> 0/1)
+  double const_value() const;  // CONST arg as a double (bool -> 0/1); NaN for a malformed CONST
 
  private:
   const UOpNode* n_ = nullptr;
