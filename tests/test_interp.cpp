@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 
 #include "tensor/tensor.h"
 #include "uop/error.h"
@@ -160,7 +161,7 @@ TEST_CASE("test_fancy_vmap: x[:, a] + y[a, :] [S4.1]") {
   CHECK(vals(out) == std::vector<float>{0, 4, 8, 4, 8, 12, 8, 12, 16});
 }
 
-TEST_CASE("test_vmap_inner: LOOP and OUTER, plain and fused, with and without grad [S3.3, S9.1]") {
+TEST_CASE("test_vmap_inner: LOOP and OUTER, plain and fused, with and without grad [S3.3, S9.1, S9.2]") {
   for (AxisType axis : {AxisType::LOOP, AxisType::OUTER})
     for (bool fuse : {false, true})
       for (bool grad : {false, true}) {
@@ -355,4 +356,68 @@ TEST_CASE("diagnostic: integer division by zero names the node and bindings [S2.
   Tensor q = (n / n[a]).reduce({a}, Ops::ADD);
   std::string err = error_of([&] { q.realize(); });
   CHECK_THAT(err, Catch::Contains("division by zero") && Catch::Contains("IDIV") && Catch::Contains("m1=0"));
+}
+
+// ---------------- the remaining rules of SEMANTICS.md ----------------
+
+TEST_CASE("ranges are named by their ids [S1.2]") {
+  CHECK(range_name(UOp::range(3, -1)) == "m1");
+  CHECK(range_name(UOp::range(3, 3, AxisType::LOOP, {0})) == "3_0");
+  CHECK(range_name(UOp::range(3, -100, AxisType::OUTER)) == "m100");
+}
+
+TEST_CASE("several ranges iterate row-major, the first outermost [S1.4, S5.2]") {
+  // acc = acc*10 + (2a + b) over (a, b) in 2x2 records the visiting order as digits.
+  Tensor acc = Tensor::zeros({1}).contiguous();
+  acc.realize();
+  UOp a = UOp::range(2, 0, AxisType::OUTER), b = UOp::range(2, 1, AxisType::OUTER);
+  Tensor acc_i = acc.after({a, b});
+  Tensor step(((a * 2 + b).cast(dtypes::float32)));
+  Tensor out = acc.after({acc_i.store(acc_i * 10.0 + step).end({a, b}).uop()});
+  CHECK(out.item() == 123.0f);  // visited (0,0), (0,1), (1,0), (1,1)
+}
+
+TEST_CASE("movement ops are views with the documented meaning [S2.3]") {
+  Tensor t = Tensor::arange(6).reshape({2, 3});
+  CHECK(vals(t.flip({1})) == std::vector<float>{2, 1, 0, 5, 4, 3});
+  CHECK(vals(t.T()) == std::vector<float>{0, 3, 1, 4, 2, 5});
+  CHECK(vals(t.shrink({std::nullopt, std::make_pair(Dim(1), Dim(3))})) == std::vector<float>{1, 2, 4, 5});
+  CHECK(vals(t.pad({std::make_pair(Dim(0), Dim(1)), std::make_pair(Dim(1), Dim(0))})) ==
+        std::vector<float>{0, 0, 1, 2, 0, 3, 4, 5, 0, 0, 0, 0});
+  CHECK(vals(t.reshape({3, 2}).at({1})) == std::vector<float>{2, 3});
+}
+
+TEST_CASE("shapes above 2^32 elements are refused, not allocated [S2.4]") {
+  CHECK_THAT(error_of([] { (void)Tensor::empty({1 << 20, 1 << 20}); }), Catch::Contains("2^32"));
+  CHECK_THAT(error_of([] { (void)Tensor::ones({1 << 20, 1 << 20}); }), Catch::Contains("2^32"));
+}
+
+TEST_CASE("REDUCE_AXIS folds sequentially in index order [S3.2]") {
+  // float32: ((1e8 + 1) - 1e8) + 1 = 1 sequentially; a pairwise sum would give 0.
+  Tensor x({1e8f, 1.0f, -1e8f, 1.0f}, {4});
+  CHECK(x.sum().item() == 1.0f);
+  Tensor y({1e8f, 1.0f, -1e8f, 1.0f}, {1, 4});
+  CHECK(y.sum(std::vector<int64_t>{1}).item() == 1.0f);
+}
+
+TEST_CASE("writes go through views; never through EXPAND; values may alias targets [S5.1]") {
+  Tensor t = Tensor::arange(4).contiguous();
+  t.realize();
+  CHECK(vals(t.assign(t.flip({0}))) == std::vector<float>{3, 2, 1, 0});
+  Tensor b = Tensor::zeros({1}).contiguous();
+  b.realize();
+  CHECK_THAT(error_of([&] { b.expand({3}).assign(Tensor::ones({3})).realize(); }), Catch::Contains("EXPAND"));
+}
+
+TEST_CASE("writing clean data over poison clears it [S7.2]") {
+  Tensor e = Tensor::empty({3});
+  e.assign(Tensor::ones({3})).realize();
+  CHECK(vals(e + 1.0) == std::vector<float>{2, 2, 2});
+}
+
+TEST_CASE("evaluation is deterministic: the same graph twice is bit-identical [S1.1, S10]") {
+  Scan s = make_scan();
+  std::vector<float> first = vals(scan_graph(s, AxisType::OUTER, Tensor::empty({3, 1, 10})));
+  std::vector<float> second = vals(scan_graph(s, AxisType::OUTER, Tensor::empty({3, 1, 10})));
+  CHECK(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0);
 }
