@@ -391,18 +391,21 @@ Split split_axes(const View& v, const std::vector<int64_t>& axes) {
   return s;
 }
 
-// Runs body(offset_delta) for every reduced index in row-major order.
-template <class F> void for_each_reduced(const Split& s, F body) {
+// Runs body(delta_a, delta_b) for every reduced index in row-major order, where each delta is
+// the offset of that index in operand a's (or b's) reduced axes.
+template <class F> void for_each_reduced(const Split& sa, const Split& sb, F body) {
   int64_t total = 1;
-  for (int64_t n : s.red_shape) total *= n;
-  std::vector<int64_t> idx(s.red_shape.size(), 0);
-  int64_t delta = 0;
+  for (int64_t n : sa.red_shape) total *= n;
+  std::vector<int64_t> idx(sa.red_shape.size(), 0);
+  int64_t da = 0, db = 0;
   for (int64_t it = 0; it < total; ++it) {
-    body(delta);
-    for (size_t d = s.red_shape.size(); d-- > 0;) {
-      delta += s.red_strides[d];
-      if (++idx[d] < s.red_shape[d]) break;
-      delta -= s.red_strides[d] * s.red_shape[d];
+    body(da, db);
+    for (size_t d = sa.red_shape.size(); d-- > 0;) {
+      da += sa.red_strides[d];
+      db += sb.red_strides[d];
+      if (++idx[d] < sa.red_shape[d]) break;
+      da -= sa.red_strides[d] * sa.red_shape[d];
+      db -= sb.red_strides[d] * sa.red_shape[d];
       idx[d] = 0;
     }
   }
@@ -438,7 +441,7 @@ Value reduce_axes(Ops op, const Value& x, const std::vector<int64_t>& axes) {
   Value acc = identity_like(op, x.dtype, s.kept_shape);
   dispatch(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for_each_reduced(s, [&](int64_t delta) { accumulate_t<T>(op, acc, slice_at(x, s, delta)); });
+    for_each_reduced(s, s, [&](int64_t delta, int64_t) { accumulate_t<T>(op, acc, slice_at(x, s, delta)); });
   });
   acc.poison = reduce_poison(x, axes);
   return acc;
@@ -471,40 +474,18 @@ Value reduce_mul_add(const Value& a, const Value& b, const std::vector<int64_t>&
     std::vector<size_t> kept;  // kept axes longer than 1
     for (size_t i = 0; i < s.kept_shape.size(); ++i)
       if (s.kept_shape[i] != 1) kept.push_back(i);
-    std::vector<int64_t> idx(s.red_shape.size(), 0);
-    int64_t total = 1;
-    for (int64_t n : s.red_shape) total *= n;
-    int64_t da = 0, db = 0;
     if (kept.size() <= 1) {  // the usual matmul/gemv case: one strided row per reduced index
       int64_t n = kept.empty() ? 1 : s.kept_shape[kept[0]];
       int64_t sx = kept.empty() ? 0 : a.view.strides[kept[0]], sy = kept.empty() ? 0 : b.view.strides[kept[0]];
-      for (int64_t it = 0; it < total; ++it) {
-        row(pacc, pa + a.view.offset + da, pb + b.view.offset + db, n, sx, sy);
-        for (size_t d = s.red_shape.size(); d-- > 0;) {
-          da += s.red_strides[d];
-          db += sb.red_strides[d];
-          if (++idx[d] < s.red_shape[d]) break;
-          da -= s.red_strides[d] * s.red_shape[d];
-          db -= sb.red_strides[d] * s.red_shape[d];
-          idx[d] = 0;
-        }
-      }
-      total = 0;  // done
+      for_each_reduced(s, sb, [&](int64_t da, int64_t db) { row(pacc, pa + a.view.offset + da, pb + b.view.offset + db, n, sx, sy); });
+      return;
     }
-    for (int64_t it = 0; it < total; ++it) {
+    for_each_reduced(s, sb, [&](int64_t da, int64_t db) {
       Value va = slice_at(a, s, da), vb = slice_at(b, sb, db);
       std::array<const std::vector<int64_t>*, 3> strides{&acc.view.strides, &va.view.strides, &vb.view.strides};
       walk<3>(acc.view.shape, strides, {0, va.view.offset, vb.view.offset},
               [&](const auto& o, const auto& st, int64_t n) { row(pacc + o[0], pa + o[1], pb + o[2], n, st[1], st[2]); });
-      for (size_t d = s.red_shape.size(); d-- > 0;) {
-        da += s.red_strides[d];
-        db += sb.red_strides[d];
-        if (++idx[d] < s.red_shape[d]) break;
-        da -= s.red_strides[d] * s.red_shape[d];
-        db -= sb.red_strides[d] * s.red_shape[d];
-        idx[d] = 0;
-      }
-    }
+    });
   });
   StoragePtr pa = reduce_poison(a, axes), pb = reduce_poison(b, axes);
   if (pa || pb) {
