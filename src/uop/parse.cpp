@@ -12,6 +12,7 @@ namespace ow {
 namespace {
 
 constexpr int kMaxArgDepth = 32;
+constexpr size_t kMaxTupleSize = 65536;  // args are small; a bigger tuple is a broken file
 
 class Parser {
  public:
@@ -204,9 +205,10 @@ class Parser {
     skip_ws();
     if (peek() == ')') {
       ++pos_;
-      return Arg(items);
+      return Arg(std::move(items));
     }
     while (true) {
+      if (items.size() == kMaxTupleSize) error("tuple has more than " + std::to_string(kMaxTupleSize) + " elements");
       items.push_back(parse_arg(depth + 1));
       skip_ws();
       if (peek() == ',') {
@@ -214,14 +216,14 @@ class Parser {
         skip_ws();
         if (peek() == ')') {
           ++pos_;
-          return Arg(items);
+          return Arg(std::move(items));
         }
         continue;
       }
       if (peek() == ')') {
         if (items.size() == 1) error("a one-element tuple needs a trailing comma: (x,)");
         ++pos_;
-        return Arg(items);
+        return Arg(std::move(items));
       }
       error("expected ',' or ')' in a tuple, found " + describe_here());
     }

@@ -119,7 +119,10 @@ ShapeInfo permute(const UOpNode& n, const ShapeInfo& in) {
   std::vector<int64_t> sorted = *perm;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] != static_cast<int64_t>(i)) return invalid("arg " + to_string(n.arg) + " is not a permutation");
+    if (sorted[i] != static_cast<int64_t>(i)) {
+      std::string a = to_string(n.arg);
+      return invalid("arg " + (a.size() > 60 ? a.substr(0, 57) + "..." : a) + " is not a permutation");
+    }
   std::vector<UOp> dims;
   for (int64_t p : *perm) dims.push_back(in.dims[static_cast<size_t>(p)]);
   return shaped(std::move(dims));

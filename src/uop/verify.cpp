@@ -22,6 +22,12 @@ Check fail(std::string rule, std::string message) { return Problem{std::move(rul
 
 std::string dt(DType d) { return to_string(d); }
 
+// An arg as quoted in a message, cut so a huge arg still gives a one-line error.
+std::string arg_text(const Arg& a) {
+  std::string t = to_string(a);
+  return t.size() > 60 ? t.substr(0, 57) + "..." : t;
+}
+
 Check count(UOp u, size_t lo, size_t hi) {
   size_t n = u->src.size();
   if (n >= lo && n <= hi) return std::nullopt;
@@ -31,7 +37,7 @@ Check count(UOp u, size_t lo, size_t hi) {
 
 Check no_arg(UOp u) {
   if (u->arg.none()) return std::nullopt;
-  return fail("arg", std::string(op_name(u->op)) + " takes no arg, got " + to_string(u->arg));
+  return fail("arg", std::string(op_name(u->op)) + " takes no arg, got " + arg_text(u->arg));
 }
 
 bool is_value(DType d) { return !d.ptr && !d.is_void(); }
@@ -40,7 +46,7 @@ Check check_const(UOp u) {
   if (auto e = count(u, 0, 0)) return e;
   const Arg& a = u->arg;
   bool ok = u->dtype.is_bool() ? a.is<bool>() : u->dtype.is_int() ? a.is<int64_t>() : u->dtype.is_float() ? a.is<double>() : false;
-  if (!ok) return fail("const.arg", "CONST " + dt(u->dtype) + " needs a " + (u->dtype.is_bool() ? "bool" : u->dtype.is_int() ? "integer" : u->dtype.is_float() ? "float (with '.')" : "value dtype") + " arg, got " + to_string(a));
+  if (!ok) return fail("const.arg", "CONST " + dt(u->dtype) + " needs a " + (u->dtype.is_bool() ? "bool" : u->dtype.is_int() ? "integer" : u->dtype.is_float() ? "float (with '.')" : "value dtype") + " arg, got " + arg_text(a));
   if (u->dtype.scalar == Scalar::Int32) {
     int64_t v = a.as<int64_t>();
     if (v != static_cast<int32_t>(v)) return fail("const.arg", "value " + std::to_string(v) + " does not fit int32");
@@ -55,7 +61,7 @@ Check check_range(UOp u) {
   const ArgTuple* t = u->arg.tuple();
   bool ok = t && t->size() >= 2 && t->back().is<AxisType>() &&
             std::all_of(t->begin(), t->end() - 1, [](const Arg& x) { return x.is<int64_t>(); });
-  if (!ok) return fail("range.arg", "RANGE arg must be (id, sub_id..., AxisType.X) with integer ids, got " + to_string(u->arg));
+  if (!ok) return fail("range.arg", "RANGE arg must be (id, sub_id..., AxisType.X) with integer ids, got " + arg_text(u->arg));
   if (u->src[0].vmin() < 0) return fail("range.end", "RANGE end " + render_expr(u->src[0]) + " can be negative");
   return std::nullopt;
 }
@@ -65,8 +71,8 @@ Check check_define_var(UOp u) {
   if (!u->dtype.is_int()) return fail("var.dtype", "DEFINE_VAR must have an integer dtype, got " + dt(u->dtype));
   const ArgTuple* t = u->arg.tuple();
   if (!t || t->size() != 3 || !(*t)[0].is<std::string>() || !(*t)[1].is<int64_t>() || !(*t)[2].is<int64_t>())
-    return fail("var.arg", "DEFINE_VAR arg must be (\"name\", lo, hi), got " + to_string(u->arg));
-  if ((*t)[1].as<int64_t>() > (*t)[2].as<int64_t>()) return fail("var.arg", "DEFINE_VAR has lo > hi in " + to_string(u->arg));
+    return fail("var.arg", "DEFINE_VAR arg must be (\"name\", lo, hi), got " + arg_text(u->arg));
+  if ((*t)[1].as<int64_t>() > (*t)[2].as<int64_t>()) return fail("var.arg", "DEFINE_VAR has lo > hi in " + arg_text(u->arg));
   return std::nullopt;
 }
 
@@ -119,7 +125,7 @@ Check check_reduce(UOp u) {
   if (auto e = count(u, 2, SIZE_MAX)) return e;
   const Ops* op = u->arg.get_if<Ops>();
   if (!op || (*op != Ops::ADD && *op != Ops::MUL && *op != Ops::MAX))
-    return fail("reduce.arg", std::string(op_name(u->op)) + " arg must be Ops.ADD, Ops.MUL or Ops.MAX, got " + to_string(u->arg));
+    return fail("reduce.arg", std::string(op_name(u->op)) + " arg must be Ops.ADD, Ops.MUL or Ops.MAX, got " + arg_text(u->arg));
   if (u->dtype != u->src[0]->dtype) return fail("reduce.dtype", std::string(op_name(u->op)) + " must keep its source's dtype " + dt(u->src[0]->dtype));
   for (size_t i = 1; i < u->src.size(); ++i)
     if (u->src[i]->op != Ops::RANGE) return fail("reduce.src", std::string(op_name(u->op)) + " source " + std::to_string(i) + " must be a RANGE, got " + std::string(op_name(u->src[i]->op)));
@@ -129,7 +135,7 @@ Check check_reduce(UOp u) {
 Check check_reduce_axis(UOp u) {
   if (auto e = count(u, 1, 1)) return e;
   const ArgTuple* t = u->arg.tuple();
-  if (!t || t->size() != 2 || !(*t)[0].is<Ops>()) return fail("reduce.arg", "REDUCE_AXIS arg must be (Ops.X, (axes...)), got " + to_string(u->arg));
+  if (!t || t->size() != 2 || !(*t)[0].is<Ops>()) return fail("reduce.arg", "REDUCE_AXIS arg must be (Ops.X, (axes...)), got " + arg_text(u->arg));
   Ops op = (*t)[0].as<Ops>();
   if (op != Ops::ADD && op != Ops::MUL && op != Ops::MAX) return fail("reduce.arg", "REDUCE_AXIS op must be ADD, MUL or MAX");
   if (u->dtype != u->src[0]->dtype) return fail("reduce.dtype", "REDUCE_AXIS must keep its source's dtype");
@@ -157,7 +163,7 @@ Check check_buffer(UOp u) {
   if (auto e = count(u, 0, 0)) return e;
   const ArgTuple* t = u->arg.tuple();
   if (!t || t->size() != 2 || !(*t)[0].is<std::string>() || !(*t)[1].is<int64_t>())
-    return fail("buffer.arg", "BUFFER arg must be (\"name\", size), got " + to_string(u->arg));
+    return fail("buffer.arg", "BUFFER arg must be (\"name\", size), got " + arg_text(u->arg));
   if ((*t)[0].as<std::string>().empty()) return fail("buffer.arg", "BUFFER name is empty");
   int64_t n = (*t)[1].as<int64_t>();
   if (n < 0 || n > kMaxElements) return fail("buffer.size", "BUFFER size " + std::to_string(n) + " is outside [0, 2^32]");
@@ -170,7 +176,7 @@ Check check_sink(UOp u) {
   if (u->arg.none()) return std::nullopt;
   const ArgTuple* t = u->arg.tuple();
   if (!t || t->size() != u->src.size() || !std::all_of(t->begin(), t->end(), [](const Arg& a) { return a.is<std::string>(); }))
-    return fail("sink.names", "SINK arg must be one output name per source, got " + to_string(u->arg));
+    return fail("sink.names", "SINK arg must be one output name per source, got " + arg_text(u->arg));
   std::set<std::string> seen;
   for (const Arg& a : *t)
     if (!seen.insert(a.as<std::string>()).second) return fail("sink.names", "output name \"" + a.as<std::string>() + "\" is used twice");
