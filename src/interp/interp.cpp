@@ -171,7 +171,11 @@ class Interpreter {
     }
   };
 
-  int64_t range_end(UOp r) { return as_int(eval(r->src[0])); }
+  int64_t range_end(UOp r) {
+    int64_t n = as_int(eval(r->src[0]));
+    if (opts_.max_loop && n > opts_.max_loop) fail(r, "range extent " + std::to_string(n) + " is over the limit of " + std::to_string(opts_.max_loop));
+    return n;
+  }
 
   // Calls body() for every binding of the ranges, row-major (the first range outermost).
   template <class F> void loop(const std::vector<UOp>& ranges, size_t i, F&& body) {
@@ -188,6 +192,7 @@ class Interpreter {
 
   // ---------- evaluation ----------
   Value eval(UOp u) {
+    if (opts_.max_evals && ++evals_ > opts_.max_evals) fail(u, "evaluation budget of " + std::to_string(opts_.max_evals) + " node evaluations exceeded");
     if (++depth_ > opts_.max_depth) {
       depth_ = 0;
       fail(u, "graph is nested deeper than " + std::to_string(opts_.max_depth) + " levels; the interpreter refuses to recurse further");
@@ -586,6 +591,7 @@ class Interpreter {
   std::unordered_map<const UOpNode*, int64_t> env_;
   std::vector<std::pair<UOp, int64_t>> env_order_;
   uint64_t epoch_ = 1;
+  uint64_t evals_ = 0;
   size_t depth_ = 0;
 };
 

@@ -30,6 +30,8 @@ struct Options {
   std::function<void(const Step&)> on_step;     // called after every node evaluation
   std::function<std::string(UOp)> describe;     // names a node in diagnostics (default: printed line)
   size_t max_depth = 3000;                      // recursion guard for very deep graphs
+  uint64_t max_evals = 0;                       // node evaluations allowed (0: unlimited)
+  int64_t max_loop = 0;                         // largest range extent allowed (0: unlimited)
 };
 
 struct Output {

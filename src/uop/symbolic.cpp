@@ -158,7 +158,8 @@ Linear collect(UOp root) {
   std::vector<std::pair<UOp, uint64_t>> stack{{root, 1}};
   DType d = root->dtype;
   while (!stack.empty()) {
-    auto [u, k] = stack.back();
+    UOp u = stack.back().first;
+    uint64_t k = stack.back().second;
     stack.pop_back();
     bool same = u->dtype == d;
     if (same && is_int_const(u)) {
