@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Run every test outerworld has, from a fresh Debian 12 machine if need be:
+#
+#   1. tools/setup.sh --sanitize  (missing packages, configure build/ and build-asan/)
+#   2. build/ (debugoptimized): build, meson test
+#   3. build-asan/ (ASan + UBSan): build, meson test with leak checking and UB as a hard error
+#   4. the fuzzer regression corpus (tools/fuzz.sh --regress: libFuzzer + ASan + UBSan, clang)
+#
+# Every step runs even if an earlier one failed. The last line of output is always exactly
+# "N passed, M failed": N and M count meson test results of both builds; a step that fails
+# without producing test results (a build, the fuzz regressions) counts as one failure.
+# The exit status is 0 only if M is 0.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+passed=0
+failed=0
+done_=0
+start=$SECONDS
+
+summary() {
+  local rc=$?
+  if ((!done_)); then
+    ((rc == 0)) || failed=$((failed + 1))  # an unexpected error in this script itself
+    echo
+    echo "$passed passed, $failed failed"
+  fi
+  ((failed == 0)) || exit 1
+  exit "$rc"
+}
+trap summary EXIT
+
+step() { echo; echo "=== $* ($((SECONDS - start))s)"; }
+
+# count_results DIR: add DIR's meson test results (meson-logs/testlog.json) to the totals.
+# Sets counted to the number of results it found.
+count_results() {
+  local log=$1/meson-logs/testlog.json ok bad
+  counted=0
+  [[ -f "$log" ]] || return 0
+  read -r ok bad < <(python3 - "$log" <<'EOF'
+import json, sys
+ok = bad = 0
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    line = line.strip()
+    if not line:
+        continue
+    result = json.loads(line).get("result", "")
+    if result in ("OK", "EXPECTEDFAIL"):
+        ok += 1
+    elif result != "SKIP":  # FAIL, TIMEOUT, UNEXPECTEDPASS, ERROR, INTERRUPT
+        bad += 1
+print(ok, bad)
+EOF
+)
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  counted=$((ok + bad))
+}
+
+# run_suite DIR [meson test options]: build DIR, run its tests, count the results.
+run_suite() {
+  local dir=$1 rc=0
+  shift
+  step "build $dir"
+  if ! ninja -C "$dir" --quiet; then
+    echo "test: build of $dir failed; its tests are not run" >&2
+    failed=$((failed + 1))
+    return
+  fi
+  step "meson test -C $dir"
+  rm -f "$dir/meson-logs/testlog.json"
+  meson test -C "$dir" --print-errorlogs "$@" || rc=$?
+  count_results "$dir"
+  if ((rc != 0 && counted == 0)); then
+    echo "test: meson test in $dir failed (status $rc) without recording results" >&2
+    failed=$((failed + 1))
+  fi
+}
+
+step "setup"
+tools/setup.sh --sanitize --configure-only || exit 1  # counted as one failure by summary()
+
+run_suite build
+
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  run_suite build-asan --timeout-multiplier 3
+
+step "fuzz regressions"
+tools/fuzz.sh --regress || failed=$((failed + 1))
+
+echo
+echo "test: finished in $((SECONDS - start))s"
+echo "$passed passed, $failed failed"
+done_=1
