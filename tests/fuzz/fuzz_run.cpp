@@ -1,6 +1,9 @@
 // libFuzzer harness for the interpreter: every input that parses and verifies is evaluated
 // (with budgets, so a legal but enormous loop is not a hang). Evaluation may fail only with an
-// ow::Error; any other exception, a crash or a sanitizer report is a bug.
+// ow::Error; any other exception, a crash or a sanitizer report is a bug. Build and run:
+//   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc \
+//     $(ls src/uop/*.cpp | grep -v dot.cpp) src/interp/*.cpp tests/fuzz/fuzz_run.cpp -o fuzz_run
+//   ./fuzz_run CORPUS_DIR reference/cases -max_total_time=300 -max_len=16384
 #include <cstdint>
 #include <string>
 
