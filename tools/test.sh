@@ -4,7 +4,8 @@
 #   1. tools/setup.sh --sanitize  (missing packages, configure build/ and build-asan/)
 #   2. build/ (debugoptimized): build, meson test
 #   3. build-asan/ (ASan + UBSan): build, meson test with leak checking and UB as a hard error
-#   4. the fuzzer regression corpus (tools/fuzz.sh --regress: libFuzzer + ASan + UBSan, clang)
+#   4. the fuzzer regression corpus through both harnesses, reader and interpreter
+#      (tools/fuzz.sh --target parse|run --regress: libFuzzer + ASan + UBSan, clang)
 #
 # Every step runs even if an earlier one failed. The last line of output is always exactly
 # "N passed, M failed": N and M count meson test results of both builds; a step that fails
@@ -87,7 +88,10 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_suite build-asan --timeout-multiplier 3
 
 step "fuzz regressions"
-tools/fuzz.sh --regress || failed=$((failed + 1))
+for target in parse run; do
+  [[ -f tests/fuzz/fuzz_$target.cpp ]] || continue
+  tools/fuzz.sh --target "$target" --regress || failed=$((failed + 1))
+done
 
 echo
 echo "test: finished in $((SECONDS - start))s"
