@@ -1,0 +1,61 @@
+// Pass `cleanup`: forward-pass identities disappear and index math is simplified, so later
+// passes see fewer op kinds.
+#include "lower/index_math.h"
+#include "lower/lower.h"
+#include "uop/symbolic.h"
+
+namespace ow::lower {
+
+const PatternMatcher& view_rules() {
+  static const PatternMatcher pm({
+      // AFTER commutes with views, so reads of a buffer after its writes index the buffer itself.
+      {"AFTER moves above a view", Pat::op(Ops::AFTER, {Pat::ops({Ops::RESHAPE, Ops::SHRINK, Ops::PERMUTE, Ops::FLIP, Ops::EXPAND, Ops::PAD}, "v")}).any_len(),
+       [](const Match& m) {
+         UOp v = m["v"];
+         std::vector<UOp> deps(m.node->src.begin() + 1, m.node->src.end());
+         std::vector<UOp> src = v->src;
+         src[0] = v->src[0].after(deps);
+         return UOp::make(v->op, v->dtype, src, v->arg);
+       }},
+  });
+  return pm;
+}
+
+namespace {
+UOp first_src(const Match& m) { return m.node->src[0]; }
+
+const PatternMatcher& cleanup_rules() {
+  static const PatternMatcher pm = PatternMatcher({
+      {"DETACH is the identity", Pat::ops({Ops::DETACH}), first_src},
+      {"CONTIGUOUS_BACKWARD is the identity", Pat::ops({Ops::CONTIGUOUS_BACKWARD}), first_src},
+      {"REDUCE_BACKWARD is the identity forward", Pat::ops({Ops::REDUCE_BACKWARD}), first_src},
+      {"reshape of a reshape", Pat::op(Ops::RESHAPE, {Pat::op(Ops::RESHAPE, {Pat::var("x")}).any_len()}).any_len(),
+       [](const Match& m) {
+         std::vector<UOp> src{m["x"]};
+         src.insert(src.end(), m.node->src.begin() + 1, m.node->src.end());
+         return UOp::make(Ops::RESHAPE, m.node->dtype, src);
+       }},
+      {"reshape to the same shape", Pat::ops({Ops::RESHAPE}),
+       [](const Match& m) {
+         UOp x = m.node->src[0];
+         return is_shaped(x) && dims_of(x) == dims_of(m.node) ? x : UOp();
+       }},
+      // Only effects order anything; `acc.after(i)` with a range i orders nothing.
+      {"AFTER keeps only effects", Pat::ops({Ops::AFTER}),
+       [](const Match& m) {
+         std::vector<UOp> src{m.node->src[0]};
+         for (size_t i = 1; i < m.node->src.size(); ++i) {
+           UOp d = m.node->src[i];
+           if (d->dtype.is_void() || d->op == Ops::ASSIGN || d->op == Ops::AFTER) src.push_back(d);
+         }
+         if (src.size() == m.node->src.size()) return UOp();
+         return src.size() == 1 ? src[0] : m.node.replace_src(src);
+       }},
+  }) + view_rules() + symbolic_rules();
+  return pm;
+}
+}  // namespace
+
+UOp cleanup(UOp root, Context& ctx) { return rewrite(root, cleanup_rules(), ctx, "cleanup"); }
+
+}  // namespace ow::lower

@@ -1,0 +1,107 @@
+#include "lower/index_math.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "uop/error.h"
+#include "uop/symbolic.h"
+#include "uop/shape.h"
+#include "uop/verify.h"
+
+namespace ow::lower {
+
+UOp dim_extent(UOp d) { return d->op == Ops::RANGE ? d->src[0] : d; }
+
+bool is_shaped(UOp u) { return u->shape.kind == ShapeInfo::Kind::Shaped; }
+
+std::vector<UOp> dims_of(UOp u) { return is_shaped(u) ? u->shape.dims : std::vector<UOp>{}; }
+
+std::optional<int64_t> static_size(UOp d) {
+  UOp e = dim_extent(d);
+  if (e->op == Ops::CONST) return static_cast<int64_t>(e.const_value());
+  return std::nullopt;
+}
+
+UOp linearize(const std::vector<UOp>& idx, const std::vector<UOp>& dims) {
+  UOp lin = UOp::index(0), stride = UOp::index(1);
+  for (size_t i = dims.size(); i-- > 0;) {
+    lin = lin + idx[i] * stride;
+    stride = stride * dim_extent(dims[i]);
+  }
+  return simplify(lin);
+}
+
+std::vector<UOp> unlinearize(UOp lin, const std::vector<UOp>& dims) {
+  std::vector<UOp> out(dims.size());
+  UOp stride = UOp::index(1);
+  for (size_t i = dims.size(); i-- > 0;) {
+    UOp e = dim_extent(dims[i]);
+    UOp q = i == dims.size() - 1 ? lin : lin.idiv(stride);
+    out[i] = simplify(i == 0 ? q : q.mod(e));
+    stride = simplify(stride * e);
+  }
+  return out;
+}
+
+UOp gate_and(UOp a, UOp b) {
+  if (!a) return b;
+  if (!b) return a;
+  return simplify(UOp::make(Ops::AND, dtypes::bool_, {a, b}));
+}
+
+UOp in_range(UOp i, UOp lo, UOp hi) {
+  UOp ge = (lo - 1).lt(i);  // lo <= i  as  lo-1 < i (integers)
+  return gate_and(simplify(ge), simplify(i.lt(hi)));
+}
+
+std::optional<IndexParts> index_parts(UOp u) {
+  if (u->op != Ops::INDEX || u->dtype.ptr || u->src.empty()) return std::nullopt;
+  UOp x = u->src[0];
+  size_t rank = dims_of(x).size();
+  if (u->src.size() == 1 + rank) return IndexParts{x, {u->src.begin() + 1, u->src.end()}, UOp()};
+  if (u->src.size() == 2 + rank) return IndexParts{x, {u->src.begin() + 1, u->src.end() - 1}, u->src.back()};
+  throw Error("lowering: INDEX with " + std::to_string(u->src.size() - 1) + " indices into a value of rank " + std::to_string(rank));
+}
+
+UOp make_index(UOp x, std::vector<UOp> idx, UOp gate) {
+  UOp zero = UOp::cnst(x->dtype, 0);
+  if (gate) gate = simplify(gate);
+  if (gate && gate->op == Ops::CONST) {
+    if (gate.const_value() == 0) return zero;
+    gate = UOp();
+  }
+  if (!is_shaped(x)) return gate ? gate.where(x, zero) : x;
+  std::vector<UOp> src{x};
+  for (UOp i : idx) src.push_back(simplify(i));
+  if (gate) src.push_back(gate);
+  return UOp::make(Ops::INDEX, x->dtype, std::move(src));
+}
+
+UOp reduce_identity(Ops op, DType dt) {
+  if (op == Ops::ADD) return UOp::cnst(dt, 0);
+  if (op == Ops::MUL) return UOp::cnst(dt, 1);
+  if (dt.is_float()) return UOp::cnst(dt, -std::numeric_limits<double>::infinity());
+  if (dt.is_bool()) return UOp::cnst(dt, 0);
+  return UOp::int_const(dt, dt.itemsize() == 4 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min());
+}
+
+std::vector<UOp> sorted_ranges(std::vector<UOp> rs) {
+  std::sort(rs.begin(), rs.end(), [](UOp a, UOp b) { return a->hash != b->hash ? a->hash < b->hash : a->serial < b->serial; });
+  return rs;
+}
+
+std::vector<UOp> free_loop_ranges(UOp u) {
+  std::vector<UOp> out;
+  for (UOp r : free_ranges(u))
+    if (range_axis(r) != AxisType::OUTER) out.push_back(r);
+  return sorted_ranges(out);
+}
+
+std::vector<UOp> free_outer_ranges(UOp u) {
+  std::vector<UOp> out;
+  for (UOp r : free_ranges(u))
+    if (range_axis(r) == AxisType::OUTER) out.push_back(r);
+  return sorted_ranges(out);
+}
+
+}  // namespace ow::lower

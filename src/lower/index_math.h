@@ -1,0 +1,42 @@
+// Small helpers for lowering: shapes as index expressions, row-major (un)linearization,
+// tensor-level INDEX nodes and bool gates. Everything returned is simplified.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace ow::lower {
+
+// A dimension's size: a bare RANGE as a dimension means its extent (SEMANTICS S4.1).
+UOp dim_extent(UOp d);
+std::vector<UOp> dims_of(UOp u);  // the node's shape dims (empty if unshaped)
+bool is_shaped(UOp u);
+std::optional<int64_t> static_size(UOp d);  // dim_extent as a constant, if it is one
+
+// sum(idx[i] * stride[i]) with row-major strides of dims, and its inverse.
+UOp linearize(const std::vector<UOp>& idx, const std::vector<UOp>& dims);
+std::vector<UOp> unlinearize(UOp lin, const std::vector<UOp>& dims);
+
+// bool helpers; a null gate means "always true".
+UOp gate_and(UOp a, UOp b);
+UOp in_range(UOp i, UOp lo, UOp hi);  // lo <= i < hi
+
+// Tensor-level INDEX(x, idx..., [gate]) (LOWERING.md). An unshaped x is its own element.
+struct IndexParts {
+  UOp x;
+  std::vector<UOp> idx;
+  UOp gate;  // null: ungated
+};
+std::optional<IndexParts> index_parts(UOp u);
+UOp make_index(UOp x, std::vector<UOp> idx, UOp gate);
+
+// The fold identity of a reduce op (SEMANTICS S3): 0, 1, or the lowest value for MAX.
+UOp reduce_identity(Ops op, DType dt);
+
+// Ranges sorted by their printed identity (free_ranges orders by address, which is not stable).
+std::vector<UOp> sorted_ranges(std::vector<UOp> rs);
+std::vector<UOp> free_loop_ranges(UOp u);  // free non-OUTER ranges, sorted
+std::vector<UOp> free_outer_ranges(UOp u);
+
+}  // namespace ow::lower

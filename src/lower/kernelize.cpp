@@ -1,0 +1,160 @@
+// Pass `kernelize`: every BUFFERIZE becomes a temporary buffer written by a KERNEL, and every
+// STORE of a BUFFERIZE becomes a KERNEL writing the target in place (LOWERING.md, kernel level).
+// Inside a kernel, buffers are DEFINE_GLOBAL parameters, reads are LOAD(INDEX(param, linear)),
+// OUTER ranges are DEFINE_VAR parameters bound by the KERNEL's BIND sources, and a buffer that
+// must be written first is a source AFTER(buffer, kernel) — the schedule's dependency edge.
+#include <algorithm>
+#include <map>
+
+#include "lower/index_math.h"
+#include "lower/lower.h"
+#include "uop/error.h"
+#include "uop/symbolic.h"
+
+namespace ow::lower {
+
+namespace {
+
+UOp temp_view(UOp b, Context& ctx);
+
+class KernelBuilder {
+ public:
+  explicit KernelBuilder(Context& ctx) : ctx_(ctx) {}
+
+  // The kernel storing `value` (over `loops`) at `address` (a tensor-level INDEX into a buffer).
+  UOp build(UOp address, UOp value, const std::vector<UOp>& loops) {
+    auto p = index_parts(address);
+    if (!p || p->idx.size() != 1) throw Error("lowering: a store address did not reduce to one index into a buffer");
+    UOp store = UOp::make(Ops::STORE, dtypes::void_, {pointer(*p), conv(value)});
+    std::vector<UOp> ranges;
+    for (UOp r : loops) ranges.push_back(conv(r));
+    UOp body = ranges.empty() ? store : store.end(ranges);
+    std::vector<UOp> src{UOp::sink({body})};
+    for (size_t s = 0; s < buffers_.size(); ++s) src.push_back(deps_[s].empty() ? buffers_[s] : buffers_[s].after(deps_[s]));
+    for (auto& [var, range] : binds_) src.push_back(var.bind(range));
+    std::string name = "k" + std::to_string(ctx_.next_kernel++);
+    return UOp::make(Ops::KERNEL, dtypes::void_, src, Arg(ArgTuple{Arg(name)}));
+  }
+
+ private:
+  Context& ctx_;
+  std::vector<UOp> buffers_;
+  std::vector<std::vector<UOp>> deps_;
+  std::vector<std::pair<UOp, UOp>> binds_;
+  std::map<const UOpNode*, UOp> memo_;
+
+  // The parameter slot of a buffer (AFTER(buffer, deps) adds dependencies).
+  UOp global(UOp base) {
+    std::vector<UOp> deps;
+    while (base->op == Ops::AFTER) {
+      deps.insert(deps.end(), base->src.begin() + 1, base->src.end());
+      base = base->src[0];
+    }
+    if (base->op != Ops::BUFFER) throw Error(std::string("lowering: a load reached ") + std::string(op_name(base->op)) + " instead of a buffer");
+    size_t slot = std::find(buffers_.begin(), buffers_.end(), base) - buffers_.begin();
+    if (slot == buffers_.size()) {
+      buffers_.push_back(base);
+      deps_.emplace_back();
+    }
+    for (UOp d : deps)
+      if (std::find(deps_[slot].begin(), deps_[slot].end(), d) == deps_[slot].end()) deps_[slot].push_back(d);
+    int64_t size = base->arg.tuple()->at(1).as<int64_t>();
+    return UOp::make(Ops::DEFINE_GLOBAL, base->dtype.pointer(size), {}, Arg(static_cast<int64_t>(slot)));
+  }
+
+  UOp pointer(const IndexParts& p) {
+    UOp base = p.x, lin = p.idx.empty() ? UOp::index(0) : p.idx[0];
+    if (base->op == Ops::BUFFERIZE) {
+      lin = linearize(p.idx, dims_of(base));
+      base = temp_view(base, ctx_)->src[0];  // AFTER(temp, kernel)
+    }
+    UOp g = global(base);
+    std::vector<UOp> src{g, conv(simplify(lin))};
+    if (p.gate) src.push_back(conv(p.gate));
+    return UOp::make(Ops::INDEX, g->dtype, src);
+  }
+
+  UOp conv(UOp u) {
+    if (auto it = memo_.find(u.get()); it != memo_.end()) return it->second;
+    UOp out;
+    if (auto p = index_parts(u)) {
+      if (p->x->op != Ops::BUFFERIZE && p->x->op != Ops::BUFFER && p->x->op != Ops::AFTER)
+        throw Error(std::string("lowering: INDEX of ") + std::string(op_name(p->x->op)) + " was not pushed down to a buffer");
+      out = pointer(*p).load();
+    } else if (u->op == Ops::RANGE && range_axis(u) == AxisType::OUTER) {
+      out = UOp::variable(range_name(u), 0, u.vmax());
+      if (std::none_of(binds_.begin(), binds_.end(), [&](auto& b) { return b.second == u; })) binds_.push_back({out, u});
+    } else {
+      std::vector<UOp> src;
+      for (UOp s : u->src) src.push_back(conv(s));
+      out = src == u->src ? u : u.replace_src(src);
+    }
+    return memo_[u.get()] = out;
+  }
+};
+
+std::vector<UOp> extents(UOp b) {
+  std::vector<UOp> e;
+  for (size_t i = 1; i < b->src.size(); ++i) e.push_back(b->src[i]->src[0]);
+  return e;
+}
+
+// A BUFFERIZE read by others: its temporary, seen through AFTER(temp, kernel) with its shape.
+UOp temp_view(UOp b, Context& ctx) {
+  auto it = ctx.temps.find(b.get());
+  if (it == ctx.temps.end()) {
+    std::vector<UOp> loops(b->src.begin() + 1, b->src.end());
+    if (!free_loop_ranges(b).empty()) throw Error("lowering: a realized value still depends on a loop range it does not store");
+    int64_t n = 1;
+    for (UOp e : extents(b)) n *= static_cast<int64_t>(e.const_value());
+    UOp temp = UOp::make(Ops::BUFFER, b->dtype, {}, Arg(ArgTuple{Arg(ctx.fresh_buffer("t")), Arg(n)}));
+    UOp address = make_index(temp, {linearize(loops, extents(b))}, UOp());
+    UOp kernel = KernelBuilder(ctx).build(address, b->src[0], loops);
+    it = ctx.temps.emplace(b.get(), std::make_pair(temp, kernel)).first;
+  }
+  std::vector<UOp> src{it->second.first.after({it->second.second})};
+  for (UOp e : extents(b)) src.push_back(e);
+  return UOp::make(Ops::RESHAPE, b->dtype, src);
+}
+
+void check_writable(UOp target) {
+  for (UOp t = target; t->op != Ops::BUFFER; t = t->src[0]) {
+    if (t->op == Ops::EXPAND || t->op == Ops::PAD || !(is_movement(t->op) || t->op == Ops::AFTER))
+      throw Error(std::string("lowering: cannot store through ") + std::string(op_name(t->op)) + " (a store target is a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP)");
+  }
+}
+
+UOp store_kernel(const Match& m) {
+  UOp target = m.node->src[0], b = m.node->src[1];
+  if (b->op != Ops::BUFFERIZE || !is_shaped(target)) return UOp();
+  Context& ctx = m.context<Context>();
+  check_writable(target);
+  std::vector<UOp> rs(b->src.begin() + 1, b->src.end());
+  UOp address = rewrite(make_index(target, rs, UOp()), index_rules(), ctx, "store address");
+  std::vector<UOp> loops = free_loop_ranges(m.node);
+  loops.insert(loops.end(), rs.begin(), rs.end());
+  return KernelBuilder(ctx).build(address, b->src[0], loops);
+}
+
+const PatternMatcher& kernelize_rules() {
+  static const PatternMatcher pm({
+      {"a parallel END is inside its kernels", Pat::ops({Ops::END}),
+       [](const Match& m) {
+         UOp body = m.node->src[0];
+         if (body->op == Ops::STORE && body->src[0]->dtype.ptr) return UOp();  // a kernel's own loop
+         for (size_t i = 1; i < m.node->src.size(); ++i)
+           if (range_axis(m.node->src[i]) == AxisType::OUTER) return UOp();
+         return m.node->src[0];
+       }},
+      {"a store of a BUFFERIZE becomes a kernel", Pat::op(Ops::STORE, {Pat::any(), Pat::ops({Ops::BUFFERIZE})}), store_kernel},
+      {"a BUFFERIZE becomes a temporary and its kernel", Pat::ops({Ops::BUFFERIZE}),
+       [](const Match& m) { return temp_view(m.node, m.context<Context>()); }},
+  });
+  return pm;
+}
+
+}  // namespace
+
+UOp kernelize(UOp root, Context& ctx) { return rewrite(root, kernelize_rules(), ctx, "kernelize", /*parents_first=*/true); }
+
+}  // namespace ow::lower

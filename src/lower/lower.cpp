@@ -1,0 +1,42 @@
+// The pipeline: read it top to bottom (reference/LOWERING.md describes each stage's forms).
+#include "lower/lower.h"
+
+namespace ow::lower {
+
+UOp Context::fresh_range(UOp extent, AxisType axis) { return UOp::range(extent, next_range++, axis); }
+
+const std::vector<Pass>& passes() {
+  static const std::vector<Pass> list{
+      {"cleanup", "drop forward identities (DETACH, REDUCE_BACKWARD, ...), fold reshape chains, simplify", cleanup},
+      {"scans", "REDUCE over OUTER ranges and assign scans become sequential loops over buffers", scans},
+      {"realize", "mark realize points with CONTIGUOUS: outputs, reductions, stores that read their target", realize},
+      {"rangeify", "realize points become BUFFERIZE over fresh ranges; movement ops become index math", rangeify},
+      {"kernelize", "every BUFFERIZE and STORE becomes a KERNEL over DEFINE_GLOBAL buffers", kernelize},
+      {"schedule", "order kernels into host steps; OUTER ranges become host loops", schedule},
+  };
+  return list;
+}
+
+UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string& name, bool parents_first) {
+  RewriteOptions opts;
+  opts.name = name;
+  opts.ctx = &ctx;
+  opts.bottom_up = parents_first;
+  opts.on_fire = ctx.on_fire;
+  return graph_rewrite(root, pm, opts);
+}
+
+UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
+  for (const Pass& p : passes()) {
+    root = p.run(root, ctx);
+    if (after_each) after_each(p, root);
+  }
+  return root;
+}
+
+UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each) {
+  Context ctx;
+  return lower(root, ctx, after_each);
+}
+
+}  // namespace ow::lower

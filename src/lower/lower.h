@@ -1,0 +1,58 @@
+// Lowering: tensor graph -> kernel-level program (reference/LOWERING.md), as a flat list of
+// named passes. Each pass is a rule table run by graph_rewrite; every intermediate graph is one
+// the interpreter evaluates, so a pass that changes an output can be named (ow check --passes).
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "uop/pattern.h"
+#include "uop/uop.h"
+
+namespace ow::lower {
+
+// State shared by the passes of one lowering: counters for fresh names, and the memo of
+// realized temporaries (kernelize).
+struct Context {
+  int64_t next_range = 1000;  // fresh loop ranges are 1000, 1001, ... (user ranges are small)
+  int next_buffer = 0;        // temporaries _t0, _acc1, _w2, ...
+  int next_kernel = 0;        // kernels k0, k1, ...
+  std::map<const UOpNode*, std::pair<UOp, UOp>> temps;  // BUFFERIZE -> (temp BUFFER, its KERNEL)
+  std::function<void(const Rule&, UOp, UOp)> on_fire;   // every rule firing (ow explain)
+
+  UOp fresh_range(UOp extent, AxisType axis);
+  std::string fresh_buffer(const std::string& prefix) { return "_" + prefix + std::to_string(next_buffer++); }
+};
+
+struct Pass {
+  std::string name;
+  std::string what;  // one line for --help and ow explain
+  std::function<UOp(UOp, Context&)> run;
+};
+
+// The pipeline, in order: cleanup, scans, realize, rangeify, kernelize, schedule.
+const std::vector<Pass>& passes();
+
+// Runs the whole pipeline; after_each(pass, graph) sees every intermediate graph.
+UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each = {});
+UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each = {});
+
+// The passes themselves (one file each).
+UOp cleanup(UOp root, Context& ctx);
+UOp scans(UOp root, Context& ctx);
+UOp realize(UOp root, Context& ctx);
+UOp rangeify(UOp root, Context& ctx);
+UOp kernelize(UOp root, Context& ctx);
+UOp schedule(UOp root, Context& ctx);
+
+// Shared rules: AFTER moves above views, so a read after a write indexes the buffer itself.
+const PatternMatcher& view_rules();
+// INDEX pushed through movement, elementwise and reduce ops (rangeify; kernelize reuses it for
+// the address a STORE writes).
+const PatternMatcher& index_rules();
+
+// Runs a rule table over a graph with the context's firing hook and a name for errors.
+UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string& name, bool parents_first = false);
+
+}  // namespace ow::lower

@@ -1,0 +1,196 @@
+// Pass `scans`: a REDUCE over OUTER ranges (SEMANTICS S3, S6.1) becomes an explicit sequential
+// loop that folds into a fresh accumulator buffer, one iteration at a time:
+//
+//   acc = identity;  for r: acc = acc OP x(r)            (REDUCE)
+//   ... and for target.assign(REDUCE):                   (assign scan, S6.1)
+//   acc = identity; written = false
+//   for r: acc = acc OP x(r); written |= footprint(x(r)); target = written ? acc : target
+//   target = acc
+//
+// With ADD and a contribution PAD(y) only the padded box changes: `acc[box] += y`, and the
+// target's box is updated (the pad's zeros leave every other element as it was, S4.2).
+// Other ASSIGNs become `AFTER(target, STORE(target, value))`.
+#include <algorithm>
+#include <map>
+
+#include "lower/index_math.h"
+#include "lower/lower.h"
+#include "uop/error.h"
+#include "uop/shape.h"
+#include "uop/symbolic.h"
+#include "uop/verify.h"
+
+namespace ow::lower {
+
+namespace {
+
+bool has_outer(UOp reduce) {
+  return std::any_of(reduce->src.begin() + 1, reduce->src.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
+}
+
+
+UOp fold(Ops op, UOp acc, UOp x) { return UOp::make(op, acc->dtype, {acc, x}); }
+
+UOp buffer(Context& ctx, const std::string& prefix, DType dt, int64_t n) {
+  return UOp::make(Ops::BUFFER, dt, {}, Arg(ArgTuple{Arg(ctx.fresh_buffer(prefix)), Arg(n)}));
+}
+
+// A fresh buffer viewed with the static shape of `like`.
+UOp scratch(Context& ctx, const std::string& prefix, DType dt, UOp like) {
+  if (!is_shaped(like)) throw Error("lowering: a scan or OUTER reduce of an unshaped value is not supported yet");
+  std::vector<UOp> src{UOp()};
+  int64_t n = 1;
+  for (UOp d : dims_of(like)) {
+    auto s = static_size(d);
+    if (!s) throw Error("lowering: a scan or OUTER reduce of symbolic shape " + render_shape(dims_of(like)) + " is not supported yet");
+    n *= *s;
+    src.push_back(UOp::index(*s));
+  }
+  src[0] = buffer(ctx, prefix, dt, n);
+  return UOp::make(Ops::RESHAPE, dt, src);
+}
+
+// The same range, as an OUTER range: folding in order must be sequential.
+UOp outer_twin(UOp r) {
+  if (range_axis(r) == AxisType::OUTER) return r;
+  ArgTuple t = *r->arg.tuple();
+  t.back() = Arg(AxisType::OUTER);
+  return r.with_arg(Arg(t));
+}
+
+UOp shrink(UOp x, const std::vector<std::pair<UOp, UOp>>& box) {
+  std::vector<UOp> src{x};
+  for (auto& [b, e] : box) {
+    src.push_back(b);
+    src.push_back(e);
+  }
+  return UOp::make(Ops::SHRINK, x->dtype, src);
+}
+
+// Where the PAD places its source: (begin, end) per axis.
+std::vector<std::pair<UOp, UOp>> pad_box(UOp pad) {
+  std::vector<UOp> inner = dims_of(pad->src[0]);
+  std::vector<std::pair<UOp, UOp>> box;
+  for (size_t i = 0; i < inner.size(); ++i) box.push_back({pad->src[1 + 2 * i], simplify(pad->src[1 + 2 * i] + dim_extent(inner[i]))});
+  return box;
+}
+
+UOp ones_like(UOp x) {
+  std::vector<UOp> ones{UOp::cnst(dtypes::bool_, 1)}, full{UOp()};
+  for (UOp d : dims_of(x)) {
+    ones.push_back(UOp::index(1));
+    full.push_back(d);
+  }
+  full[0] = UOp::make(Ops::RESHAPE, dtypes::bool_, ones);
+  return UOp::make(Ops::EXPAND, dtypes::bool_, full);
+}
+
+// The footprint of a contribution (S6.1: its elements that are not a PAD's fill), as a bool
+// tensor; null when every element is real data. Mirrors the interpreter's footprint masks.
+UOp footprint(UOp x, std::map<const UOpNode*, UOp>& memo) {
+  if (auto it = memo.find(x.get()); it != memo.end()) return it->second;
+  UOp fp;
+  if (x->op == Ops::PAD) {
+    UOp inner = footprint(x->src[0], memo);
+    std::vector<UOp> src = x->src;
+    src[0] = inner ? inner : ones_like(x->src[0]);
+    fp = UOp::make(Ops::PAD, dtypes::bool_, src);
+  } else if (is_movement(x->op) || x->op == Ops::CAST || x->op == Ops::CONTIGUOUS || x->op == Ops::AFTER) {
+    if (UOp inner = footprint(x->src[0], memo)) {
+      std::vector<UOp> src = x->src;
+      src[0] = inner;
+      fp = x->op == Ops::CAST || x->op == Ops::CONTIGUOUS || x->op == Ops::AFTER ? inner : UOp::make(x->op, dtypes::bool_, src, x->arg);
+    }
+  } else if (is_alu(x->op)) {
+    bool all = true;
+    for (UOp s : x->src) {
+      if (!is_shaped(s)) continue;
+      UOp f = footprint(s, memo);
+      if (!f) all = false;
+      else fp = fp ? UOp::make(Ops::OR, dtypes::bool_, {fp, f}) : f;
+    }
+    if (!all) fp = UOp();
+  }
+  return memo[x.get()] = fp;
+}
+
+struct Fold {
+  Ops op;
+  std::vector<UOp> ranges;  // all OUTER
+  UOp x;                    // the contribution, over those ranges
+  bool boxed;               // ADD of a PAD: only the box changes
+};
+
+Fold fold_of(UOp reduce) {
+  Fold f{reduce->arg.as<Ops>(), {}, reduce->src[0], false};
+  std::vector<std::pair<UOp, UOp>> twins;
+  for (size_t i = 1; i < reduce->src.size(); ++i) {
+    UOp t = outer_twin(reduce->src[i]);
+    if (t != reduce->src[i]) twins.push_back({reduce->src[i], t});
+    f.ranges.push_back(t);
+  }
+  if (!twins.empty()) f.x = substitute(f.x, twins);
+  f.boxed = f.op == Ops::ADD && f.x->op == Ops::PAD;
+  return f;
+}
+
+UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
+
+UOp outer_reduce(const Match& m) {
+  UOp red = m.node;
+  if (!has_outer(red)) return UOp();
+  Context& ctx = m.context<Context>();
+  Fold f = fold_of(red);
+  UOp acc = scratch(ctx, "acc", red->dtype, red);
+  UOp init = acc.store(reduce_identity(f.op, red->dtype));
+  UOp body;
+  if (f.boxed) {
+    UOp box = shrink(acc, pad_box(f.x));
+    body = box.store(fold(f.op, box, f.x->src[0]));
+  } else {
+    body = acc.store(fold(f.op, acc, f.x));
+  }
+  return acc.after({group({init, body.end(f.ranges)})});
+}
+
+UOp assign_scan(const Match& m) {
+  UOp target = m.node->src[0], red = m.node->src[1];
+  if (red->op != Ops::REDUCE || !has_outer(red)) return UOp();
+  Context& ctx = m.context<Context>();
+  Fold f = fold_of(red);
+  UOp acc = scratch(ctx, "acc", red->dtype, target);
+  std::map<const UOpNode*, UOp> memo;
+  UOp init = acc.store(reduce_identity(f.op, red->dtype)), body;
+  if (f.boxed && !footprint(f.x->src[0], memo)) {
+    auto box = pad_box(f.x);
+    UOp abox = shrink(acc, box);
+    body = group({abox.store(fold(f.op, abox, f.x->src[0])), shrink(target, box).store(abox)});
+  } else {
+    UOp written = scratch(ctx, "w", dtypes::bool_, target);
+    UOp fp = footprint(f.x, memo);
+    UOp now = fp ? UOp::make(Ops::OR, dtypes::bool_, {written, fp}) : UOp::cnst(dtypes::bool_, 1);
+    init = group({init, written.store(UOp::cnst(dtypes::bool_, 0))});
+    body = group({acc.store(fold(f.op, acc, f.x)), written.store(now), target.store(written.where(acc, target))});
+  }
+  return target.after({group({init, body.end(f.ranges), target.store(acc)})});
+}
+
+UOp plain_assign(const Match& m) {
+  UOp target = m.node->src[0], value = m.node->src[1];
+  return target.after({target.store(value)});
+}
+
+const PatternMatcher& scan_rules() {
+  static const PatternMatcher pm({
+      {"assign scan becomes a loop", Pat::ops({Ops::ASSIGN}), assign_scan},
+      {"assign becomes a store", Pat::ops({Ops::ASSIGN}), plain_assign},
+      {"OUTER reduce becomes a loop", Pat::ops({Ops::REDUCE}), outer_reduce},
+  });
+  return pm;
+}
+
+}  // namespace
+
+UOp scans(UOp root, Context& ctx) { return rewrite(root, scan_rules(), ctx, "scans", /*parents_first=*/true); }
+
+}  // namespace ow::lower

@@ -1,0 +1,83 @@
+// Pass `schedule`: the kernels, reachable through dependency edges (AFTER) and effect order
+// (GROUP), are laid out as host steps: a GROUP in execution order, with a host loop
+// END(GROUP(...), r) for every OUTER range. Dependency AFTERs are then dropped: order is now
+// explicit. The program's outputs are AFTER(view, anchor), anchor running the steps once.
+#include <set>
+
+#include "lower/lower.h"
+#include "uop/error.h"
+
+namespace ow::lower {
+
+namespace {
+
+class Scheduler {
+ public:
+  void visit(UOp u, std::vector<UOp>& steps) {
+    if (!done_.insert(u.get()).second) return;
+    switch (u->op) {
+      case Ops::KERNEL: {
+        std::vector<UOp> src{u->src[0]};
+        for (size_t i = 1; i < u->src.size(); ++i) {
+          for (size_t d = 1; u->src[i]->op == Ops::AFTER && d < u->src[i]->src.size(); ++d) visit(u->src[i]->src[d], steps);
+          src.push_back(strip(u->src[i]));
+        }
+        steps.push_back(u.replace_src(src));
+        return;
+      }
+      case Ops::END: {
+        for (size_t i = 1; i < u->src.size(); ++i)
+          if (range_axis(u->src[i]) != AxisType::OUTER) throw Error("lowering: a loop over " + range_name(u->src[i]) + " was left outside its kernels");
+        std::vector<UOp> body;
+        visit(u->src[0], body);
+        std::vector<UOp> src{UOp::make(Ops::GROUP, dtypes::void_, body)};
+        src.insert(src.end(), u->src.begin() + 1, u->src.end());
+        steps.push_back(UOp::make(Ops::END, dtypes::void_, src));
+        return;
+      }
+      case Ops::STORE: throw Error("lowering: a STORE was left outside a kernel");
+      default:
+        for (UOp s : u->src) visit(s, steps);
+    }
+  }
+
+  // The same graph without dependency AFTERs (views of buffers stay).
+  UOp strip(UOp u) {
+    if (u->op == Ops::AFTER) return strip(u->src[0]);
+    if (auto it = stripped_.find(u.get()); it != stripped_.end()) return it->second;
+    std::vector<UOp> src;
+    for (UOp s : u->src) src.push_back(strip(s));
+    return stripped_[u.get()] = src == u->src ? u : u.replace_src(src);
+  }
+
+ private:
+  std::set<const UOpNode*> done_;
+  std::map<const UOpNode*, UOp> stripped_;
+};
+
+}  // namespace
+
+UOp schedule(UOp root, Context&) {
+  Scheduler s;
+  std::vector<UOp> steps;
+  std::vector<UOp> outs = root->op == Ops::SINK ? root->src : std::vector<UOp>{root};
+  for (UOp o : outs) s.visit(o, steps);
+  UOp all = UOp::make(Ops::GROUP, dtypes::void_, steps);
+  UOp anchor = UOp::index(0).after({all});
+  bool any_value = false, ran = false;
+  std::vector<UOp> src;
+  for (UOp o : outs) {
+    if (!o->dtype.is_void()) {
+      src.push_back(s.strip(o).after({anchor}));
+      any_value = true;
+    } else {
+      src.push_back(UOp::make(Ops::GROUP, dtypes::void_, {}));
+    }
+  }
+  if (!any_value)
+    for (UOp& x : src)
+      if (!ran) x = all, ran = true;
+  return root->op == Ops::SINK ? UOp::sink(src, root->arg) : src[0];
+}
+
+}  // namespace ow::lower
