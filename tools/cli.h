@@ -34,5 +34,6 @@ std::vector<Command> graph_commands();  // print, verify, dot
 std::vector<Command> run_commands();    // run
 std::vector<Command> case_commands();   // cases
 std::vector<Command> bench_commands();  // bench
+std::vector<Command> lower_commands();  // lower
 
 }  // namespace ow::cli

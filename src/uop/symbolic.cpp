@@ -236,6 +236,26 @@ UOp point_bounds(const Match& m) {
   return int_const_of(u->dtype, u.vmin());
 }
 
+// x = c*q + r with r the terms whose coefficients c does not divide: when 0 <= r < c and x >= 0,
+// x // c is q and x % c is r (truncating division agrees with floor division there).
+UOp split_div_mod(UOp x, UOp cu, bool div) {
+  int64_t c = is_int_const(cu) ? int_value(cu) : 0;
+  if (!x->dtype.is_int() || c <= 1 || x.vmin() < 0) return {};
+  Linear L = collect(x), q, r;
+  for (auto& t : L.terms) {
+    int64_t k = static_cast<int64_t>(t.second);
+    if (k % c == 0) q.terms.push_back({t.first, static_cast<uint64_t>(k / c)});
+    else r.terms.push_back(t);
+  }
+  int64_t k0 = static_cast<int64_t>(L.c);
+  q.c = static_cast<uint64_t>(k0 >= 0 ? k0 / c : -((-k0 + c - 1) / c));
+  r.c = static_cast<uint64_t>(k0 - static_cast<int64_t>(q.c) * c);
+  if (q.terms.empty() && q.c == 0) return {};  // nothing to split off
+  UOp rest = rebuild(x->dtype, r);
+  if (rest.vmin() < 0 || rest.vmax() >= c) return {};
+  return div ? rebuild(x->dtype, q) : rest;
+}
+
 }  // namespace
 
 const PatternMatcher& symbolic_rules() {
@@ -279,6 +299,12 @@ const PatternMatcher& symbolic_rules() {
          L.c = static_cast<uint64_t>(static_cast<int64_t>(L.c) / c);
          return rebuild(x->dtype, L);
        }},
+      // (c*q + r) // c == q and (c*q + r) % c == r when 0 <= r < c and the sum is >= 0: the
+      // index math of a RESHAPE (linearize, then split again) folds back to the original indices.
+      {"split a division by its multiples", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}),
+       [](const Match& m) { return split_div_mod(m["x"], m["c"], true); }},
+      {"split a modulo by its multiples", Pat::op(Ops::MOD, {Pat::var("x"), Pat::cvar("c")}),
+       [](const Match& m) { return split_div_mod(m["x"], m["c"], false); }},
       {"compare a value with itself", Pat::ops({Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ}),
        [](const Match& m) {
          UOp u = m.node;

@@ -265,7 +265,7 @@ RangeSet free_of(UOp u, const std::unordered_map<const UOpNode*, RangeSet>& memo
   }
   if (u->op == Ops::RANGE) out.insert(std::lower_bound(out.begin(), out.end(), u.get()), u.get());
   std::vector<const UOpNode*> closed;
-  if (u->op == Ops::REDUCE || u->op == Ops::END)
+  if (u->op == Ops::REDUCE || u->op == Ops::END || u->op == Ops::BUFFERIZE)
     for (size_t i = 1; i < u->src.size(); ++i) closed.push_back(u->src[i].get());
   if (u->shape.kind == ShapeInfo::Kind::Shaped)
     for (UOp d : u->shape.dims)
