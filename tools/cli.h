@@ -2,9 +2,11 @@
 #pragma once
 #include <boost/program_options.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "interp/interp.h"
 #include "uop/text.h"
 
 namespace ow::cli {
@@ -30,10 +32,25 @@ void write_file(const std::string& path, const std::string& data);
 // Reads, parses and verifies a .uop file; throws ParseError at the first problem.
 ParsedGraph load_graph(const std::string& path, bool strict = false);
 
+// Inputs (tools/inputs.cpp): --in NAME=PATH.npy options, or seeded random data for every
+// buffer of a graph that was not given (names starting with '_' are temporaries).
+std::pair<std::string, std::string> name_eq_path(const std::string& s, const char* opt);
+interp::BufferMap load_inputs(const po::variables_map& vm);
+void fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed);
+interp::BufferMap copy_buffers(const interp::BufferMap& b);
+
+// The first element where two values differ bit for bit (NaNs equal; -0 != +0); index -1:
+// the shapes differ.
+struct Difference {
+  int64_t index;
+  double a, b;
+};
+std::optional<Difference> first_difference(const interp::Value& a, const interp::Value& b);
+
 std::vector<Command> graph_commands();  // print, verify, dot
 std::vector<Command> run_commands();    // run
 std::vector<Command> case_commands();   // cases
 std::vector<Command> bench_commands();  // bench
-std::vector<Command> lower_commands();  // lower
+std::vector<Command> lower_commands();  // lower, check
 
 }  // namespace ow::cli

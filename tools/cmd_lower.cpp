@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "interp/interp.h"
 #include "lower/lower.h"
 #include "uop/error.h"
 
@@ -37,10 +38,63 @@ int cmd_lower(const Args& args) {
   return 0;
 }
 
+// Evaluates a graph on its own copy of the inputs.
+std::vector<interp::Output> evaluate(UOp g, const interp::BufferMap& inputs) {
+  interp::BufferMap b = copy_buffers(inputs);
+  return interp::run(g, b);
+}
+
+// Translation validation: the interpreter runs the graph before lowering and after every pass;
+// the first pass whose outputs differ (bit for bit) is named with the element and both values.
+int check_passes(UOp root, const interp::BufferMap& inputs) {
+  std::vector<interp::Output> want = evaluate(root, inputs);
+  std::cout << "input graph: " << want.size() << " output(s) evaluated\n";
+  int status = 0;
+  lower::lower(root, [&](const lower::Pass& p, UOp g) {
+    if (status) return;
+    std::vector<interp::Output> got;
+    try {
+      got = evaluate(g, inputs);
+    } catch (const Error& e) {
+      std::cout << "pass " << p.name << ": the lowered graph fails to evaluate: " << e.what() << "\n";
+      status = 1;
+      return;
+    }
+    for (size_t i = 0; i < want.size() && !status; ++i) {
+      auto d = i < got.size() ? first_difference(want[i].value, got[i].value) : std::optional<Difference>(Difference{-1, 0, 0});
+      if (!d) continue;
+      std::cout << "pass " << p.name << " changes output '" << want[i].name << "'";
+      if (d->index < 0) std::cout << ": its shape or presence differs\n";
+      else std::cout << " at element " << d->index << ": " << d->a << " before, " << d->b << " after\n";
+      std::cout << "  output node after the pass:\n" << print_graph(i < g->src.size() ? g->src[i] : g);
+      status = 1;
+    }
+    if (!status) std::cout << "pass " << p.name << ": outputs unchanged (" << toposort(g).size() << " nodes)\n";
+  });
+  return status;
+}
+
+int cmd_check(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
+      "passes", "evaluate the graph after every lowering pass and name the first that changes an output")(
+      "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
+      "seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (!parse_options("check", "FILE --passes [--in NAME=PATH.npy]... [--seed S]", opts, pos, args, vm)) return 0;
+  UOp root = load_graph(vm["file"].as<std::string>()).root;
+  interp::BufferMap inputs = load_inputs(vm);
+  fill_random_inputs(root, inputs, vm["seed"].as<uint64_t>());
+  return check_passes(root, inputs);
+}
+
 }  // namespace
 
 std::vector<Command> lower_commands() {
-  return {{"lower", "run the lowering passes and print the graph after one (or all)", cmd_lower}};
+  return {{"lower", "run the lowering passes and print the graph after one (or all)", cmd_lower},
+          {"check", "translation validation: evaluate after every lowering pass", cmd_check}};
 }
 
 }  // namespace ow::cli

@@ -11,12 +11,6 @@ namespace ow::cli {
 
 namespace {
 
-std::pair<std::string, std::string> name_eq_path(const std::string& s, const char* opt) {
-  size_t eq = s.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) throw Error(std::string("--") + opt + " takes NAME=PATH.npy, got '" + s + "'");
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "(";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -63,13 +57,7 @@ int cmd_run(const Args& args) {
   if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--trace]", opts, pos, args, vm)) return 0;
   ParsedGraph g = load_graph(vm["file"].as<std::string>());
 
-  interp::BufferMap buffers;
-  if (vm.count("in"))
-    for (const std::string& s : vm["in"].as<std::vector<std::string>>()) {
-      auto [name, path] = name_eq_path(s, "in");
-      interp::NpyArray a = interp::load_npy(path);
-      buffers[name] = interp::BufferData{a.dtype, a.data, nullptr};
-    }
+  interp::BufferMap buffers = load_inputs(vm);
   interp::Options o;
   o.describe = [&](UOp u) {
     auto it = g.where.find(u.get());
@@ -91,7 +79,8 @@ int cmd_run(const Args& args) {
       wanted[name] = path;
     }
   for (auto& [name, path] : wanted) {
-    auto it = std::find_if(outs.begin(), outs.end(), [&](const interp::Output& x) { return x.name == name; });
+    // (an explicit capture: clang < 16 cannot capture a structured binding)
+    auto it = std::find_if(outs.begin(), outs.end(), [&, &name = name](const interp::Output& x) { return x.name == name; });
     if (it == outs.end()) throw Error("the graph has no output named '" + name + "'");
     interp::save_npy(path, it->value);
   }
