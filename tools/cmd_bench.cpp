@@ -288,7 +288,8 @@ Row bench_case(const std::string& name, const Settings& s, std::vector<std::stri
     interp::BufferMap b = inputs;  // fresh map: the graph's outputs start unallocated every run
     if (s.init_outputs)  // ... or zeroed, in fresh storage (the graph writes them in place)
       for (auto& [bname, d] : b)
-        if (std::none_of(spec.inputs.begin(), spec.inputs.end(), [&](const InputSpec& in) { return in.name == bname; }))
+        if (std::none_of(spec.inputs.begin(), spec.inputs.end(),
+                         [&, &bname = bname](const InputSpec& in) { return in.name == bname; }))  // clang < 16
           d.data = std::make_shared<interp::Storage>(d.dtype, d.data->size);
     return interp::run(g.root, b, o);
   };

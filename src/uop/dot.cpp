@@ -1,11 +1,16 @@
 #include "uop/dot.h"
 
 // Boost.Graph's edge iterator trips GCC 12's -Wmaybe-uninitialized inside Boost's own headers.
+// (clang has no -Wmaybe-uninitialized and would warn about the unknown option)
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #include "uop/shape.h"
 #include "uop/text.h"
