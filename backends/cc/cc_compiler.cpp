@@ -1,0 +1,222 @@
+// The optimizing tier: the system C compiler builds a shared object that is dlopen'ed. Slower to
+// compile than tcc (tens of milliseconds), faster code. The sources and shared objects are kept in
+// a private cache directory, $XDG_CACHE_HOME/outerworld/cc or ~/.cache/outerworld/cc (0700; a
+// fresh temporary directory if that is unusable), named by a hash of the compiler, its flags and
+// the source, so a later process reuses them without compiling.
+#include <dlfcn.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "backends/compiler.h"
+#include "uop/error.h"
+
+extern char** environ;
+
+namespace ow::backend {
+namespace {
+
+// -ffp-contract=off: GCC with -march=native contracts a*b+c into an FMA by default, and results
+// must agree with the interpreter bit for bit (one rounding per op). -fwrapv: integer overflow
+// wraps (SEMANTICS S2.1). No -ffast-math / -fno-math-errno: libm calls keep their C semantics.
+const std::vector<std::string> flags = {"-O2", "-march=native", "-ffp-contract=off", "-fwrapv", "-fPIC", "-shared"};
+
+bool usable_dir(const std::string& d) {
+  struct stat st;
+  return stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0 &&
+         access(d.c_str(), W_OK | X_OK) == 0;
+}
+
+// mkdir -p with mode 0700 for the parts it creates.
+bool make_dirs(const std::string& path) {
+  for (std::size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') {
+      std::string part = path.substr(0, i);
+      if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
+    }
+  return true;
+}
+
+std::string cache_dir() {
+  static const std::string dir = [] {
+    std::string base;
+    if (const char* x = getenv("XDG_CACHE_HOME"); x && x[0] == '/')
+      base = x;
+    else if (const char* h = getenv("HOME"); h && h[0] == '/')
+      base = std::string(h) + "/.cache";
+    if (!base.empty()) {
+      std::string d = base + "/outerworld/cc";
+      if (make_dirs(d) && usable_dir(d)) return d;
+    }
+    const char* tmp = getenv("TMPDIR");
+    std::string templ = std::string(tmp && tmp[0] == '/' ? tmp : "/tmp") + "/outerworld-cc-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (!mkdtemp(buf.data()))
+      throw Error("the cc backend cannot create a cache directory (" + templ + "): " + std::strerror(errno));
+    return std::string(buf.data());
+  }();
+  return dir;
+}
+
+// The compiler command: $OW_CC split at spaces ("ccache gcc" works), or "cc".
+std::vector<std::string> compiler_command() {
+  const char* env = getenv("OW_CC");
+  std::vector<std::string> words;
+  std::istringstream in(env && *env ? env : "cc");
+  for (std::string w; in >> w;) words.push_back(w);
+  if (words.empty()) words.push_back("cc");
+  return words;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& w : v) s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// A name no other thread or process uses, for a file renamed into place when complete.
+std::string temp_name(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  return path + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::string tmp = temp_name(path);
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!(f.flush())) throw Error("the cc backend cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error("the cc backend cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  }
+}
+
+// Runs argv with stdout and stderr captured; returns the exit status (-1: killed by a signal).
+int run(const std::vector<std::string>& argv, std::string& output) {
+  int fds[2];
+  if (pipe(fds) != 0) throw Error(std::string("the cc backend cannot create a pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    if (rc == ENOENT)
+      throw Error("the cc backend needs a C compiler: '" + argv[0] + "' was not found (set OW_CC or install gcc)");
+    throw Error("the cc backend cannot run '" + argv[0] + "': " + std::strerror(rc));
+  }
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0)
+      output.append(buf, static_cast<std::size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      break;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class CcLibrary final : public Library {
+ public:
+  CcLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  ~CcLibrary() override { dlclose(handle_); }
+  void* symbol(const std::string& name) const override {
+    void* p = dlsym(handle_, name.c_str());
+    if (!p) throw Error("cc: " + path_ + " defines no symbol '" + name + "'");
+    return p;
+  }
+
+ private:
+  void* handle_;
+  std::string path_;
+};
+
+class CcCompiler final : public Compiler {
+ public:
+  CcCompiler() : command_(compiler_command()) {}
+  std::string name() const override { return "cc"; }
+
+ protected:
+  std::string options() const override { return join(command_) + " " + join(flags) + " -lm"; }
+
+  std::shared_ptr<const Library> compile_uncached(const std::string& src) override {
+    std::string key = options() + '\0' + src;
+    char hex[40];
+    std::snprintf(hex, sizeof hex, "%016llx-%llx", static_cast<unsigned long long>(fnv1a64(key)),
+                  static_cast<unsigned long long>(key.size()));
+    std::string dir = cache_dir();
+    std::string base = dir + "/" + hex, c_path = base + ".c", so_path = base + ".so";
+    // Reuse a shared object from an earlier process only if its source is exactly this one.
+    std::string old;
+    bool reuse = access(so_path.c_str(), R_OK) == 0 && read_file(c_path, old) && old == src;
+    if (!reuse) {
+      write_file(c_path, src);
+      std::string tmp_so = temp_name(so_path);
+      std::vector<std::string> argv = command_;
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      argv.insert(argv.end(), {"-o", tmp_so, c_path, "-lm"});
+      std::string output;
+      int rc = run(argv, output);
+      if (rc != 0) {
+        std::remove(tmp_so.c_str());
+        throw Error("cc: cannot compile the generated C source (" + join(argv) + " exited with " +
+                    (rc < 0 ? std::string("a signal") : "status " + std::to_string(rc)) + "):\n" + output +
+                    "the source (" + c_path + "):\n" + number_lines(src));
+      }
+      if (std::rename(tmp_so.c_str(), so_path.c_str()) != 0) {
+        std::remove(tmp_so.c_str());
+        throw Error("the cc backend cannot rename " + tmp_so + " to " + so_path + ": " + std::strerror(errno));
+      }
+    }
+    void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      throw Error("cc: cannot load " + so_path + ": " + (e ? e : "dlopen failed"));
+    }
+    return std::make_shared<CcLibrary>(h, so_path);
+  }
+
+ private:
+  std::vector<std::string> command_;
+};
+
+}  // namespace
+
+std::unique_ptr<Compiler> make_cc_compiler() { return std::make_unique<CcCompiler>(); }
+
+}  // namespace ow::backend
