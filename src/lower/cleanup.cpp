@@ -29,6 +29,7 @@ const PatternMatcher& cleanup_rules() {
       {"DETACH is the identity", Pat::ops({Ops::DETACH}), first_src},
       {"CONTIGUOUS_BACKWARD is the identity", Pat::ops({Ops::CONTIGUOUS_BACKWARD}), first_src},
       {"REDUCE_BACKWARD is the identity forward", Pat::ops({Ops::REDUCE_BACKWARD}), first_src},
+      {"a bound variable is its value", Pat::ops({Ops::BIND}), [](const Match& m) { return m.node->src[1]; }},
       {"reshape of a reshape", Pat::op(Ops::RESHAPE, {Pat::op(Ops::RESHAPE, {Pat::var("x")}).any_len()}).any_len(),
        [](const Match& m) {
          std::vector<UOp> src{m["x"]};
