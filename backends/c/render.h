@@ -1,0 +1,40 @@
+// C renderer for kernel-level asts (reference/LOWERING.md "Kernel-level program").
+//
+// render_kernel turns one KERNEL into a self-contained C translation unit (no #include) with
+//   int <name>(void** bufs, const long long* vars, long long* err);
+// bufs[slot] is the buffer of DEFINE_GLOBAL slot, vars[j] the value of the variable
+// RenderedKernel::vars[j]. It returns 0 on success; on an error it returns the error kind and
+// fills err[0] = kind (1 integer division by zero, 2 out-of-bounds access), err[1] = the number
+// of the offending node in print_graph(kernel) (IDIV/MOD, or the INDEX), err[2] = the bad index
+// (0 for a division by zero).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace ow::backend {
+
+struct RenderOptions {
+  bool bounds_check = false;  // check 0 <= index < size on every (ungated or enabled) access
+};
+
+struct RenderedKernel {
+  std::string name;               // the C function's name (the KERNEL's arg, as an identifier)
+  std::string source;             // complete C translation unit, prelude included
+  std::vector<DType> params;      // per DEFINE_GLOBAL slot: its pointer dtype (void if unused)
+  std::vector<std::string> vars;  // DEFINE_VAR names in the order of `vars`
+};
+
+// kernel = KERNEL void (ast, buf..., BIND...) ("k3",). Throws ow::Error naming the node for
+// anything unsupported (float16, ops the interpreter lacks) or malformed.
+RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts = {});
+
+// Human-readable host schedule of a kernel-level program (for `ow show-c`): host loops over
+// OUTER ranges and kernel launches with their buffers and variable bindings.
+std::string render_program(UOp program);
+
+// `s` with every character that is not [A-Za-z0-9_] replaced by '_', never starting with a digit.
+std::string c_identifier(const std::string& s);
+
+}  // namespace ow::backend
