@@ -2,6 +2,7 @@
 // and (through backends/compiler.h) that the code computes what was asked.
 #include <catch2/catch.hpp>
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -214,4 +215,60 @@ TEST_CASE("render: compiled kernels compute exactly (tcc)", "[render][tcc]") {
     CHECK(out[2] == 139.f);
     CHECK(out[3] == 154.f);
   }
+}
+
+TEST_CASE("render: compiled error paths and S2.1 helpers (tcc)", "[render][tcc]") {
+  auto cc = make_compiler("tcc");
+  using Fn = int (*)(void**, const long long*, long long*);
+  // out[i] = x[i] / y[i] on int32: a zero divisor returns kind 1 naming the IDIV.
+  UOp out = global(0, 3, dtypes::int32), x = global(1, 3, dtypes::int32), y = global(2, 3, dtypes::int32);
+  UOp i = UOp::range(3, 0);
+  UOp q = x.index({i}).load().idiv(y.index({i}).load());
+  UOp kdiv = kernel("kdiv", {out.index({i}).store(q).end({i})}, {buffer("out", 3), buffer("x", 3), buffer("y", 3)});
+  RenderedKernel k = render_kernel(kdiv);
+  auto lib = cc->compile(k.source);
+  auto fn = reinterpret_cast<Fn>(lib->symbol(k.name));
+  int o[3] = {}, xs[3] = {-7, INT32_MIN, 5}, ys[3] = {2, -1, 0};
+  void* bufs[3] = {o, xs, ys};
+  long long err[3] = {};
+  CHECK(fn(bufs, nullptr, err) == 1);
+  CHECK(err[0] == 1);
+  CHECK(err[1] == static_cast<long long>(number_graph(kdiv).number.at(q.get())));
+  CHECK(o[0] == -3);
+  CHECK(o[1] == INT32_MIN);
+
+  // out[i] = x[i + 1] with bounds checks: the last access is out of bounds at index 3.
+  UOp g = global(1, 3, dtypes::int32);
+  UOp idx = g.index({i + 1});
+  UOp kob = kernel("kob", {out.index({i}).store(idx.load()).end({i})}, {buffer("out", 3), buffer("x", 3)});
+  RenderedKernel k2 = render_kernel(kob, {true});
+  auto fn2 = reinterpret_cast<Fn>(cc->compile(k2.source)->symbol(k2.name));
+  long long err2[3] = {};
+  CHECK(fn2(bufs, nullptr, err2) == 2);
+  CHECK(err2[0] == 2);
+  CHECK(err2[1] == static_cast<long long>(number_graph(kob).number.at(idx.get())));
+  CHECK(err2[2] == 3);
+
+  // MAX propagates NaN, max(+0, -0) is -0; float -> int32 saturates, NaN -> 0.
+  UOp fo = global(0, 4), fa = global(1, 4), fb = global(2, 4), io = global(3, 4, dtypes::int32);
+  UOp j = UOp::range(4, 0);
+  UOp fa_j = fa.index({j}).load();
+  UOp km = kernel("kmax", {fo.index({j}).store(fa_j.maximum(fb.index({j}).load())).end({j}), io.index({j}).store(fa_j.cast(dtypes::int32)).end({j})},
+                  {buffer("fo", 4), buffer("fa", 4), buffer("fb", 4), buffer("io", 4)});
+  RenderedKernel k3 = render_kernel(km);
+  INFO(k3.source);
+  auto fn3 = reinterpret_cast<Fn>(cc->compile(k3.source)->symbol(k3.name));
+  float fos[4] = {}, fas[4] = {NAN, 0.0f, 3e9f, -2.7f}, fbs[4] = {1.0f, -0.0f, 1.0f, -5.0f};
+  int ios[4] = {};
+  void* bufs3[4] = {fos, fas, fbs, ios};
+  long long err3[3] = {};
+  REQUIRE(fn3(bufs3, nullptr, err3) == 0);
+  CHECK(std::isnan(fos[0]));
+  CHECK((fos[1] == 0.0f && std::signbit(fos[1])));
+  CHECK(fos[2] == 3e9f);
+  CHECK(fos[3] == -2.7f);
+  CHECK(ios[0] == 0);
+  CHECK(ios[1] == 0);
+  CHECK(ios[2] == INT32_MAX);
+  CHECK(ios[3] == -2);
 }
