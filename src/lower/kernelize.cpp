@@ -27,7 +27,8 @@ class KernelBuilder {
     if (!p || p->idx.size() != 1) throw Error("lowering: a store address did not reduce to one index into a buffer");
     UOp store = UOp::make(Ops::STORE, dtypes::void_, {pointer(*p), conv(value)});
     std::vector<UOp> ranges;
-    for (UOp r : loops) ranges.push_back(conv(r));
+    for (UOp r : loops)
+      if (UOp c = conv(r); c->op == Ops::RANGE) ranges.push_back(c);
     UOp body = ranges.empty() ? store : store.end(ranges);
     std::vector<UOp> src{UOp::sink({body})};
     for (size_t s = 0; s < buffers_.size(); ++s) src.push_back(deps_[s].empty() ? buffers_[s] : buffers_[s].after(deps_[s]));
@@ -81,6 +82,8 @@ class KernelBuilder {
       if (p->x->op != Ops::BUFFERIZE && p->x->op != Ops::BUFFER && p->x->op != Ops::AFTER)
         throw Error(std::string("lowering: INDEX of ") + std::string(op_name(p->x->op)) + " was not pushed down to a buffer");
       out = pointer(*p).load();
+    } else if (u->op == Ops::RANGE && u->src[0]->op == Ops::CONST && u->src[0].const_value() == 1) {
+      out = UOp::index(0);  // a loop of one iteration is its index 0
     } else if (u->op == Ops::RANGE && range_axis(u) == AxisType::OUTER) {
       out = UOp::variable(range_name(u), 0, u.vmax());
       if (std::none_of(binds_.begin(), binds_.end(), [&](auto& b) { return b.second == u; })) binds_.push_back({out, u});
