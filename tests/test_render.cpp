@@ -182,7 +182,7 @@ TEST_CASE("render: host program", "[render]") {
   UOp k1 = kernel("k1", {st}, {buffer("out", 4), var.bind(m)});
   UOp loop = UOp::make(Ops::END, dtypes::void_, {UOp::make(Ops::GROUP, dtypes::void_, {k1}), m});
   std::string p = render_program(UOp::sink({UOp::make(Ops::GROUP, dtypes::void_, {loop})}));
-  CHECK(p == "for m1 in 0..3:\n  k1(out; \"m1\"=m1)\n");
+  CHECK(p == "for m1 in 0..3:\n  k1(out; m1=m1)\n");
 }
 
 TEST_CASE("render: compiled kernels compute exactly (tcc)", "[render][tcc]") {

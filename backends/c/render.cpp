@@ -88,6 +88,7 @@ class KernelRenderer {
   std::vector<Scope> stack_;
   int next_scope_ = 0;
   std::unordered_map<const UOpNode*, std::pair<std::string, int>> named_;  // name, scope id
+  std::unordered_map<const UOpNode*, int> checked_;  // INDEX -> scope id of its bounds check
   std::unordered_map<const UOpNode*, std::string> range_names_;
   std::set<std::string> taken_range_names_;
   std::vector<DType> params_;
@@ -109,6 +110,7 @@ class KernelRenderer {
   std::string literal(UOp u) const;
   std::string range_var(UOp r);
   std::string var_name(UOp v) const { return "var_" + c_identifier(v->arg.tuple()->at(0).as<std::string>()); }
+  std::string use_var(UOp v);
   void open(UOp r);
   void close();
   std::string reduce(UOp u, int level);
@@ -147,14 +149,6 @@ void KernelRenderer::analyze(UOp ast) {
     std::sort(fr.begin(), fr.end());
     fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
     free_[u.get()] = std::move(fr);
-    if (u->op == Ops::DEFINE_VAR) {
-      const ArgTuple* t = u->arg.tuple();
-      if (!t || t->empty() || !(*t)[0].is<std::string>()) fail(u, "DEFINE_VAR needs a (\"name\", lo, hi) arg");
-      for (UOp v : vars_)
-        if (var_name(v) == var_name(u)) fail(u, "two variables render as " + var_name(u));
-      ctype(u->dtype, u);
-      vars_.push_back(u);
-    }
     if (u->op == Ops::DEFINE_GLOBAL) {
       const int64_t* slot = u->arg.get_if<int64_t>();
       if (!slot || *slot < 0 || !u->dtype.ptr) fail(u, "DEFINE_GLOBAL needs a pointer dtype and a slot >= 0");
@@ -181,6 +175,18 @@ int KernelRenderer::level(UOp u) const {
   return lv;
 }
 
+// A variable becomes a C parameter when a value uses it (not when it only names a BIND).
+std::string KernelRenderer::use_var(UOp u) {
+  if (std::find(vars_.begin(), vars_.end(), u) != vars_.end()) return var_name(u);
+  const ArgTuple* t = u->arg.tuple();
+  if (!t || t->empty() || !(*t)[0].is<std::string>()) fail(u, "DEFINE_VAR needs a (\"name\", lo, hi) arg");
+  for (UOp v : vars_)
+    if (var_name(v) == var_name(u)) fail(u, "two variables render as " + var_name(u));
+  ctype(u->dtype, u);
+  vars_.push_back(u);
+  return var_name(u);
+}
+
 int KernelRenderer::scope_level(int id) const {
   for (size_t i = 0; i < stack_.size(); ++i)
     if (stack_[i].id == id) return static_cast<int>(i);
@@ -201,7 +207,8 @@ std::string KernelRenderer::range_var(UOp r) {
 std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
   switch (u->op) {
     case Ops::CONST: return literal(u);
-    case Ops::DEFINE_VAR: return var_name(u);
+    case Ops::DEFINE_VAR: return use_var(u);
+    case Ops::BIND: return val(u->src.at(1), user_level, force_name);  // a bound variable is its value
     case Ops::RANGE:
       level(u);  // fails unless its loop is open
       return range_var(u);
@@ -291,7 +298,11 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   bool check = opts_.bounds_check;
   std::string lin = val(idx->src[1], lv, check);
   std::string gate = idx->src.size() == 3 ? val(idx->src[2], lv, check) : "";
-  if (check) {
+  UOp li = idx->src[1];
+  bool proven = li.is_const() && li.vmin() >= 0 && li.vmin() < g->dtype.size;
+  if (auto it = checked_.find(idx.get()); it != checked_.end() && scope_level(it->second) >= 0) proven = true;
+  if (check && !proven) {
+    checked_[idx.get()] = stack_[static_cast<size_t>(lv)].id;
     if (g->dtype.size < 0) fail(g, "bounds_check needs the buffer size in the pointer dtype (float32*N)");
     std::string cond = lin + " < 0 || " + lin + " >= " + std::to_string(g->dtype.size);
     if (!gate.empty()) cond = gate + " && (" + cond + ")";
@@ -466,7 +477,7 @@ std::string host_expr(UOp u) {
   switch (u->op) {
     case Ops::CONST: return to_string(u->arg);
     case Ops::RANGE: return range_name(u);
-    case Ops::DEFINE_VAR: return u->arg.tuple() ? to_string(u->arg.tuple()->at(0)) : "?";
+    case Ops::DEFINE_VAR: return u->arg.tuple() && u->arg.tuple()->at(0).is<std::string>() ? u->arg.tuple()->at(0).as<std::string>() : "?";
     case Ops::ADD: return bin(" + ");
     case Ops::SUB: return bin(" - ");
     case Ops::MUL: return bin(" * ");
