@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "interp/dispatch.h"
+#include "interp/kernel_eval.h"
 #include "uop/shape.h"
 #include "uop/text.h"
 #include "uop/verify.h"
@@ -44,7 +45,7 @@ struct Memo {
   Value value;
 };
 
-bool is_effect_op(Ops op) { return op == Ops::STORE || op == Ops::END || op == Ops::ASSIGN || op == Ops::GROUP; }
+bool is_effect_op(Ops op) { return op == Ops::STORE || op == Ops::END || op == Ops::ASSIGN || op == Ops::GROUP || op == Ops::KERNEL; }
 
 // The BUFFER a STORE/ASSIGN target is a view of (through movement ops and AFTER), or null.
 UOp base_buffer(UOp u) {
@@ -94,6 +95,10 @@ class Interpreter {
     for (UOp u : printed_.order)
       if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && !u->src.empty())
         if (UOp b = base_buffer(u->src[0])) written.insert(buffer_name(b));
+    for (UOp u : printed_.order)  // a KERNEL may write every buffer bound to it
+      if (u->op == Ops::KERNEL)
+        for (size_t i = 1; i < u->src.size(); ++i)
+          if (u->src[i]->op == Ops::BUFFER) written.insert(buffer_name(u->src[i]));
     for (UOp u : printed_.order) {
       NodeInfo& in = info_[u.get()];
       in.free = free_ranges(u);
@@ -231,6 +236,7 @@ class Interpreter {
     switch (u->op) {
       case Ops::END: run_end(u); return;
       case Ops::STORE: run_store(u); return;
+      case Ops::KERNEL: run_kernel(u); return;
       case Ops::GROUP: case Ops::SINK:
         for (UOp s : u->src) exec(s);
         return;
@@ -267,6 +273,8 @@ class Interpreter {
         for (size_t i = 1; i < u->src.size(); ++i) exec(u->src[i]);
         return eval(u->src[0]);
       case Ops::ASSIGN: return assign(u);
+      case Ops::INDEX: return tensor_index(u);
+      case Ops::BUFFERIZE: return bufferize(u);
       default: fail(u, std::string("the interpreter does not evaluate ") + std::string(op_name(op)) + " nodes at tensor level");
     }
   }
@@ -469,6 +477,134 @@ class Interpreter {
     return acc;
   }
 
+  // ---------- tensor-level INDEX and BUFFERIZE (reference/LOWERING.md) ----------
+  // An index or gate operand: a single clean integer (an access at a poisoned address is an error).
+  int64_t access_operand(UOp u, UOp operand, const char* what) {
+    Value v = eval(operand);
+    if (v.numel() != 1) fail(u, std::string("the ") + what + " of an INDEX must be a single value, got " + std::to_string(v.numel()) + " elements");
+    if (v.poison && mask_any(v, v.poison)) fail(u, std::string("the ") + what + " of an INDEX is poison (computed from uninitialized memory)");
+    return as_int(v);
+  }
+
+  // INDEX T (x, i0, ..., i{n-1}[, gate]): the element of x at (i0, ...), unshaped. A false gate
+  // gives 0 without reading (no bounds check). An unshaped x is itself.
+  Value tensor_index(UOp u) {
+    if (u->dtype.ptr || u->src.empty()) fail(u, "a pointer INDEX is kernel-level: it is evaluated inside a KERNEL's ast only");
+    size_t n = u->src.size() - 1;
+    bool gated = n > 0 && u->src.back()->dtype.is_bool();
+    if (gated) {
+      --n;
+      if (access_operand(u, u->src.back(), "gate") == 0) return scalar(u->dtype, 0);
+    }
+    Value x = eval(u->src[0]);
+    if (x.unshaped) return x;
+    const std::vector<int64_t>& shape = x.shape();
+    if (n != shape.size())
+      fail(u, "INDEX of a value of shape " + shape_text(shape) + " takes " + std::to_string(shape.size()) + " indices (and an optional bool gate), got " + std::to_string(n));
+    std::vector<int64_t> idx;
+    bool oob = false;
+    for (size_t i = 0; i < n; ++i) {
+      idx.push_back(access_operand(u, u->src[1 + i], "index"));
+      oob = oob || idx.back() < 0 || idx.back() >= shape[i];
+    }
+    if (oob) fail(u, "out-of-bounds index: INDEX " + shape_text(idx) + " into shape " + shape_text(shape));
+    int64_t off = x.view.offset_of(idx);
+    Value out = alloc(u->dtype, {});
+    out.unshaped = true;
+    dispatch(u->dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      out.data->as<T>()[0] = x.data->as<T>()[off];
+    });
+    if (x.poison && x.poison->as<uint8_t>()[off]) {
+      out.poison = std::make_shared<Storage>(dtypes::bool_, 1);
+      out.poison->as<uint8_t>()[0] = 1;
+    }
+    return out;
+  }
+
+  // BUFFERIZE T (e, r0, ..., r{n-1}): e under every binding of the ranges, row-major, collected
+  // into a fresh contiguous value of shape (extent(r0), ...). Poison carries per element.
+  Value bufferize(UOp u) {
+    std::vector<UOp> ranges(u->src.begin() + 1, u->src.end());
+    std::vector<int64_t> shape;
+    for (UOp r : ranges) {
+      if (r->op != Ops::RANGE) fail(u, "BUFFERIZE sources after the value must be RANGEs");
+      shape.push_back(range_end(r));
+    }
+    Value out = alloc(u->dtype, shape);
+    int64_t flat = 0;
+    loop(ranges, 0, [&] {
+      Value e = eval(u->src[0]);
+      if (e.numel() != 1) fail(u, "BUFFERIZE collects a single (unshaped) value per binding, got shape " + shape_text(e.shape()));
+      int64_t off = e.view.offset_of(std::vector<int64_t>(e.shape().size(), 0));
+      dispatch(u->dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        out.data->as<T>()[flat] = e.data->as<T>()[off];
+      });
+      if (e.poison && e.poison->as<uint8_t>()[off]) {
+        if (!out.poison) out.poison = std::make_shared<Storage>(dtypes::bool_, out.numel());
+        out.poison->as<uint8_t>()[flat] = 1;
+      }
+      ++flat;
+    });
+    return out;
+  }
+
+  // ---------- kernel-level programs (reference/LOWERING.md) ----------
+  Kernel& kernel_for(UOp u) {
+    auto it = kernels_.find(u.get());
+    if (it != kernels_.end()) return *it->second;
+    KernelOptions ko;
+    const ArgTuple* t = u->arg.tuple();
+    ko.name = t && !t->empty() && (*t)[0].is<std::string>() ? (*t)[0].as<std::string>() : u->arg.is<std::string>() ? u->arg.as<std::string>() : "kernel";
+    ko.describe = [this](UOp n) { return describe(n); };
+    ko.max_loop = opts_.max_loop;
+    return *kernels_.emplace(u.get(), std::make_unique<Kernel>(u->src[0], std::move(ko))).first->second;
+  }
+
+  // KERNEL void (ast, buf..., BIND...): BUFFER sources bind DEFINE_GLOBAL slots 0, 1, ... in
+  // order; BINDs give DEFINE_VARs their values (evaluated here, under the host loop's ranges).
+  void run_kernel(UOp u) {
+    if (u->src.empty() || u->src[0]->op != Ops::SINK) fail(u, "a KERNEL's first source is its ast (a SINK of stores)");
+    KernelArgs args;
+    for (size_t i = 1; i < u->src.size(); ++i) {
+      UOp s = u->src[i];
+      if (s->op == Ops::BUFFER) {
+        BufferState& b = buffers_.at(s.get());
+        args.buffers.push_back(b.data);
+        args.names.push_back(b.name);
+      } else if (s->op == Ops::BIND) {
+        UOp var = s->src[0];
+        const ArgTuple& vt = *var->arg.tuple();
+        const std::string& name = vt[0].as<std::string>();
+        Value v = eval(s->src[1]);
+        if (v.numel() != 1 || (v.poison && mask_any(v, v.poison))) fail(s, "the value bound to variable '" + name + "' must be a single clean integer");
+        int64_t x = as_int(v);
+        if (x < vt[1].as<int64_t>() || x > vt[2].as<int64_t>())
+          fail(s, "variable '" + name + "' bound to " + std::to_string(x) + ", outside its bounds [" + std::to_string(vt[1].as<int64_t>()) + ", " + std::to_string(vt[2].as<int64_t>()) + "]");
+        auto [it, fresh] = args.vars.emplace(name, x);
+        if (!fresh && it->second != x) fail(s, "variable '" + name + "' is bound twice with different values");
+      } else {
+        fail(u, "a KERNEL's sources after the ast are BUFFERs and BINDs, got " + std::string(op_name(s->op)));
+      }
+    }
+    try {
+      kernel_for(u).run(args);
+    } catch (const NodeError&) {
+      ++epoch_;
+      throw;
+    } catch (const Error& e) {
+      ++epoch_;
+      fail(u, e.what());
+    }
+    ++epoch_;  // memoized reads of the buffers it wrote are stale
+    if (opts_.on_step) {
+      Value none;
+      none.view = View::contiguous({0});
+      opts_.on_step(Step{u, current_bindings(), &none});
+    }
+  }
+
   // ---------- effects ----------
   // The view of live buffer memory a STORE/ASSIGN target denotes.
   Value place_of(UOp t) {
@@ -588,6 +724,7 @@ class Interpreter {
   std::unordered_map<const UOpNode*, NodeInfo> info_;
   std::unordered_map<const UOpNode*, Memo> memo_;
   std::unordered_map<const UOpNode*, BufferState> buffers_;
+  std::unordered_map<const UOpNode*, std::unique_ptr<Kernel>> kernels_;  // compiled once per KERNEL node
   std::unordered_map<const UOpNode*, int64_t> env_;
   std::vector<std::pair<UOp, int64_t>> env_order_;
   uint64_t epoch_ = 1;

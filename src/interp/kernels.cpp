@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "interp/dispatch.h"
+#include "interp/scalar_ops.h"
 #include "interp/value.h"
 
 namespace ow::interp {
@@ -59,51 +60,13 @@ void walk(const std::vector<int64_t>& shape, const std::array<const std::vector<
   }
 }
 
-template <class T> T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
-  else if constexpr (std::is_same_v<T, uint8_t>) return a | b;
-  else return a + b;
-}
-template <class T> T wrap_sub(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) - static_cast<std::make_unsigned_t<T>>(b));
-  else if constexpr (std::is_same_v<T, uint8_t>) return a ^ b;
-  else return a - b;
-}
-template <class T> T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
-  else if constexpr (std::is_same_v<T, uint8_t>) return a & b;
-  else return a * b;
-}
-// MAX propagates NaN (SEMANTICS.md "MAX").
-template <class T> T max_op(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  }
-  return a > b ? a : b;
-}
-
-struct DivByZero {};
-
-template <class T> T idiv_op(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    if (b == 0) throw DivByZero{};
-    if constexpr (std::is_signed_v<T>)
-      if (b == -1) return wrap_sub<T>(0, a);
-    return a / b;
-  } else {
-    return std::trunc(a / b);
-  }
-}
-template <class T> T mod_op(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    if (b == 0) throw DivByZero{};
-    if constexpr (std::is_signed_v<T>)
-      if (b == -1) return 0;
-    return a % b;
-  } else {
-    return std::fmod(a, b);
-  }
-}
+using sop::DivByZero;
+using sop::idiv_op;
+using sop::max_op;
+using sop::mod_op;
+using sop::wrap_add;
+using sop::wrap_mul;
+using sop::wrap_sub;
 
 // Applies f elementwise: out (contiguous) = f(in[0], in[1], ...), each input a strided view.
 template <class R, class T, size_t N, class F>
@@ -158,13 +121,13 @@ template <class T> Value unary(Ops op, DType out_dt, const Value& a) {
   Value out = alloc(out_dt, a.shape());
   std::array<const Value*, 1> in{&a};
   switch (op) {
-    case Ops::NEG: map_n<T, T, 1>(out, in, [](T x) { return wrap_sub<T>(T(0), x); }); break;
-    case Ops::RECIPROCAL: map_n<T, T, 1>(out, in, [](T x) { return T(1) / x; }); break;
-    case Ops::SQRT: map_n<T, T, 1>(out, in, [](T x) { return std::sqrt(x); }); break;
-    case Ops::EXP2: map_n<T, T, 1>(out, in, [](T x) { return std::exp2(x); }); break;
-    case Ops::LOG2: map_n<T, T, 1>(out, in, [](T x) { return std::log2(x); }); break;
-    case Ops::SIN: map_n<T, T, 1>(out, in, [](T x) { return std::sin(x); }); break;
-    case Ops::TRUNC: map_n<T, T, 1>(out, in, [](T x) { if constexpr (std::is_floating_point_v<T>) return std::trunc(x); else return x; }); break;
+    case Ops::NEG: map_n<T, T, 1>(out, in, sop::neg_op<T>); break;
+    case Ops::RECIPROCAL: map_n<T, T, 1>(out, in, sop::recip_op<T>); break;
+    case Ops::SQRT: map_n<T, T, 1>(out, in, sop::sqrt_op<T>); break;
+    case Ops::EXP2: map_n<T, T, 1>(out, in, sop::exp2_op<T>); break;
+    case Ops::LOG2: map_n<T, T, 1>(out, in, sop::log2_op<T>); break;
+    case Ops::SIN: map_n<T, T, 1>(out, in, sop::sin_op<T>); break;
+    case Ops::TRUNC: map_n<T, T, 1>(out, in, sop::trunc_op<T>); break;
     default: throw Error(std::string("the interpreter has no unary op ") + std::string(op_name(op)));
   }
   return out;
@@ -178,16 +141,16 @@ template <class T> Value binary(Ops op, DType out_dt, const Value& a, const Valu
     case Ops::SUB: map_n<T, T, 2>(out, in, wrap_sub<T>); break;
     case Ops::MUL: map_n<T, T, 2>(out, in, wrap_mul<T>); break;
     case Ops::MAX: map_n<T, T, 2>(out, in, max_op<T>); break;
-    case Ops::FDIV: map_n<T, T, 2>(out, in, [](T x, T y) { return x / y; }); break;
+    case Ops::FDIV: map_n<T, T, 2>(out, in, sop::fdiv_op<T>); break;
     case Ops::IDIV: map_n<T, T, 2>(out, in, idiv_op<T>); break;
     case Ops::MOD: map_n<T, T, 2>(out, in, mod_op<T>); break;
-    case Ops::POW: map_n<T, T, 2>(out, in, [](T x, T y) { return static_cast<T>(std::pow(x, y)); }); break;
-    case Ops::CMPLT: map_n<uint8_t, T, 2>(out, in, [](T x, T y) -> uint8_t { return x < y; }); break;
-    case Ops::CMPNE: map_n<uint8_t, T, 2>(out, in, [](T x, T y) -> uint8_t { return x != y; }); break;
-    case Ops::CMPEQ: map_n<uint8_t, T, 2>(out, in, [](T x, T y) -> uint8_t { return x == y; }); break;
-    case Ops::AND: if constexpr (std::is_integral_v<T>) { map_n<T, T, 2>(out, in, [](T x, T y) -> T { return x & y; }); break; } [[fallthrough]];
-    case Ops::OR: if constexpr (std::is_integral_v<T>) { if (op == Ops::OR) { map_n<T, T, 2>(out, in, [](T x, T y) -> T { return x | y; }); break; } } [[fallthrough]];
-    case Ops::XOR: if constexpr (std::is_integral_v<T>) { if (op == Ops::XOR) { map_n<T, T, 2>(out, in, [](T x, T y) -> T { return x ^ y; }); break; } } [[fallthrough]];
+    case Ops::POW: map_n<T, T, 2>(out, in, sop::pow_op<T>); break;
+    case Ops::CMPLT: map_n<uint8_t, T, 2>(out, in, sop::cmplt_op<T>); break;
+    case Ops::CMPNE: map_n<uint8_t, T, 2>(out, in, sop::cmpne_op<T>); break;
+    case Ops::CMPEQ: map_n<uint8_t, T, 2>(out, in, sop::cmpeq_op<T>); break;
+    case Ops::AND: if constexpr (std::is_integral_v<T>) { map_n<T, T, 2>(out, in, sop::and_op<T>); break; } [[fallthrough]];
+    case Ops::OR: if constexpr (std::is_integral_v<T>) { if (op == Ops::OR) { map_n<T, T, 2>(out, in, sop::or_op<T>); break; } } [[fallthrough]];
+    case Ops::XOR: if constexpr (std::is_integral_v<T>) { if (op == Ops::XOR) { map_n<T, T, 2>(out, in, sop::xor_op<T>); break; } } [[fallthrough]];
     default: throw Error(std::string("the interpreter has no ") + std::string(op_name(op)) + " for " + to_string(out_dt));
   }
   return out;
@@ -259,7 +222,7 @@ template <class T> Value ternary(Ops op, DType out_dt, const Value& c, const Val
     return out;
   }
   if (op == Ops::MULACC) {
-    map_n<T, T, 3>(out, std::array<const Value*, 3>{&c, &a, &b}, [](T x, T y, T z) { return wrap_add<T>(wrap_mul<T>(x, y), z); });
+    map_n<T, T, 3>(out, std::array<const Value*, 3>{&c, &a, &b}, sop::mulacc_op<T>);
     return out;
   }
   throw Error(std::string("the interpreter has no ternary op ") + std::string(op_name(op)));
@@ -343,23 +306,13 @@ Value identity_like(Ops reduce_op, DType dtype, const std::vector<int64_t>& shap
   Value out = alloc(dtype, shape);
   dispatch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T init = reduce_op == Ops::MUL ? T(1)
-             : reduce_op == Ops::MAX ? (std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest())
-                                     : T(0);
+    T init = sop::identity<T>(reduce_op);
     std::fill(out.data->as<T>(), out.data->as<T>() + out.numel(), init);
   });
   return out;
 }
 
 namespace {
-template <class T> T fold(Ops op, T a, T b) {
-  switch (op) {
-    case Ops::ADD: return wrap_add<T>(a, b);
-    case Ops::MUL: return wrap_mul<T>(a, b);
-    default: return max_op<T>(a, b);
-  }
-}
-
 // acc (contiguous, shape S) = op(acc, x) for a strided x of shape S.
 template <class T> void accumulate_t(Ops op, Value& acc, const Value& x) {
   Value prev = acc;

@@ -200,9 +200,13 @@ Check check_effect(UOp u) {
       if (u->dtype != u->src[0]->dtype.base()) return fail("dtype", "LOAD must produce " + dt(u->src[0]->dtype.base()));
       return std::nullopt;
     case Ops::INDEX:
+      // INDEX(x, i...) or INDEX(x, i..., gate): index operands, then an optional bool gate.
       if (auto e = count(u, 2, SIZE_MAX)) return e;
-      for (size_t i = 1; i < u->src.size(); ++i)
-        if (!u->src[i]->dtype.is_index()) return fail("index.dtype", "INDEX operand " + std::to_string(i) + " must be index, got " + dt(u->src[i]->dtype));
+      for (size_t i = 1; i < u->src.size(); ++i) {
+        bool gate = i + 1 == u->src.size() && i > 1 && u->src[i]->dtype.is_bool();
+        if (!gate && !u->src[i]->dtype.is_index())
+          return fail("index.dtype", "INDEX operand " + std::to_string(i) + " must be index" + (i + 1 == u->src.size() && i > 1 ? " (or a bool gate)" : "") + ", got " + dt(u->src[i]->dtype));
+      }
       return same_dtype_as_src0(u);
     case Ops::END:
       if (auto e = count(u, 2, SIZE_MAX)) return e;
@@ -244,6 +248,11 @@ Check check_node(UOp u) {
       return std::nullopt;
     case Ops::STORE: case Ops::ASSIGN: case Ops::LOAD: case Ops::INDEX: case Ops::END: case Ops::AFTER:
       return check_effect(u);
+    case Ops::BUFFERIZE:
+      if (auto e = count(u, 1, SIZE_MAX)) return e;
+      for (size_t i = 1; i < u->src.size(); ++i)
+        if (u->src[i]->op != Ops::RANGE) return fail("bufferize.src", "BUFFERIZE source " + std::to_string(i) + " must be a RANGE, got " + std::string(op_name(u->src[i]->op)));
+      return same_dtype_as_src0(u);
     default:
       return std::nullopt;  // structural ops of later stages carry no rule yet
   }
