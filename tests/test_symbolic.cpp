@@ -1,4 +1,5 @@
 // The symbolic simplifier: one test per rule in symbolic_rules(), plus required examples.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -40,7 +41,8 @@ using Names = std::vector<std::string>;
 TEST_CASE("symbolic_rules has the documented rules in order", "[symbolic]") {
   Names want{"fold constants",          "bounds are a single value", "collect linear terms",
              "order the factors of a product", "max of ordered operands", "where on a constant condition", "where with equal branches",
-             "mod below the divisor",   "exact division",            "compare a value with itself",
+             "mod below the divisor",   "exact division",            "split a division by its multiples",
+             "split a modulo by its multiples", "compare a value with itself",
              "and/or with an identity"};
   Names got;
   for (const Rule& r : symbolic_rules().rules()) got.push_back(r.name);
@@ -183,12 +185,29 @@ TEST_CASE("rule 'exact division': (a*4 + 8) // 4 is a + 2", "[symbolic][rule]") 
   CHECK(r.out == a + 2);
 }
 
-TEST_CASE("rule 'exact division' does not fire when a term is not divisible", "[symbolic][rule]") {
+TEST_CASE("rule 'exact division' leaves a remainder to 'split a division by its multiples'", "[symbolic][rule]") {
   UOp a = UOp::range(7, 0);
-  UOp e = (a * 4 + 2).idiv(4);
-  Run r = run_rules(e);
-  CHECK(r.fired.empty());
-  CHECK(r.out == e);
+  Run r = run_rules((a * 4 + 2).idiv(4));
+  CHECK(r.fired == Names{"split a division by its multiples"});
+  CHECK(r.out == a);
+}
+
+TEST_CASE("rule 'split a modulo by its multiples': (4a + 2) % 4 is 2, (4a + b) % 4 is b for b < 4", "[symbolic][rule]") {
+  UOp a = UOp::range(7, 0), b = UOp::range(4, 1);
+  CHECK(run_rules((a * 4 + 2).mod(4)).out == UOp::index(2));
+  CHECK(run_rules((a * 4 + b).mod(4)).out == b);
+  CHECK(run_rules((a * 4 + b).idiv(4)).out == a);
+}
+
+TEST_CASE("division and modulo stay when the remainder can reach the divisor", "[symbolic][rule]") {
+  UOp a = UOp::range(7, 0), b = UOp::range(5, 1);  // b in [0, 4]: 4a + b may carry into a
+  UOp d = (a * 4 + b).idiv(4), m = (a * 4 + b).mod(4);
+  for (UOp e : {d, m}) {
+    Run r = run_rules(e);
+    CHECK(std::count(r.fired.begin(), r.fired.end(), "split a division by its multiples") == 0);
+    CHECK(std::count(r.fired.begin(), r.fired.end(), "split a modulo by its multiples") == 0);
+    CHECK(r.out->op == e->op);
+  }
 }
 
 TEST_CASE("rule 'compare a value with itself': a<a, a!=a, a==a", "[symbolic][rule]") {
