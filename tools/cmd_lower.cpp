@@ -2,6 +2,8 @@
 #include <iostream>
 
 #include "cli.h"
+#include "backends/c/render.h"
+#include "backends/program.h"
 #include "interp/interp.h"
 #include "lower/lower.h"
 #include "uop/error.h"
@@ -35,6 +37,34 @@ int cmd_lower(const Args& args) {
     if (which == "all") std::cout << "# ---- after " << p.name << ": " << p.what << "\n";
     std::cout << print_graph(g);
   });
+  return 0;
+}
+
+// ow show-c: the host schedule, then every kernel's C source (the prelude of helper functions
+// and prototypes, shared by all kernels, printed once).
+int cmd_show_c(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
+      "bounds-check", "render the guarded accesses of --bounds-check")(
+      "full", "print every kernel as the complete translation unit the compiler sees");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (!parse_options("show-c", "FILE [--bounds-check] [--full]", opts, pos, args, vm)) return 0;
+  UOp program = lower::lower(load_graph(vm["file"].as<std::string>()).root);
+  std::cout << "// ---- host schedule ----\n" << backend::render_program(program) << "\n";
+  backend::RenderOptions ro;
+  ro.bounds_check = vm.count("bounds-check") > 0;
+  bool first = true;
+  for (UOp k : toposort(program)) {
+    if (k->op != Ops::KERNEL) continue;
+    backend::RenderedKernel r = backend::render_kernel(k, ro);
+    std::string src = r.source;
+    size_t body = src.find("int " + r.name + "(");
+    if (!vm.count("full") && !first && body != std::string::npos) src = src.substr(body);
+    std::cout << "// ---- kernel " << r.name << " ----\n" << src << "\n";
+    first = false;
+  }
   return 0;
 }
 
@@ -79,22 +109,38 @@ int cmd_check(const Args& args) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "passes", "evaluate the graph after every lowering pass and name the first that changes an output")(
       "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
-      "seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in");
+      "seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in")(
+      "compiler", po::value<std::vector<std::string>>()->composing(), "without --passes: compiled tiers to check against the interpreter (default: tcc and cc)")(
+      "bounds-check", "compiled kernels check every memory access");
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("check", "FILE --passes [--in NAME=PATH.npy]... [--seed S]", opts, pos, args, vm)) return 0;
+  if (!parse_options("check", "FILE [--passes] [--compiler tcc|cc]... [--in NAME=PATH.npy]... [--seed S]", opts, pos, args, vm)) return 0;
   UOp root = load_graph(vm["file"].as<std::string>()).root;
   interp::BufferMap inputs = load_inputs(vm);
   fill_random_inputs(root, inputs, vm["seed"].as<uint64_t>());
-  return check_passes(root, inputs);
+  if (vm.count("passes")) return check_passes(root, inputs);
+  std::vector<std::string> tiers = vm.count("compiler") ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
+  for (const std::string& t : tiers) {
+    backend::RunOptions ro;
+    ro.backend = "check";
+    ro.compiler = t;
+    ro.bounds_check = vm.count("bounds-check") > 0;
+    int launches = 0;
+    ro.on_launch = [&](UOp, const auto&) { ++launches; };
+    interp::BufferMap b = copy_buffers(inputs);
+    auto outs = backend::run_graph(root, b, ro);
+    std::cout << t << ": " << outs.size() << " output(s) and " << launches << " kernel launches agree with the interpreter bit for bit\n";
+  }
+  return 0;
 }
 
 }  // namespace
 
 std::vector<Command> lower_commands() {
   return {{"lower", "run the lowering passes and print the graph after one (or all)", cmd_lower},
-          {"check", "translation validation: evaluate after every lowering pass", cmd_check}};
+          {"show-c", "print the host schedule and the C of every kernel", cmd_show_c},
+          {"check", "compiled kernels vs the interpreter (or, with --passes, every lowering pass)", cmd_check}};
 }
 
 }  // namespace ow::cli

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "backends/program.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
 #include "uop/error.h"
@@ -50,7 +51,10 @@ int cmd_run(const Args& args) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
       "out", po::value<std::vector<std::string>>()->composing(), "save a named output: NAME=PATH.npy (repeatable)")(
-      "trace", "print every evaluation step with its range bindings (to stderr)");
+      "trace", "print every evaluation step with its range bindings (to stderr)")(
+      "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel)")(
+      "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
+      "bounds-check", "compiled kernels check every memory access");
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -71,7 +75,18 @@ int cmd_run(const Args& args) {
       std::cerr << "[" << interp::bindings_text(s.bindings) << "] " << name << " " << op_name(s.node->op) << " " << summary(*s.value) << "\n";
     };
   }
-  std::vector<interp::Output> outs = interp::run(g.root, buffers, o);
+  std::string backend = vm["backend"].as<std::string>();
+  if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check") throw Error("--backend must be interp, tcc, cc or check, got '" + backend + "'");
+  std::vector<interp::Output> outs;
+  if (backend == "interp") {
+    outs = interp::run(g.root, buffers, o);
+  } else {
+    backend::RunOptions ro;
+    ro.backend = backend;
+    ro.compiler = vm["compiler"].as<std::string>();
+    ro.bounds_check = vm.count("bounds-check") > 0;
+    outs = backend::run_graph(g.root, buffers, ro);
+  }
   std::map<std::string, std::string> wanted;
   if (vm.count("out"))
     for (const std::string& s : vm["out"].as<std::vector<std::string>>()) {

@@ -1,0 +1,338 @@
+#include "backends/program.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "backends/c/render.h"
+#include "backends/compiler.h"
+#include "interp/kernel_eval.h"
+#include "lower/lower.h"
+#include "uop/error.h"
+#include "uop/symbolic.h"
+#include "uop/text.h"
+
+namespace ow::backend {
+
+namespace {
+
+using Bindings = std::vector<std::pair<std::string, int64_t>>;
+
+const std::string& buffer_name(UOp b) { return b->arg.tuple()->at(0).as<std::string>(); }
+
+std::string bindings_text(const Bindings& b) {
+  if (b.empty()) return "outside any host loop";
+  std::string s;
+  for (auto& [n, v] : b) s += (s.empty() ? "" : ", ") + n + "=" + std::to_string(v);
+  return s;
+}
+
+// One way of running a kernel on a set of buffers.
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) = 0;
+};
+
+class InterpLauncher : public Launcher {
+ public:
+  void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
+    auto it = kernels_.find(kernel.get());
+    if (it == kernels_.end()) {
+      interp::KernelOptions o;
+      o.name = kernel->arg.tuple()->at(0).as<std::string>();
+      it = kernels_.emplace(kernel.get(), std::make_unique<interp::Kernel>(kernel->src[0], o)).first;
+    }
+    interp::KernelArgs a;
+    a.buffers = slots;
+    a.vars = vars;
+    it->second->run(a);
+  }
+
+ private:
+  std::map<const UOpNode*, std::unique_ptr<interp::Kernel>> kernels_;
+};
+
+class CompiledLauncher : public Launcher {
+ public:
+  CompiledLauncher(const std::string& compiler, bool bounds_check) : compiler_(make_compiler(compiler)) { opts_.bounds_check = bounds_check; }
+
+  void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
+    Compiled& c = compiled(kernel);
+    std::vector<void*> bufs;
+    for (interp::BufferData* b : slots) bufs.push_back(b->data->bytes.data());
+    std::vector<long long> vals;
+    for (const std::string& v : c.rendered.vars) {
+      auto it = vars.find(v);
+      if (it == vars.end()) throw Error("kernel " + c.rendered.name + ": variable " + v + " is not bound");
+      vals.push_back(it->second);
+    }
+    long long err[4] = {0, 0, 0, 0};
+    if (c.fn(bufs.data(), vals.data(), err) != 0) fail(kernel, c, err);
+  }
+
+ private:
+  using Fn = int (*)(void**, const long long*, long long*);
+  struct Compiled {
+    RenderedKernel rendered;
+    std::shared_ptr<const Library> lib;
+    Fn fn;
+  };
+  std::unique_ptr<Compiler> compiler_;
+  RenderOptions opts_;
+  std::map<const UOpNode*, Compiled> cache_;
+
+  Compiled& compiled(UOp kernel) {
+    auto it = cache_.find(kernel.get());
+    if (it != cache_.end()) return it->second;
+    Compiled c;
+    c.rendered = render_kernel(kernel, opts_);
+    c.lib = compiler_->compile(c.rendered.source);
+    c.fn = reinterpret_cast<Fn>(c.lib->symbol(c.rendered.name));
+    return cache_.emplace(kernel.get(), std::move(c)).first->second;
+  }
+
+  [[noreturn]] void fail(UOp kernel, const Compiled& c, const long long* err) {
+    std::vector<std::string> lines;
+    std::string text = print_graph(kernel);
+    for (size_t a = 0, b; a < text.size(); a = b + 1) {
+      b = text.find('\n', a);
+      if (b == std::string::npos) b = text.size();
+      lines.push_back(text.substr(a, b - a));
+    }
+    std::string node = err[1] >= 0 && static_cast<size_t>(err[1]) < lines.size() ? lines[err[1]] : "node #" + std::to_string(err[1]);
+    std::string what = err[0] == 1 ? "integer division by zero" : err[0] == 2 ? "out-of-bounds access at index " + std::to_string(err[2]) : "error kind " + std::to_string(err[0]);
+    throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + what + "\n  at " + node);
+  }
+};
+
+// The host walk: GROUP in order, END over OUTER ranges as loops, KERNEL launches.
+class Host {
+ public:
+  Host(interp::BufferMap& buffers, Launcher& launcher, const RunOptions& opts) : buffers_(buffers), launcher_(launcher), opts_(opts) {}
+
+  void exec(UOp u) {
+    switch (u->op) {
+      case Ops::GROUP: case Ops::SINK:
+        for (UOp s : u->src) exec(s);
+        return;
+      case Ops::END: loop(u, 1); return;
+      case Ops::KERNEL: launch(u); return;
+      case Ops::AFTER:
+        if (!done_.insert(u.get()).second) return;
+        for (size_t i = 1; i < u->src.size(); ++i) exec(u->src[i]);
+        return;
+      default: return;  // views and values: nothing to run
+    }
+  }
+
+  interp::BufferData& buffer(UOp b) {
+    const std::string& name = buffer_name(b);
+    int64_t size = b->arg.tuple()->at(1).as<int64_t>();
+    auto it = buffers_.find(name);
+    if (it == buffers_.end()) {
+      interp::BufferData d{b->dtype, std::make_shared<interp::Storage>(b->dtype, size), nullptr};
+      it = buffers_.emplace(name, d).first;
+    }
+    if (it->second.dtype != b->dtype || it->second.data->size != size)
+      throw Error("buffer '" + name + "' holds " + std::to_string(it->second.data->size) + " " + to_string(it->second.dtype) + " elements but the program declares " +
+                  std::to_string(size) + " " + to_string(b->dtype));
+    return it->second;
+  }
+
+  const Bindings& bindings() const { return env_order_; }
+
+ private:
+  interp::BufferMap& buffers_;
+  Launcher& launcher_;
+  const RunOptions& opts_;
+  std::map<const UOpNode*, int64_t> env_;
+  Bindings env_order_;
+  std::set<const UOpNode*> done_;
+
+  void loop(UOp end, size_t i) {
+    if (i == end->src.size()) return exec(end->src[0]);
+    UOp r = end->src[i];
+    int64_t n = eval_index(r->src[0]);
+    env_order_.push_back({range_name(r), 0});
+    for (int64_t k = 0; k < n; ++k) {
+      env_[r.get()] = k;
+      env_order_.back().second = k;
+      loop(end, i + 1);
+    }
+    env_.erase(r.get());
+    env_order_.pop_back();
+  }
+
+  int64_t eval_index(UOp u) {
+    if (u->op == Ops::CONST) return static_cast<int64_t>(u.const_value());
+    if (u->op == Ops::RANGE) {
+      auto it = env_.find(u.get());
+      if (it == env_.end()) throw Error("host loop variable " + range_name(u) + " is used outside its loop");
+      return it->second;
+    }
+    std::vector<int64_t> v;
+    for (UOp s : u->src) v.push_back(eval_index(s));
+    int64_t out;
+    if (!is_alu(u->op) || !fold_int_alu(u->op, u->dtype, v.data(), v.size(), out))
+      throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
+    return out;
+  }
+
+  void launch(UOp k) {
+    std::vector<interp::BufferData*> slots;
+    std::map<std::string, int64_t> vars;
+    for (size_t i = 1; i < k->src.size(); ++i) {
+      UOp s = k->src[i];
+      if (s->op == Ops::BUFFER) slots.push_back(&buffer(s));
+      else if (s->op == Ops::BIND) vars[s->src[0]->arg.tuple()->at(0).as<std::string>()] = eval_index(s->src[1]);
+      else throw Error(std::string("a KERNEL source must be a BUFFER or a BIND, got ") + std::string(op_name(s->op)));
+    }
+    launcher_.launch(k, slots, vars);
+    if (opts_.on_launch) opts_.on_launch(k, env_order_);
+  }
+};
+
+std::vector<interp::Output> outputs(UOp program, Host& host) {
+  std::vector<interp::Output> outs;
+  std::vector<UOp> srcs = program->op == Ops::SINK ? program->src : std::vector<UOp>{program};
+  const ArgTuple* names = program->op == Ops::SINK ? program->arg.tuple() : nullptr;
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    UOp o = srcs[i];
+    if (o->dtype.is_void()) continue;
+    while (o->op == Ops::AFTER) o = o->src[0];
+    UOp b = o;
+    while (b->op == Ops::RESHAPE) b = b->src[0];
+    if (b->op != Ops::BUFFER) throw Error("a program output must be a buffer seen through RESHAPE, got " + std::string(op_name(b->op)));
+    std::vector<int64_t> shape;
+    for (UOp d : o->shape.dims) shape.push_back(static_cast<int64_t>(d.const_value()));
+    interp::Value v;
+    v.dtype = b->dtype;
+    v.view = interp::View::contiguous(shape);
+    v.data = host.buffer(b).data;
+    std::string name = names ? (*names)[i].as<std::string>() : srcs.size() == 1 ? "out" : "out" + std::to_string(i);
+    outs.push_back({name, v});
+  }
+  return outs;
+}
+
+std::vector<interp::Output> run_with(UOp program, interp::BufferMap& buffers, Launcher& l, const RunOptions& opts) {
+  Host host(buffers, l, opts);
+  host.exec(program);
+  return outputs(program, host);
+}
+
+// check: the interpreter and a compiled tier run every launch on their own copies of the
+// buffers; after each launch the buffers the kernel stored to must agree bit for bit. The
+// tolerance is zero on purpose: the renderer keeps the interpreter's operation order (no
+// reassociation, no FMA contraction: -ffp-contract=off) and both call the same libm, so any
+// difference is a bug. Elements the interpreter knows are uninitialized (poison) are skipped.
+class CheckLauncher : public Launcher {
+ public:
+  CheckLauncher(interp::BufferMap& ref, const RunOptions& opts) : ref_(ref), compiled_(opts.compiler, opts.bounds_check), compiler_(opts.compiler) {}
+  const Bindings* bindings = nullptr;
+
+  void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
+    std::vector<interp::BufferData*> ref_slots;
+    std::vector<UOp> bufs;
+    for (size_t i = 1; i < kernel->src.size(); ++i)
+      if (kernel->src[i]->op == Ops::BUFFER) bufs.push_back(kernel->src[i]);
+    for (UOp b : bufs) ref_slots.push_back(&ref_buffer(b));
+    reference_.launch(kernel, ref_slots, vars);
+    compiled_.launch(kernel, slots, vars);
+    for (size_t s = 0; s < bufs.size(); ++s) compare(kernel, bufs[s], *ref_slots[s], *slots[s]);
+  }
+
+ private:
+  interp::BufferMap& ref_;
+  InterpLauncher reference_;
+  CompiledLauncher compiled_;
+  std::string compiler_;
+
+  interp::BufferData& ref_buffer(UOp b) {
+    const std::string& name = buffer_name(b);
+    auto it = ref_.find(name);
+    if (it == ref_.end()) {  // never given data: uninitialized, tracked as poison
+      int64_t n = b->arg.tuple()->at(1).as<int64_t>();
+      interp::BufferData d{b->dtype, std::make_shared<interp::Storage>(b->dtype, n), std::make_shared<interp::Storage>(dtypes::bool_, n)};
+      std::memset(d.poison->bytes.data(), 1, d.poison->bytes.size());
+      it = ref_.emplace(name, d).first;
+    }
+    return it->second;
+  }
+
+  void compare(UOp kernel, UOp b, const interp::BufferData& want, const interp::BufferData& got) {
+    interp::Value w, g;
+    w.dtype = g.dtype = b->dtype;
+    w.view = g.view = interp::View::contiguous({want.data->size});
+    w.data = want.data;
+    g.data = got.data;
+    const uint8_t* poison = want.poison ? want.poison->as<uint8_t>() : nullptr;
+    for (int64_t i = 0; i < want.data->size; ++i) {
+      if (poison && poison[i]) continue;
+      double x = interp::get_element(w, i), y = interp::get_element(g, i);
+      if ((x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y))) continue;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(i), x, compiler_.c_str(), y);
+      throw Error("check: kernel " + kernel->arg.tuple()->at(0).as<std::string>() + " diverges (" + bindings_text(bindings ? *bindings : Bindings{}) + "): " + buf +
+                  "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
+    }
+  }
+};
+
+std::vector<interp::Output> check_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) {
+  interp::BufferMap ref;
+  for (auto& [name, d] : buffers) {
+    interp::BufferData c = d;
+    c.data = std::make_shared<interp::Storage>(*d.data);
+    ref[name] = c;
+  }
+  CheckLauncher l(ref, opts);
+  Host host(buffers, l, opts);
+  l.bindings = &host.bindings();
+  host.exec(program);
+  return outputs(program, host);
+}
+
+}  // namespace
+
+std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) {
+  if (opts.backend == "interp") {
+    InterpLauncher l;
+    return run_with(program, buffers, l, opts);
+  }
+  if (opts.backend == "check") return check_program(program, buffers, opts);
+  CompiledLauncher l(opts.backend, opts.bounds_check);
+  return run_with(program, buffers, l, opts);
+}
+
+std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, const RunOptions& opts) {
+  if (opts.backend == "interp") return interp::run(graph, buffers);
+  if (opts.backend != "check") return run_program(lower::lower(graph), buffers, opts);
+  // check: the lowered program kernel by kernel (check_program), and its outputs against the
+  // tensor-level interpreter on the original graph, which defines them.
+  interp::BufferMap ref;
+  for (auto& [name, d] : buffers) {
+    interp::BufferData c = d;
+    c.data = std::make_shared<interp::Storage>(*d.data);
+    ref[name] = c;
+  }
+  std::vector<interp::Output> want = interp::run(graph, ref);
+  std::vector<interp::Output> got = run_program(lower::lower(graph), buffers, opts);
+  for (size_t i = 0; i < want.size(); ++i) {
+    interp::Value w = want[i].value, g = i < got.size() ? got[i].value : interp::Value{};
+    if (g.shape() != w.shape()) throw Error("check: output '" + want[i].name + "' has a different shape after lowering");
+    for (int64_t k = 0; k < w.numel(); ++k) {
+      double x = interp::get_element(w, k), y = interp::get_element(g, k);
+      if ((x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y))) continue;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "element %lld: %.9g by the graph's definition, %.9g after lowering", static_cast<long long>(k), x, y);
+      throw Error("check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
+    }
+  }
+  return got;
+}
+
+}  // namespace ow::backend
