@@ -98,7 +98,7 @@ class Interpreter {
     for (UOp u : printed_.order)  // a KERNEL may write every buffer bound to it
       if (u->op == Ops::KERNEL)
         for (size_t i = 1; i < u->src.size(); ++i)
-          if (u->src[i]->op == Ops::BUFFER) written.insert(buffer_name(u->src[i]));
+          if (UOp b = base_buffer(u->src[i])) written.insert(buffer_name(b));
     for (UOp u : printed_.order) {
       NodeInfo& in = info_[u.get()];
       in.free = free_ranges(u);
@@ -569,6 +569,11 @@ class Interpreter {
     KernelArgs args;
     for (size_t i = 1; i < u->src.size(); ++i) {
       UOp s = u->src[i];
+      if (s->op == Ops::AFTER && base_buffer(s) && base_buffer(s)->op == Ops::BUFFER) {
+        // AFTER(BUFFER, steps...) (before `schedule`): run the steps once (memoized), then bind the buffer
+        eval(s);
+        s = base_buffer(s);
+      }
       if (s->op == Ops::BUFFER) {
         BufferState& b = buffers_.at(s.get());
         args.buffers.push_back(b.data);
