@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -361,4 +362,87 @@ TEST_CASE("ow dot of a malformed file exits 1 with one error line", "[cli][dot]"
   CHECK(r.out.empty());
   CHECK(count_lines(r.err) == 1);
   CHECK_THAT(r.err, Catch::StartsWith(f.string() + ":2:1: src.count: "));
+}
+
+// ---------------------------------------------------------------- lowering and the compiled path
+
+namespace {
+fs::path case_file(const std::string& name) { return fs::path(std::getenv("OW_SOURCE_DIR")) / "reference" / "cases" / (name + ".uop"); }
+fs::path expected_file(const std::string& c, const std::string& f) { return fs::path(std::getenv("OW_SOURCE_DIR")) / "reference" / "expected" / c / f; }
+}  // namespace
+
+TEST_CASE("ow lower --dump-after all prints the graph after every pass, ending in kernels", "[cli][lower]") {
+  Result r = run_ow({"lower", case_file("scan_with_assign").string(), "--dump-after", "all"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  size_t at = 0;
+  for (const char* pass : {"cleanup", "scans", "realize", "rangeify", "kernelize", "schedule"}) {
+    size_t p = r.out.find(std::string("# ---- after ") + pass, at);
+    CHECK(p != std::string::npos);  // present, and in pipeline order
+    if (p != std::string::npos) at = p;
+  }
+  std::string last = r.out.substr(at);
+  CHECK_THAT(last, Catch::Contains("KERNEL void"));
+  CHECK_THAT(last, Catch::Contains("DEFINE_GLOBAL float32*"));
+  CHECK_THAT(last, Catch::Contains("DEFINE_VAR index () (\"m1\", 0, 2)"));
+  CHECK(last.find("REDUCE_AXIS") == std::string::npos);  // movement and axis reductions are gone
+}
+
+TEST_CASE("ow lower with an unknown pass exits 1 naming the passes", "[cli][lower]") {
+  Result r = run_ow({"lower", case_file("reduce").string(), "--dump-after", "nosuch"});
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("unknown pass 'nosuch'"));
+  CHECK_THAT(r.err, Catch::Contains("rangeify"));
+}
+
+TEST_CASE("ow check --passes: every pass keeps the outputs of the seed's scan", "[cli][lower]") {
+  Result r = run_ow({"check", case_file("scan_with_assign").string(), "--passes"});
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  for (const char* pass : {"cleanup", "scans", "realize", "rangeify", "kernelize", "schedule"})
+    CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
+}
+
+TEST_CASE("ow show-c prints the host loop and readable C kernels without includes", "[cli][lower]") {
+  Result r = run_ow({"show-c", case_file("scan_with_assign").string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("for m1 in 0..3:"));
+  CHECK_THAT(r.out, Catch::Contains("int k1(void** bufs, const long long* vars, long long* err) {"));
+  CHECK_THAT(r.out, Catch::Contains("float exp2f(float);"));
+  CHECK(r.out.find("#include") == std::string::npos);
+}
+
+TEST_CASE("ow run --backend tcc and cc write the interpreter's output bit for bit", "[cli][lower]") {
+  TempDir tmp;
+  std::vector<std::string> in{"--in", "vec=" + expected_file("scan_with_assign", "in_vec.npy").string(), "--in",
+                              "mats=" + expected_file("scan_with_assign", "in_mats.npy").string()};
+  std::map<std::string, std::string> bytes;
+  for (const char* b : {"interp", "tcc", "cc", "check"}) {
+    std::vector<std::string> args{"run", case_file("scan_with_assign").string(), "--backend", b, "--out", "out=" + (tmp / (std::string(b) + ".npy")).string()};
+    args.insert(args.end(), in.begin(), in.end());
+    Result r = run_ow(args);
+    INFO(b << ": " << r.err);
+    REQUIRE(r.rc == 0);
+    bytes[b] = slurp(tmp / (std::string(b) + ".npy"));
+  }
+  CHECK(bytes["interp"].size() > 128);
+  CHECK(bytes["tcc"] == bytes["interp"]);
+  CHECK(bytes["cc"] == bytes["interp"]);
+  CHECK(bytes["check"] == bytes["interp"]);
+}
+
+TEST_CASE("ow run with an unknown backend exits 1", "[cli][lower]") {
+  Result r = run_ow({"run", case_file("reduce").string(), "--backend", "gpu"});
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("--backend must be interp, tcc, cc or check"));
+}
+
+TEST_CASE("ow check compares tcc and cc with the interpreter on random inputs", "[cli][lower]") {
+  Result r = run_ow({"check", case_file("vmap_inner_outer_fuse_grad").string(), "--seed", "3"});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("tcc: 3 output(s) and"));
+  CHECK_THAT(r.out, Catch::Contains("cc: 3 output(s) and"));
+  CHECK_THAT(r.out, Catch::Contains("agree with the interpreter bit for bit"));
 }

@@ -41,17 +41,6 @@ const PatternMatcher& cleanup_rules() {
          UOp x = m.node->src[0];
          return is_shaped(x) && dims_of(x) == dims_of(m.node) ? x : UOp();
        }},
-      // Only effects order anything; `acc.after(i)` with a range i orders nothing.
-      {"AFTER keeps only effects", Pat::ops({Ops::AFTER}),
-       [](const Match& m) {
-         std::vector<UOp> src{m.node->src[0]};
-         for (size_t i = 1; i < m.node->src.size(); ++i) {
-           UOp d = m.node->src[i];
-           if (d->dtype.is_void() || d->op == Ops::ASSIGN || d->op == Ops::AFTER) src.push_back(d);
-         }
-         if (src.size() == m.node->src.size()) return UOp();
-         return src.size() == 1 ? src[0] : m.node.replace_src(src);
-       }},
   }) + view_rules() + symbolic_rules();
   return pm;
 }
