@@ -52,5 +52,6 @@ std::vector<Command> run_commands();    // run
 std::vector<Command> case_commands();   // cases
 std::vector<Command> bench_commands();  // bench
 std::vector<Command> lower_commands();  // lower, check
+std::vector<Command> fuzz_commands();   // fuzz
 
 }  // namespace ow::cli

@@ -1,0 +1,713 @@
+// The random graph generator of ow fuzz (see generate.h). Top-down: expr(S, D) returns a tensor
+// of the static shape S and dtype D, choosing an op and generating its sources' shapes from S, so
+// every graph type-checks by construction. Ranges are opened by the constructs that close them
+// (REDUCE over a range, vmap pad+reduce, collecting EXPAND, END, assign scans); while a range is
+// open, leaves may index or slice buffers with it.
+#include "fuzz/generate.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+
+#include "tensor/random.h"
+#include "tensor/tensor.h"
+#include "uop/error.h"
+#include "uop/symbolic.h"
+#include "uop/text.h"
+#include "uop/verify.h"
+
+namespace ow::fuzz {
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Dims dims(const Shape& s) {
+  Dims d;
+  for (int64_t x : s) d.push_back(Dim(x));
+  return d;
+}
+
+bool same_shape(const Tensor& t, const Shape& s) {
+  if (t.uop()->shape.kind != ShapeInfo::Kind::Shaped) return false;
+  std::vector<UOp> d = t.shape();
+  if (d.size() != s.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (d[i]->op != Ops::CONST || static_cast<int64_t>(d[i].const_value()) != s[i]) return false;
+  return true;
+}
+
+bool mentions(UOp root, UOp node) {
+  for (UOp u : toposort(root))
+    if (u == node) return true;
+  return false;
+}
+
+bool depends_on(const Tensor& t, UOp r) {
+  for (UOp f : free_ranges(t.uop()))
+    if (f == r) return true;
+  return false;
+}
+
+class Gen {
+ public:
+  Gen(uint64_t seed, const GenOptions& o) : o_(o) {
+    rng_.seed(seed * 0x9e3779b97f4a7c15ULL + 0x5eed);
+    budget_ = 3 + static_cast<int>(pick(static_cast<uint64_t>(std::max(1, o.max_ops - 2))));
+  }
+
+  Generated run() {
+    int nout = 1;
+    if (o_.max_outputs > 1 && chance(0.3)) nout = 2 + static_cast<int>(pick(static_cast<uint64_t>(o_.max_outputs - 1)));
+    std::vector<UOp> outs;
+    ArgTuple names;
+    for (int i = 0; i < nout; ++i) {
+      Shape s = rand_shape(3, 256);
+      DType d = rand_dtype();
+      int depth = 2 + static_cast<int>(pick(4));
+      uint64_t k = pick(100);
+      Tensor t = k < 50 ? expr(s, d, depth) : k < 68 ? assign_form(s, d, depth) : k < 80 ? scan(s, d, depth) : k < 90 ? fold(s, d, depth) : effect_then_expr(s, d, depth);
+      outs.push_back(t.uop());
+      names.emplace_back("out" + std::to_string(i));
+    }
+    Generated g;
+    g.root = UOp::sink(outs, Arg(names));
+    std::sort(forms_.begin(), forms_.end());
+    forms_.erase(std::unique(forms_.begin(), forms_.end()), forms_.end());
+    g.forms = forms_;
+    return g;
+  }
+
+ private:
+  struct Range {
+    UOp r;
+    int64_t n;
+  };
+
+  Random rng_;
+  GenOptions o_;
+  int budget_;
+  int next_range_ = 1, next_buf_ = 0;
+  std::vector<std::string> forms_;
+  std::vector<Range> scope_;         // ranges open at this point (leaves may use them)
+  std::vector<Tensor> special_;      // leaves of the current effect construct (acc, prev, target)
+  std::vector<Tensor> inputs_;       // input buffers, reused by shape and dtype
+
+  uint64_t pick(uint64_t n) { return n == 0 ? 0 : rng_.next() % n; }
+  bool chance(double p) { return rng_.uniform() < p; }
+  void form(const char* f) { forms_.emplace_back(f); }
+
+  int64_t rand_dim() {
+    uint64_t r = pick(100);
+    if (r < 5) return 0;
+    if (r < 27) return 1;
+    if (r < 82) return 2 + static_cast<int64_t>(pick(4));
+    return 6 + static_cast<int64_t>(pick(5));
+  }
+
+  Shape rand_shape(int max_rank, int64_t limit) {
+    uint64_t r = pick(100);
+    int rank = r < 10 ? 0 : r < 40 ? 1 : r < 75 ? 2 : r < 95 ? 3 : 4;
+    rank = std::min(rank, max_rank);
+    Shape s;
+    for (int i = 0; i < rank; ++i) s.push_back(rand_dim());
+    while (numel(s) > limit)
+      for (int64_t& d : s) d = std::max<int64_t>(1, d / 2);
+    return s;
+  }
+
+  DType rand_dtype() {
+    uint64_t r = pick(100);
+    return r < 70 ? dtypes::float32 : r < 88 ? dtypes::int32 : dtypes::bool_;
+  }
+
+  double rand_value(DType d) {
+    if (d == dtypes::bool_) return static_cast<double>(pick(2));
+    if (d.is_int()) {
+      static const double v[] = {0, 1, -1, 2, 3, 7, -8, 2147483647.0, -2147483648.0};
+      return v[pick(chance(0.1) ? 9 : 7)];
+    }
+    static const double v[] = {0.0, 1.0, -1.0, 0.5, 2.0, -3.0, 3.25, -0.0, 1e30, -1e-30, INFINITY, -INFINITY, NAN};
+    return v[pick(chance(0.15) ? 13 : 7)];
+  }
+
+  // ---- leaves ----
+
+  Tensor input(const Shape& s, DType d) {
+    if (chance(0.35))
+      for (const Tensor& t : inputs_)
+        if (t.dtype() == d && same_shape(t, s)) return t;
+    if (numel(s) > o_.max_elems) return Tensor::full(dims(s), rand_value(d), d);
+    std::string name = "in" + std::to_string(next_buf_++);
+    Tensor t = buffer_view(name, s, d);
+    inputs_.push_back(t);
+    return t;
+  }
+
+  static Tensor buffer_view(const std::string& name, const Shape& s, DType d) {
+    UOp buf = UOp::make(Ops::BUFFER, d, {}, Arg(ArgTuple{Arg(name), Arg(numel(s))}));
+    std::vector<UOp> src{buf};
+    for (int64_t x : s) src.push_back(UOp::index(x));
+    return Tensor(UOp::make(Ops::RESHAPE, d, src));
+  }
+
+  Tensor target(const Shape& s, DType d) { return buffer_view("tgt" + std::to_string(next_buf_++), s, d); }
+
+  Tensor constant(const Shape& s, DType d) {
+    form("const");
+    return Tensor::full(dims(s), rand_value(d), d);
+  }
+
+  // An index in [0, vmax] that depends on the range.
+  UOp index_expr(const Range& R) {
+    UOp r = R.r;
+    switch (pick(7)) {
+      case 0: return simplify(UOp::index(R.n - 1) - r);
+      case 1: return simplify(r + static_cast<int64_t>(pick(3)));
+      case 2: return simplify(r.idiv(2));
+      case 3: return simplify((r - 1).maximum(0));
+      case 4: return simplify(r * 2);
+      default: return r;
+    }
+  }
+
+  Tensor leaf(const Shape& s, DType d, int depth = 0) {
+    for (const Tensor& t : special_)
+      if (t.dtype() == d && same_shape(t, s) && chance(0.5)) return t;
+    if (!scope_.empty() && chance(0.55)) return range_leaf(s, d, scope_[pick(scope_.size())], depth);
+    if (chance(0.15)) return constant(s, d);
+    return input(s, d);
+  }
+
+  // A leaf that depends on the range: x[e(r)], x sliced [e(r), e(r)+k) on an axis, or e(r) itself.
+  Tensor range_leaf(const Shape& s, DType d, const Range& R, int depth) {
+    uint64_t mode = R.n == 0 ? 2 : pick(10);
+    try {
+      if (mode < 5 || (mode < 8 && s.empty())) {
+        UOp e = index_expr(R);
+        Shape big{e.vmax() + 1 + static_cast<int64_t>(pick(2))};
+        big.insert(big.end(), s.begin(), s.end());
+        if (numel(big) <= o_.max_elems) {
+          form("index-by-range");
+          Tensor src = depth > 0 && chance(0.25) && budget_ > 0 ? expr(big, d, depth - 1) : input(big, d);
+          return src.at({Dim(e)});
+        }
+      } else if (mode < 8) {
+        size_t k = pick(s.size());
+        UOp e = index_expr(R);
+        Shape big = s;
+        big[k] = e.vmax() + s[k] + static_cast<int64_t>(pick(2));
+        if (numel(big) <= o_.max_elems) {
+          form("slice-by-range");
+          Tensor src = depth > 0 && chance(0.25) && budget_ > 0 ? expr(big, d, depth - 1) : input(big, d);
+          std::vector<std::optional<std::pair<Dim, Dim>>> b(s.size());
+          b[k] = std::make_pair(Dim(e), Dim(simplify(e + s[k])));
+          return src.shrink(b);
+        }
+      }
+      form("range-value");
+      UOp e = chance(0.5) ? R.r : index_expr(R);
+      Tensor v(e.cast(d));
+      return v.reshape(Dims(s.size(), Dim(1))).expand(dims(s));
+    } catch (const Error&) {
+      return input(s, d);
+    }
+  }
+
+  // ---- combining ----
+
+  Tensor combine(const Tensor& a, const Tensor& b) {
+    Ops op = a.dtype() == dtypes::bool_ ? Ops::XOR : (chance(0.5) ? Ops::ADD : Ops::MAX);
+    return Tensor(a.uop().alu(op, {b.cast(a.dtype()).uop()}));
+  }
+
+  Tensor ensure_dep(Tensor t, const Shape& s, DType d, const Range& R) {
+    if (depends_on(t, R.r)) return t;
+    return combine(t, range_leaf(s, d, R, 0));
+  }
+
+  Range new_range(int64_t n, bool outer_bias = false) {
+    static const AxisType others[] = {AxisType::GLOBAL, AxisType::WARP, AxisType::LOCAL, AxisType::GROUP_REDUCE, AxisType::UPCAST, AxisType::UNROLL, AxisType::THREAD};
+    uint64_t k = pick(100);
+    AxisType ax = k < (outer_bias ? 60u : 25u) ? AxisType::OUTER : k < 70 ? AxisType::LOOP : k < 82 ? AxisType::REDUCE : others[pick(7)];
+    form(("axis-" + std::string(axis_name(ax))).c_str());
+    return Range{UOp::range(n, -(next_range_++), ax), n};
+  }
+
+  int64_t range_extent() {
+    uint64_t r = pick(100);
+    return r < 3 ? 0 : r < 13 ? 1 : 2 + static_cast<int64_t>(pick(4));
+  }
+
+  // ---- expressions ----
+
+  Tensor expr(const Shape& s, DType d, int depth) {
+    if (depth <= 0 || budget_ <= 0) return leaf(s, d);
+    --budget_;
+    // Sources are generated by the chosen form; a form that cannot apply (a Tensor API error)
+    // falls back to a leaf, so the graph stays valid.
+    try {
+      Tensor t = choose(s, d, depth);
+      if (same_shape(t, s) && t.dtype() == d) return t;
+    } catch (const Error&) {
+    }
+    return leaf(s, d);
+  }
+
+  Tensor choose(const Shape& s, DType d, int depth) {
+    uint64_t k = pick(100);
+    bool ranges_ok = depth >= 2 && scope_.size() < 3 && budget_ >= 2;
+    if (k < 8) return leaf(s, d, depth);
+    if (k < 20) return unary(s, d, depth);
+    if (k < 40) return binary(s, d, depth);
+    if (k < 46) return where(s, d, depth);
+    if (k < 52) return cast(s, d, depth);
+    if (k < 70) return movement(s, d, depth);
+    if (k < 78) return reduce_axis(s, d, depth);
+    if (k < 81) {
+      form("contiguous");
+      return expr(s, d, depth - 1).contiguous();
+    }
+    if (ranges_ok) return range_form(s, d, depth);
+    return binary(s, d, depth);
+  }
+
+  Tensor unary(const Shape& s, DType d, int depth) {
+    if (d == dtypes::bool_) {
+      form("not");
+      return Tensor(expr(s, d, depth - 1).uop().ne(UOp::cnst(d, 1)));
+    }
+    Tensor x = expr(s, d, depth - 1);
+    if (d.is_int()) {
+      form("NEG");
+      return -x;
+    }
+    static const Ops ops[] = {Ops::NEG, Ops::RECIPROCAL, Ops::SQRT, Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::TRUNC};
+    uint64_t k = pick(8);
+    if (k == 7) {
+      form("relu");
+      return x.relu();
+    }
+    form(op_name(ops[k]).data());
+    return Tensor(x.uop().alu(ops[k], {}));
+  }
+
+  // The second operand: same shape, a broadcast shape, or an unshaped scalar.
+  UOp operand(const Shape& s, DType d, int depth, bool nonzero) {
+    uint64_t k = pick(100);
+    if (k < 15) {
+      double v = rand_value(d);
+      if (nonzero && v == 0) v = 3;
+      form("scalar-operand");
+      return UOp::cnst(d, v);
+    }
+    UOp u;
+    if (k < 35 && !s.empty()) {
+      Shape sb = s;
+      for (int64_t& x : sb)
+        if (chance(0.5)) x = 1;
+      size_t drop = pick(sb.size() + 1);
+      sb.erase(sb.begin(), sb.begin() + static_cast<std::ptrdiff_t>(drop));
+      form("broadcast");
+      u = expr(sb, d, depth - 1).expand(dims(s)).uop();
+    } else {
+      u = expr(s, d, depth - 1).uop();
+    }
+    if (!nonzero) return u;
+    form("safe-divisor");
+    if (chance(0.5)) return u.eq(UOp::cnst(d, 0)).where(UOp::cnst(d, 1), u);
+    return u * u + UOp::cnst(d, 1);  // x*x+1 is never 0 mod 2^32
+  }
+
+  Tensor binary(const Shape& s, DType d, int depth) {
+    if (d == dtypes::bool_ && chance(0.6)) {
+      DType od = chance(0.6) ? dtypes::float32 : (chance(0.7) ? dtypes::int32 : dtypes::bool_);
+      static const Ops cmps[] = {Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
+      Ops op = cmps[pick(3)];
+      form(op_name(op).data());
+      UOp a = expr(s, od, depth - 1).uop();
+      UOp b = operand(s, od, depth, false);
+      if (chance(0.2)) std::swap(a, b);
+      if (a->shape.kind != ShapeInfo::Kind::Shaped && b->shape.kind != ShapeInfo::Kind::Shaped) std::swap(a, b);
+      return Tensor(a.alu(op, {b}));
+    }
+    Ops op;
+    if (d == dtypes::bool_) {
+      static const Ops ops[] = {Ops::AND, Ops::OR, Ops::XOR, Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPNE, Ops::CMPEQ};
+      op = ops[pick(8)];
+    } else if (d.is_int()) {
+      static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::IDIV, Ops::MOD, Ops::AND, Ops::OR, Ops::XOR};
+      op = ops[pick(9)];
+    } else {
+      static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::ADD, Ops::MUL, Ops::POW};
+      op = ops[pick(8)];
+    }
+    form(op_name(op).data());
+    UOp a = expr(s, d, depth - 1).uop();
+    UOp b = operand(s, d, depth, op == Ops::IDIV || op == Ops::MOD);
+    if (op != Ops::IDIV && op != Ops::MOD && b->shape.kind != ShapeInfo::Kind::Shaped && chance(0.3)) std::swap(a, b);
+    return Tensor(a.alu(op, {b}));
+  }
+
+  Tensor where(const Shape& s, DType d, int depth) {
+    form("WHERE");
+    UOp c = chance(0.15) && !scope_.empty() ? scope_[pick(scope_.size())].r.eq(0) : expr(s, dtypes::bool_, depth - 1).uop();
+    UOp t = expr(s, d, depth - 1).uop();
+    UOp f = chance(0.2) ? UOp::cnst(d, rand_value(d)) : expr(s, d, depth - 1).uop();
+    if (c->shape.kind != ShapeInfo::Kind::Shaped && f->shape.kind != ShapeInfo::Kind::Shaped && chance(0.5)) std::swap(t, f);
+    return Tensor(UOp::make(Ops::WHERE, d, {c, t, f}));
+  }
+
+  Tensor cast(const Shape& s, DType d, int depth) {
+    DType from = rand_dtype();
+    if (from == d) from = d == dtypes::float32 ? dtypes::int32 : dtypes::float32;
+    form("CAST");
+    return expr(s, from, depth - 1).cast(d);
+  }
+
+  Tensor movement(const Shape& s, DType d, int depth) {
+    size_t n = s.size();
+    uint64_t k = pick(6);
+    if (k == 0 || n == 0) {  // RESHAPE from another factorization of the same count
+      form("RESHAPE");
+      int64_t total = numel(s);
+      Shape s2;
+      if (total == 0) {
+        s2 = rand_shape(3, 64);
+        if (numel(s2) != 0) s2.insert(s2.begin() + static_cast<std::ptrdiff_t>(pick(s2.size() + 1)), 0);
+      } else {
+        int64_t rest = total;
+        for (int64_t f = 2; f <= rest && s2.size() < 3;)
+          if (rest % f == 0 && chance(0.6)) {
+            s2.push_back(f);
+            rest /= f;
+          } else {
+            ++f;
+          }
+        if (rest > 1 || s2.empty()) s2.push_back(rest);
+        if (chance(0.3)) s2.insert(s2.begin() + static_cast<std::ptrdiff_t>(pick(s2.size() + 1)), 1);
+        for (size_t i = s2.size(); i > 1; --i) std::swap(s2[i - 1], s2[pick(i)]);
+      }
+      return expr(s2, d, depth - 1).reshape(dims(s));
+    }
+    if (k == 1 && n >= 2) {
+      form("PERMUTE");
+      std::vector<int64_t> p(n);
+      for (size_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(i);
+      for (size_t i = n - 1; i > 0; --i) std::swap(p[i], p[pick(i + 1)]);
+      Shape s2(n);
+      for (size_t i = 0; i < n; ++i) s2[static_cast<size_t>(p[i])] = s[i];
+      return expr(s2, d, depth - 1).permute(p);
+    }
+    if (k == 2) {
+      form("EXPAND");
+      Shape s2 = s;
+      for (int64_t& x : s2)
+        if (chance(0.5)) x = 1;
+      if (chance(0.3)) s2.erase(s2.begin(), s2.begin() + static_cast<std::ptrdiff_t>(pick(n + 1)));
+      return expr(s2, d, depth - 1).expand(dims(s));
+    }
+    if (k == 3) {
+      form("PAD");
+      Shape s2 = s;
+      std::vector<std::optional<std::pair<Dim, Dim>>> w(n);
+      for (size_t i = 0; i < n; ++i) {
+        int64_t b = static_cast<int64_t>(pick(static_cast<uint64_t>(std::min<int64_t>(s[i], 3) + 1)));
+        int64_t e = static_cast<int64_t>(pick(static_cast<uint64_t>(std::min<int64_t>(s[i] - b, 3) + 1)));
+        s2[i] = s[i] - b - e;
+        w[i] = std::make_pair(Dim(b), Dim(e));
+      }
+      return expr(s2, d, depth - 1).pad(w);
+    }
+    if (k == 4) {
+      form("SHRINK");
+      Shape s2 = s;
+      std::vector<std::optional<std::pair<Dim, Dim>>> b(n);
+      for (size_t i = 0; i < n; ++i) {
+        int64_t extra = static_cast<int64_t>(pick(4));
+        if (numel(s2) > o_.max_elems / 4) extra = 0;
+        int64_t lo = static_cast<int64_t>(pick(static_cast<uint64_t>(extra + 1)));
+        s2[i] = s[i] + extra;
+        b[i] = std::make_pair(Dim(lo), Dim(lo + s[i]));
+      }
+      return expr(s2, d, depth - 1).shrink(b);
+    }
+    form("FLIP");
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < n; ++i)
+      if (chance(0.5)) axes.push_back(static_cast<int64_t>(i));
+    if (axes.empty()) axes.push_back(static_cast<int64_t>(pick(n)));
+    return expr(s, d, depth - 1).flip(axes);
+  }
+
+  static Ops rand_reduce_op(Random& rng, bool bias_add) {
+    uint64_t k = rng.next() % 100;
+    if (k < (bias_add ? 70u : 45u)) return Ops::ADD;
+    return k < 85 ? Ops::MAX : Ops::MUL;
+  }
+
+  Tensor reduce_axis(const Shape& s, DType d, int depth) {
+    Ops op = rand_reduce_op(rng_, false);
+    form(("REDUCE_AXIS-" + std::string(op_name(op))).c_str());
+    Shape s2 = s;
+    ArgTuple axes;
+    std::vector<size_t> ones;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] == 1) ones.push_back(i);
+    bool keep = !ones.empty() && chance(0.4);
+    if (keep) {
+      size_t a = ones[pick(ones.size())];
+      s2[a] = rand_dim();
+      axes.emplace_back(static_cast<int64_t>(a));
+    } else {
+      int k = 1 + static_cast<int>(pick(2));
+      std::vector<size_t> pos;
+      for (int i = 0; i < k; ++i) {
+        size_t p = pick(s2.size() + 1);
+        s2.insert(s2.begin() + static_cast<std::ptrdiff_t>(p), std::min<int64_t>(rand_dim(), 6));
+        for (size_t& q : pos)
+          if (q >= p) ++q;
+        pos.push_back(p);
+      }
+      std::sort(pos.begin(), pos.end());
+      for (size_t p : pos) axes.emplace_back(static_cast<int64_t>(p));
+    }
+    if (numel(s2) > o_.max_elems) return expr(s, d, depth - 1);
+    Tensor x = expr(s2, d, depth - 1);
+    Tensor r(UOp::make(Ops::REDUCE_AXIS, d, {x.uop()}, Arg(ArgTuple{Arg(op), Arg(axes)})));
+    return keep ? r : r.reshape(dims(s));
+  }
+
+  // ---- range forms (pure) ----
+
+  Tensor range_form(const Shape& s, DType d, int depth) {
+    uint64_t k = pick(100);
+    if (k < 35 && !s.empty()) {  // vmap by pad + reduce: REDUCE(PAD(f(x[r]), (r, n-r-1)), r)
+      size_t ax = pick(s.size());
+      int64_t n = s[ax];
+      if (n >= 1) {
+        Range R = new_range(n, true);
+        Shape s1 = s;
+        s1[ax] = 1;
+        scope_.push_back(R);
+        Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
+        scope_.pop_back();
+        std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size());
+        w[ax] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
+        Ops op = rand_reduce_op(rng_, true);
+        form(op == Ops::ADD ? "vmap-pad-reduce" : "vmap-pad-reduce-maxmul");
+        Tensor out = inner.pad(w).reduce({R.r}, op);
+        return out;
+      }
+    }
+    if (k < 60 && !s.empty()) {  // collecting EXPAND: f(x[r]) gathered along axis ax
+      size_t ax = pick(s.size());
+      int64_t n = s[ax];
+      if (n >= 1) {
+        Range R = new_range(n);
+        Shape s1 = s;
+        s1.erase(s1.begin() + static_cast<std::ptrdiff_t>(ax));
+        scope_.push_back(R);
+        Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
+        scope_.pop_back();
+        Shape one = s;
+        one[ax] = 1;
+        Dims to = dims(s);
+        to[ax] = Dim(R.r);
+        form("vmap-collect");
+        Tensor out = inner.reshape(dims(one)).expand(to);
+        if (!same_shape(out, s)) out = out.reshape(dims(s));
+        return out;
+      }
+    }
+    // REDUCE over one or two ranges
+    Range R = new_range(range_extent());
+    std::vector<UOp> rs{R.r};
+    scope_.push_back(R);
+    bool two = chance(0.2);
+    Range R2{};
+    if (two) {
+      R2 = new_range(1 + static_cast<int64_t>(pick(3)));
+      scope_.push_back(R2);
+      rs.push_back(R2.r);
+    }
+    Tensor inner = ensure_dep(expr(s, d, depth - 1), s, d, R);
+    if (two) {
+      inner = ensure_dep(inner, s, d, R2);
+      scope_.pop_back();
+    }
+    scope_.pop_back();
+    Ops op = rand_reduce_op(rng_, false);
+    form(two ? "range-reduce-2" : ("range-reduce-" + std::string(op_name(op))).c_str());
+    return inner.reduce(rs, op);
+  }
+
+  // ---- effects (outputs only; each writes a fresh target buffer) ----
+
+  DType effect_dtype() { return chance(0.8) ? dtypes::float32 : dtypes::int32; }
+
+  // acc.after(i).store(op(acc.after(i), f(x[i]))).end(i), then acc.after(that)
+  Tensor fold(const Shape& s, DType, int depth) {
+    DType d = effect_dtype();
+    Tensor acc = target(s, d);
+    Range R = new_range(range_extent(), true);
+    if (range_axis(R.r) == AxisType::OUTER) form("fold-outer");
+    else form("fold-parallel");
+    Tensor acc_i = acc.after({R.r});
+    scope_.push_back(R);
+    special_ = {acc_i};
+    Tensor v = expr(s, d, depth);
+    special_.clear();
+    scope_.pop_back();
+    Tensor val = chance(0.8) ? combine(acc_i, v) : v;
+    Tensor st = acc_i.store(val).end({R.r});
+    return acc.after({st.uop()});
+  }
+
+  // out[t(i)].store(f(i == 0 ? init : out[t(i-1)], x[i])).end(i), then out.after(that)
+  Tensor scan(const Shape& s, DType, int depth) {
+    DType d = effect_dtype();
+    int64_t n = 1 + static_cast<int64_t>(pick(5));
+    Shape big{n};
+    big.insert(big.end(), s.begin(), s.end());
+    if (numel(big) > o_.max_elems) return expr(s, d, depth);
+    Tensor out = target(big, d);
+    Range R = new_range(n, true);
+    form(range_axis(R.r) == AxisType::OUTER ? "scan-store-outer" : "scan-store-parallel");
+    UOp i = R.r;
+    bool rev = chance(0.3);
+    UOp prev_i = simplify((i - 1).maximum(0));
+    UOp t_idx = rev ? simplify(UOp::index(n - 1) - i) : i;
+    UOp p_idx = rev ? simplify(UOp::index(n - 1) - prev_i) : prev_i;
+    scope_.push_back(R);
+    Tensor init = expr(s, d, 1);
+    Tensor src = chance(0.5) ? out : out.after({i});
+    Tensor prev(i.eq(0).where(init.uop(), src.at({Dim(p_idx)}).uop()));
+    special_ = {prev};
+    Tensor comp = expr(s, d, depth);
+    special_.clear();
+    if (!mentions(comp.uop(), prev.uop())) comp = combine(comp, prev);
+    scope_.pop_back();
+    Tensor st = out.at({Dim(t_idx)}).store(comp).end({i});
+    return out.after({st.uop()});
+  }
+
+  Tensor assign_form(const Shape& s, DType, int depth) {
+    DType d = effect_dtype();
+    uint64_t k = pick(100);
+    if (k < 45) {  // rows: iteration r contributes row r, reading rows r-1 (and r-2)
+      int64_t n = 1 + static_cast<int64_t>(pick(5));
+      Shape big{n};
+      big.insert(big.end(), s.begin(), s.end());
+      if (numel(big) > o_.max_elems) return expr(s, d, depth);
+      Tensor tgt = target(big, d);
+      Range R = new_range(n, true);
+      form(range_axis(R.r) == AxisType::OUTER ? "assign-scan-rows" : "assign-rows-parallel");
+      UOp r = R.r;
+      scope_.push_back(R);
+      std::vector<Tensor> sp;
+      if (chance(0.7)) {
+        Tensor init = expr(s, d, 1);
+        sp.push_back(Tensor(r.eq(0).where(init.uop(), tgt.at({Dim(simplify((r - 1).maximum(0)))}).uop())));
+        if (chance(0.3)) {
+          form("assign-read-two-back");
+          sp.push_back(Tensor(r.lt(2).where(init.uop(), tgt.at({Dim(simplify((r - 2).maximum(0)))}).uop())));
+        }
+      }
+      special_ = sp;
+      Tensor f = expr(s, d, depth);
+      special_.clear();
+      if (!sp.empty() && !mentions(f.uop(), sp[0].uop())) f = combine(f, sp[0]);
+      f = ensure_dep(f, s, d, R);
+      scope_.pop_back();
+      Shape one{1};
+      one.insert(one.end(), s.begin(), s.end());
+      std::vector<std::optional<std::pair<Dim, Dim>>> w(big.size());
+      w[0] = std::make_pair(Dim(r), Dim(simplify(UOp::index(n - 1) - r)));
+      Ops op = rand_reduce_op(rng_, true);
+      return tgt.assign(f.reshape(dims(one)).pad(w).reduce({r}, op));
+    }
+    if (k < 65) {  // overlapping windows: iteration r contributes rows r .. r+w-1
+      int64_t w = 1 + static_cast<int64_t>(pick(3)), n = 1 + static_cast<int64_t>(pick(4)), m = n + w - 1;
+      Shape big{m}, win{w};
+      big.insert(big.end(), s.begin(), s.end());
+      win.insert(win.end(), s.begin(), s.end());
+      if (numel(big) > o_.max_elems) return expr(s, d, depth);
+      Tensor tgt = target(big, d);
+      Range R = new_range(n, true);
+      form("assign-overlap-window");
+      scope_.push_back(R);
+      special_ = {tgt.shrink(window_bounds(big.size(), R.r, w))};
+      Tensor f = ensure_dep(expr(win, d, depth), win, d, R);
+      special_.clear();
+      scope_.pop_back();
+      std::vector<std::optional<std::pair<Dim, Dim>>> pw(big.size());
+      pw[0] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
+      return tgt.assign(f.pad(pw).reduce({R.r}, rand_reduce_op(rng_, true)));
+    }
+    if (k < 85) {  // whole-target contributions: every iteration adds to every element
+      Tensor tgt = target(s, d);
+      Range R = new_range(range_extent(), true);
+      form("assign-overlap-whole");
+      scope_.push_back(R);
+      special_ = {tgt};
+      Tensor f = ensure_dep(expr(s, d, depth), s, d, R);
+      special_.clear();
+      scope_.pop_back();
+      return tgt.assign(f.reduce({R.r}, rand_reduce_op(rng_, false)));
+    }
+    form("assign-plain");  // no range: evaluates the value (reading the old target), then writes
+    Tensor tgt = target(s, d);
+    special_ = {tgt};
+    Tensor v = expr(s, d, depth);
+    special_.clear();
+    return tgt.assign(v);
+  }
+
+  static std::vector<std::optional<std::pair<Dim, Dim>>> window_bounds(size_t n, UOp r, int64_t w) {
+    std::vector<std::optional<std::pair<Dim, Dim>>> b(n);
+    b[0] = std::make_pair(Dim(r), Dim(simplify(r + w)));
+    return b;
+  }
+
+  // An effect whose result is then used inside a computation.
+  Tensor effect_then_expr(const Shape& s, DType d, int depth) {
+    form("effect-then-expr");
+    Tensor e = chance(0.5) ? assign_form(s, d, depth - 1) : (chance(0.5) ? scan(s, d, depth - 1) : fold(s, d, depth - 1));
+    Shape es;
+    for (UOp x : e.shape()) es.push_back(static_cast<int64_t>(x.const_value()));
+    if (es != s) {
+      if (es.size() == s.size() + 1 && es[0] >= 1) e = e.at({Dim(static_cast<int64_t>(pick(static_cast<uint64_t>(es[0]))))});
+      else return e;
+    }
+    special_ = {e};
+    Tensor t = expr(s, e.dtype(), depth);
+    special_.clear();
+    if (!mentions(t.uop(), e.uop())) t = combine(t, e);
+    return t.cast(d);
+  }
+};
+
+}  // namespace
+
+Generated generate(uint64_t seed, const GenOptions& opts) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      Gen g(seed + static_cast<uint64_t>(attempt) * 0x1000193ULL, opts);
+      Generated out = g.run();
+      out.attempts = attempt + 1;
+      if (verify(out.root).empty()) return out;
+    } catch (const Error&) {
+    }
+    if (attempt > 50) throw Error("fuzz: the generator found no valid graph for seed " + std::to_string(seed));
+  }
+}
+
+}  // namespace ow::fuzz
