@@ -3,16 +3,19 @@
 
 Run by `ow bench` once per case (it is a benchmark, not a test):
 
-    bench_numpy.py --kind scan|mlp --dir DIR [--repeat N] [--out OUT.npy]
+    bench_numpy.py --kind scan|mlp|axpb|matmul --dir DIR [--repeat N] [--out OUT.npy]
 
 DIR holds the inputs `ow bench` generated, as .npy: vec.npy (1, D) and mats.npy (S, D, D) for
-a scan; img.npy (R, D), w1.npy and w2.npy (D, D) for an MLP. The math is the natural fast numpy
+a scan; img.npy (R, D), w1.npy and w2.npy (D, D) for an MLP; a.npy and b.npy for the --micro
+kinds (axpb: `a*b+1` elementwise; matmul: `a@b`). The math is the natural fast numpy
 (a Python loop of `v = v @ M[k]` for the scan, two batched matmuls for the MLP), timed
 in-process with time.perf_counter: one warm-up call, then the median and minimum of N calls.
 
 stdout, one fact a line (`ow bench` parses the OW_BENCH_RESULT line, echoes the others):
     blas: <which BLAS numpy uses: threadpoolctl if installed, else the libraries mapped in>
-    OW_BENCH_RESULT median_s=<float> min_s=<float> repeat=<N>
+    numpy build blas: <numpy.__config__'s blas_opt_info: the library numpy was linked against>
+    OW_BENCH_RESULT median_s=<float> min_s=<float> repeat=<N> [reuse_median_s=<float> reuse_min_s=<float>]
+(reuse_*: the axpb and matmul kinds timed again writing into a preallocated result, out=.)
 """
 import argparse
 import os
@@ -36,7 +39,29 @@ def mlp(img, w1, w2):
     return np.maximum(np.maximum(img @ w1.T, 0) @ w2.T, 0)
 
 
-KINDS = {"scan": (scan, ["vec", "mats"]), "mlp": (mlp, ["img", "w1", "w2"])}
+def axpb(a, b):
+    return a * b + 1  # float32 throughout: the 1 is a Python scalar, it does not upcast
+
+
+def matmul(a, b):
+    return a @ b
+
+
+# The same math writing into a preallocated result (`ow bench --micro`'s "out reused" column, to
+# compare with compiled kernels that rewrite a bound output buffer): no allocation per call.
+def axpb_out(out, a, b):
+    np.multiply(a, b, out=out)
+    np.add(out, np.float32(1), out=out)
+    return out
+
+
+def matmul_out(out, a, b):
+    return np.matmul(a, b, out=out)
+
+
+OUT_KINDS = {"axpb": axpb_out, "matmul": matmul_out}
+
+KINDS = {"scan": (scan, ["vec", "mats"]), "mlp": (mlp, ["img", "w1", "w2"]), "axpb": (axpb, ["a", "b"]), "matmul": (matmul, ["a", "b"])}
 
 
 def loaded_blas_libraries():
@@ -48,6 +73,18 @@ def loaded_blas_libraries():
         return []
     names = ("blas", "lapack", "mkl", "blis")
     return sorted(p for p in paths if any(n in os.path.basename(p).lower() for n in names))
+
+
+def build_blas():
+    """What numpy's build says it links as BLAS (numpy.show_config()'s blas_opt_info)."""
+    try:
+        cfg = getattr(np.__config__, "blas_opt_info", None)
+        if cfg is None and hasattr(np.__config__, "CONFIG"):  # numpy >= 1.26
+            b = np.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
+            return "%s %s" % (b.get("name"), b.get("version"))
+        return ", ".join(cfg.get("libraries", [])) + " in " + ", ".join(cfg.get("library_dirs", []))
+    except Exception as e:  # only informative
+        return "unknown (%s)" % e
 
 
 def blas_info():
@@ -87,6 +124,7 @@ def main():
     info = blas_info()
     print("numpy: %s (python %s)" % (np.__version__, sys.version.split()[0]))
     print("blas: " + (info if info is not None else "unknown (threadpoolctl not installed, no BLAS library found in /proc/self/maps; skipped)"))
+    print("numpy build blas: " + build_blas())
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         if var in os.environ:
             print("env: %s=%s" % (var, os.environ[var]))
@@ -99,7 +137,19 @@ def main():
         times.append(time.perf_counter() - t0)
     if a.out:
         np.save(a.out, np.ascontiguousarray(out, dtype=np.float32))
-    print("OW_BENCH_RESULT median_s=%.9g min_s=%.9g repeat=%d" % (statistics.median(times), min(times), a.repeat))
+    extra = ""
+    if a.kind in OUT_KINDS:
+        buf = np.empty_like(out)
+        OUT_KINDS[a.kind](buf, *args)  # warm-up
+        reuse = []
+        for _ in range(a.repeat):
+            t0 = time.perf_counter()
+            OUT_KINDS[a.kind](buf, *args)
+            reuse.append(time.perf_counter() - t0)
+        if not np.array_equal(buf, out):
+            sys.exit("bench_numpy.py: the out= variant of %s disagrees with the plain one" % a.kind)
+        extra = " reuse_median_s=%.9g reuse_min_s=%.9g" % (statistics.median(reuse), min(reuse))
+    print("OW_BENCH_RESULT median_s=%.9g min_s=%.9g repeat=%d%s" % (statistics.median(times), min(times), a.repeat, extra))
     sys.stdout.flush()
 
 

@@ -1,10 +1,13 @@
-// ow bench: times the reference interpreter against numpy doing the same math on the same data.
-// A benchmark, not a test: it is never registered with meson test.
+// ow bench: times the reference interpreter and the compiled path (tcc, cc) against numpy doing
+// the same math on the same data. A benchmark, not a test: it is never registered with meson test.
 //
-// For each case it generates the inputs (float32, deterministic from --seed), writes them as
-// .npy to a temporary directory, times interp::run in-process (one warm-up, then median and min
-// of --repeat runs), then spawns tools/bench_numpy.py once, which times the natural numpy version
-// on the same .npy files and saves its result, against which the interpreter's output is checked.
+// Default mode (steady state): for each case it generates the inputs (float32, deterministic from
+// --seed), writes them as .npy to a temporary directory, times interp::run in-process (one warm-up,
+// then median and min of --repeat runs), lowers the graph once and times run_program on tcc and cc
+// (the warm-up run compiles; the timed runs get fresh copies of the inputs), then spawns
+// tools/bench_numpy.py once, which times the natural numpy version on the same .npy files and saves
+// its result. The compiled outputs must equal the interpreter's bit for bit; numpy's must be within
+// --tolerance. The other modes (--compile, --first-result, --micro) are in bench_compiled.cpp.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,26 +25,21 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/program.h"
+#include "bench.h"
 #include "cli.h"
+#include "lower/lower.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
 #include "uop/error.h"
 
 extern char** environ;
 
-namespace ow::cli {
+namespace ow::cli::bench {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 // ---------- cases ----------
-
-struct InputSpec {
-  std::string name;
-  std::vector<int64_t> shape;
-  double scale;  // standard deviation of the normal entries
-};
 
 struct CaseSpec {
   std::string name;
@@ -68,7 +66,7 @@ CaseSpec case_spec(const std::string& name) {
   throw Error("ow bench: no benchmark recipe for case '" + name + "' (known: scan_big_SxD, vmap_mlp_RxD)");
 }
 
-const char* kDefaultCases = "scan_big_64x128,scan_big_16x256,vmap_mlp_32x128";
+const char* kDefaultCases = "scan_big_64x128,vmap_mlp_32x128,scan_big_16x256";
 
 // ---------- deterministic inputs ----------
 
@@ -84,6 +82,8 @@ uint64_t fnv1a(const std::string& s) {
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
 }
+
+}  // namespace
 
 // N(0, scale^2) float32 entries via Box-Muller, from a stream seeded by (seed, case, input).
 interp::Value random_input(const InputSpec& in, const std::string& case_name, uint64_t seed) {
@@ -102,7 +102,7 @@ interp::Value random_input(const InputSpec& in, const std::string& case_name, ui
 
 // ---------- locating the repository ----------
 
-std::vector<fs::path> search_roots() {
+static std::vector<fs::path> search_roots() {
   std::vector<fs::path> roots;
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -131,10 +131,6 @@ fs::path find_in_repo(const fs::path& rel, bool dir, const std::string& what, co
 
 // ---------- timing ----------
 
-struct Timing {
-  double median = 0, min = 0;  // seconds
-};
-
 Timing summarize(std::vector<double> t) {
   std::sort(t.begin(), t.end());
   size_t n = t.size();
@@ -149,12 +145,41 @@ std::string fmt_time(double s) {
   return buf;
 }
 
-// ---------- the numpy subprocess ----------
+double percentile(std::vector<double> t, double p) {
+  if (t.empty()) return 0;
+  std::sort(t.begin(), t.end());
+  size_t k = size_t(std::ceil(p * double(t.size())));
+  return t[k == 0 ? 0 : std::min(k, t.size()) - 1];
+}
 
-struct NumpyRun {
-  Timing t;
-  std::vector<std::string> info;  // the script's other stdout lines (numpy/BLAS versions)
-};
+std::string fmt_ratio(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, r >= 10 ? "%.0fx" : r >= 1 ? "%.1fx" : "%.2fx", r);
+  return buf;
+}
+
+bool has_backend(const Settings& s, const std::string& b) { return std::find(s.backends.begin(), s.backends.end(), b) != s.backends.end(); }
+
+std::string load_line() {
+  double l1 = 0, l5 = 0, l15 = 0;
+  std::string out = "load average: unknown";
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3) {
+      char b[96];
+      std::snprintf(b, sizeof b, "load average: %.2f %.2f %.2f", l1, l5, l15);
+      out = b;
+    }
+    std::fclose(f);
+  }
+  return out + " on " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+}
+
+void merge_info(std::vector<std::string>& all, const std::vector<std::string>& more) {
+  for (auto& l : more)
+    if (std::find(all.begin(), all.end(), l) == all.end()) all.push_back(l);
+}
+
+// ---------- the numpy subprocess ----------
 
 NumpyRun run_numpy(const std::string& python, const std::string& script, const std::string& kind, const fs::path& dir, int repeat,
                    const fs::path& out, const std::optional<int>& threads) {
@@ -229,36 +254,46 @@ NumpyRun run_numpy(const std::string& python, const std::string& script, const s
       double v = std::strtod(tok.c_str() + eq + 1, nullptr);
       if (k == "median_s") r.t.median = v, found = true;
       if (k == "min_s") r.t.min = v;
+      if (k == "reuse_median_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->median = v;
+      if (k == "reuse_min_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->min = v;
     }
   }
   if (!found) throw Error("ow bench: " + script + " printed no OW_BENCH_RESULT line; its output was:\n" + text);
   return r;
 }
 
-// ---------- one case ----------
+// ---------- the steady-state table: one case on every backend ----------
+
+namespace {
+
+struct Result {
+  std::string backend;
+  Timing t;
+  bool timed = false;
+  std::optional<double> overhead;  // compiled: render + compile-cache lookup per run_program call
+  std::string check;  // "reference", "bit-exact", "rel err 1e-7", "WRONG ...", or why it is missing
+  bool bad = false;   // WRONG or failed
+};
 
 struct Row {
   std::string name;
-  Timing interp;
-  std::optional<Timing> numpy;
-  std::optional<double> rel_err;  // max|interp - numpy| / max|numpy|
-  std::string error;              // why the numpy side or the check is missing
-  bool wrong = false;
+  std::vector<Result> results;  // in --backends order
 };
 
-struct Settings {
-  fs::path cases_dir, script, tmp;
-  std::string python;
-  int repeat;
-  uint64_t seed;
-  double tolerance;
-  bool interp_only;
-  bool init_outputs;
-  std::optional<int> threads;
-};
+// max|got - ref| / max|ref| (NaN when one has a NaN where the other has not).
+double rel_err(const interp::Value& got, const float* ref) {
+  double max_diff = 0, max_ref = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double r = ref[i], x = interp::get_element(got, i);
+    if (std::isnan(x) != std::isnan(r)) return NAN;
+    max_diff = std::max(max_diff, std::fabs(x - r));
+    max_ref = std::max(max_ref, std::fabs(r));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
 
-Row bench_case(const std::string& name, const Settings& s, std::vector<std::string>& numpy_info) {
-  Row row{name, {}, {}, {}, {}, false};
+Row bench_case(const std::string& name, const Settings& s, bool init_outputs, std::vector<std::string>& numpy_info) {
+  Row row{name, {}};
   CaseSpec spec = case_spec(name);
   fs::path file = s.cases_dir / (name + ".uop");
   ParsedGraph g = load_graph(file.string());
@@ -271,14 +306,17 @@ Row bench_case(const std::string& name, const Settings& s, std::vector<std::stri
     interp::save_npy((dir / (in.name + ".npy")).string(), v);
     inputs[in.name] = interp::BufferData{dtypes::float32, v.data, nullptr};
   }
-  if (s.init_outputs)  // zero-filled instead of uninitialized: no poison masks to track
+  if (init_outputs)  // zero-filled instead of uninitialized: no poison masks to track
     for (UOp u : number_graph(g.root).order)
       if (u->op == Ops::BUFFER) {
         const std::string& bname = u->arg.tuple()->at(0).as<std::string>();
         if (!inputs.count(bname)) inputs[bname] = interp::BufferData{u->dtype, std::make_shared<interp::Storage>(u->dtype, u->arg.tuple()->at(1).as<int64_t>()), nullptr};
       }
 
-  std::cerr << "[bench] " << name << ": interpreter, 1 warm-up + " << s.repeat << " runs" << std::flush;
+  // The interpreter: timed if asked for, run once anyway (its output is the reference).
+  bool time_interp = has_backend(s, "interp");
+  int interp_runs = time_interp ? s.repeat : 0;
+  std::cerr << "[bench] " << name << ": interpreter, " << (time_interp ? "1 warm-up + " + std::to_string(s.repeat) + " runs" : "1 run (reference)") << std::flush;
   interp::Options o;
   o.describe = [&](UOp u) {
     auto it = g.where.find(u.get());
@@ -286,7 +324,7 @@ Row bench_case(const std::string& name, const Settings& s, std::vector<std::stri
   };
   auto once = [&] {
     interp::BufferMap b = inputs;  // fresh map: the graph's outputs start unallocated every run
-    if (s.init_outputs)  // ... or zeroed, in fresh storage (the graph writes them in place)
+    if (init_outputs)  // ... or zeroed, in fresh storage (the graph writes them in place)
       for (auto& [bname, d] : b)
         if (std::none_of(spec.inputs.begin(), spec.inputs.end(),
                          [&, &bname = bname](const InputSpec& in) { return in.name == bname; }))  // clang < 16
@@ -295,47 +333,65 @@ Row bench_case(const std::string& name, const Settings& s, std::vector<std::stri
   };
   std::vector<interp::Output> outs = once();
   std::vector<double> times;
-  for (int i = 0; i < s.repeat; ++i) {
+  for (int i = 0; i < interp_runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     outs = once();
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  row.interp = summarize(times);
-  std::cerr << ": median " << fmt_time(row.interp.median) << "\n";
   if (outs.empty()) throw Error("ow bench: " + file.string() + " has no outputs to compare");
-  const interp::Value& got = outs[0].value;
-  if (s.interp_only) return row;
+  const interp::Value ref = outs[0].value;
+  Timing ti = time_interp ? summarize(times) : Timing{};
+  std::cerr << (time_interp ? ": median " + fmt_time(ti.median) : std::string()) << "\n";
 
-  std::cerr << "[bench] " << name << ": numpy (" << s.python << "), 1 warm-up + " << s.repeat << " runs" << std::flush;
-  fs::path ref_path = dir / "numpy_out.npy";
-  try {
-    NumpyRun nr = run_numpy(s.python, s.script.string(), spec.kind, dir, s.repeat, ref_path, s.threads);
-    row.numpy = nr.t;
-    std::cerr << ": median " << fmt_time(nr.t.median) << "\n";
-    for (auto& l : nr.info)
-      if (std::find(numpy_info.begin(), numpy_info.end(), l) == numpy_info.end()) numpy_info.push_back(l);
-  } catch (const Error& e) {
-    std::cerr << ": failed\n" << e.what() << "\n";
-    row.error = "numpy failed";
-    return row;
+  for (const std::string& b : s.backends) {
+    Result r{b, {}, false, {}, "", false};
+    if (b == "interp") {
+      r.t = ti, r.timed = true, r.check = "reference";
+    } else if (b == "tcc" || b == "cc") {
+      std::cerr << "[bench] " << name << ": " << b << ", lower + 1 warm-up (compiles) + " << s.repeat << " runs" << std::flush;
+      try {
+        UOp program = lower::lower(g.root);
+        std::vector<interp::Output> got;
+        r.t = time_compiled(program, inputs, b, s.repeat, got), r.timed = true;
+        r.overhead = render_and_lookup(program, b, s.repeat);
+        std::cerr << ": median " << fmt_time(r.t.median) << "\n";
+        std::optional<Difference> d = got.empty() ? std::optional<Difference>(Difference{-1, 0, 0}) : first_difference(ref, got[0].value);
+        if (!d) r.check = "bit-exact";
+        else {
+          char buf[160];
+          if (d->index < 0) std::snprintf(buf, sizeof buf, "WRONG: output shape differs");
+          else std::snprintf(buf, sizeof buf, "WRONG: element %lld interp %.9g %s %.9g", (long long)d->index, d->a, b.c_str(), d->b);
+          r.check = buf, r.bad = true;
+        }
+      } catch (const Error& e) {
+        std::cerr << ": failed\n" << e.what() << "\n";
+        r.check = "failed: " + std::string(e.what()).substr(0, 60), r.bad = true;
+      }
+    } else if (b == "numpy") {
+      std::cerr << "[bench] " << name << ": numpy (" << s.python << "), 1 warm-up + " << s.repeat << " runs" << std::flush;
+      fs::path ref_path = dir / "numpy_out.npy";
+      try {
+        NumpyRun nr = run_numpy(s.python, s.script.string(), spec.kind, dir, s.repeat, ref_path, s.threads);
+        r.t = nr.t, r.timed = true;
+        std::cerr << ": median " << fmt_time(nr.t.median) << "\n";
+        merge_info(numpy_info, nr.info);
+        interp::NpyArray np = interp::load_npy(ref_path.string());
+        if (np.data->size != ref.numel()) {
+          r.check = "WRONG: numpy gave " + std::to_string(np.data->size) + " elements, the interpreter " + std::to_string(ref.numel()), r.bad = true;
+        } else {
+          double e = rel_err(ref, np.data->as<float>());
+          char buf[64];
+          bool wrong = !(e <= s.tolerance);
+          std::snprintf(buf, sizeof buf, "%srel err %.2e", wrong ? "WRONG: " : "", e);
+          r.check = buf, r.bad = wrong;
+        }
+      } catch (const Error& e) {
+        std::cerr << ": failed\n" << e.what() << "\n";
+        r.check = "numpy failed", r.bad = true;
+      }
+    }
+    row.results.push_back(r);
   }
-
-  interp::NpyArray ref = interp::load_npy(ref_path.string());
-  if (ref.data->size != got.numel()) {
-    row.error = "numpy gave " + std::to_string(ref.data->size) + " elements, the interpreter " + std::to_string(got.numel());
-    row.wrong = true;
-    return row;
-  }
-  double max_diff = 0, max_ref = 0;
-  bool nan = false;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    double r = ref.data->as<float>()[i], x = interp::get_element(got, i);
-    if (std::isnan(x) != std::isnan(r)) nan = true;
-    max_diff = std::max(max_diff, std::fabs(x - r));
-    max_ref = std::max(max_ref, std::fabs(r));
-  }
-  row.rel_err = nan ? NAN : max_ref > 0 ? max_diff / max_ref : max_diff;
-  row.wrong = nan || !(*row.rel_err <= s.tolerance);
   return row;
 }
 
@@ -347,44 +403,95 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-void print_table(const std::vector<Row>& rows, double tolerance) {
-  std::printf("%-18s %14s %14s %14s %14s %14s %20s\n", "case", "interp median", "interp min", "numpy median", "numpy min", "interp/numpy",
-              "max|diff|/max|ref|");
-  for (const Row& r : rows) {
-    std::string nm = r.numpy ? fmt_time(r.numpy->median) : "-", nmin = r.numpy ? fmt_time(r.numpy->min) : "-", ratio = "-", err = r.error.empty() ? "-" : r.error;
-    if (r.numpy && r.numpy->median > 0) {
-      char b[32];
-      std::snprintf(b, sizeof b, "%.1fx", r.interp.median / r.numpy->median);
-      ratio = b;
+void print_table(const std::vector<Row>& rows, const Settings& s) {
+  std::printf("steady state: run_program / interp::run / numpy on the same inputs, 1 warm-up + %d runs (compile excluded)\n", s.repeat);
+  std::printf("  of which render+lookup: the part of a compiled run spent rendering the kernels again and finding them in the compile cache\n");
+  std::printf("%-18s %-7s %12s %12s %10s %14s  %s\n", "case", "backend", "median", "min", "vs numpy", "of which r+l", "check (compiled: bit for bit vs interp; numpy: max|diff|/max|ref|)");
+  for (const Row& row : rows) {
+    const Result* np = nullptr;
+    for (const Result& r : row.results)
+      if (r.backend == "numpy" && r.timed) np = &r;
+    for (size_t i = 0; i < row.results.size(); ++i) {
+      const Result& r = row.results[i];
+      std::string ratio = np && r.timed && np->t.median > 0 ? fmt_ratio(r.t.median / np->t.median) : "-";
+      std::printf("%-18s %-7s %12s %12s %10s %14s  %s\n", i ? "" : row.name.c_str(), r.backend.c_str(), r.timed ? fmt_time(r.t.median).c_str() : "-",
+                  r.timed ? fmt_time(r.t.min).c_str() : "-", ratio.c_str(), r.overhead ? fmt_time(*r.overhead).c_str() : "", r.check.c_str());
     }
-    if (r.rel_err) {
-      char b[48];
-      std::snprintf(b, sizeof b, "%.2e%s", *r.rel_err, r.wrong ? " WRONG" : "");
-      err = b;
-    }
-    std::printf("%-18s %14s %14s %14s %14s %14s %20s\n", r.name.c_str(), fmt_time(r.interp.median).c_str(), fmt_time(r.interp.min).c_str(), nm.c_str(),
-                nmin.c_str(), ratio.c_str(), err.c_str());
   }
-  bool any_wrong = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.wrong; });
-  if (any_wrong) std::printf("WRONG: the interpreter's output differs from numpy's by more than --tolerance %g\n", tolerance);
+  // The ratios the issue asks for, one line per case.
+  if (has_backend(s, "numpy")) {
+    std::printf("\n%-18s %10s %10s %10s %10s\n", "case", "interp/np", "tcc/np", "cc/np", "tcc/cc");
+    for (const Row& row : rows) {
+      auto med = [&](const std::string& b) -> std::optional<double> {
+        for (const Result& r : row.results)
+          if (r.backend == b && r.timed && r.t.median > 0) return r.t.median;
+        return std::nullopt;
+      };
+      auto q = [&](const std::string& a, const std::string& b) { return med(a) && med(b) ? fmt_ratio(*med(a) / *med(b)) : std::string("-"); };
+      std::printf("%-18s %10s %10s %10s %10s\n", row.name.c_str(), q("interp", "numpy").c_str(), q("tcc", "numpy").c_str(), q("cc", "numpy").c_str(), q("tcc", "cc").c_str());
+    }
+  }
 }
+
+int steady_state(const Settings& s, bool init_outputs) {
+  std::vector<Row> rows;
+  std::vector<std::string> info;
+  for (const std::string& n : s.cases) rows.push_back(bench_case(n, s, init_outputs, info));
+  print_table(rows, s);
+  for (const std::string& l : info) std::printf("%s\n", l.c_str());
+  bool failed = false;
+  for (const Row& r : rows)
+    for (const Result& x : r.results) failed |= x.bad;
+  if (failed) std::printf("WRONG or failed: see the check column (numpy tolerance: --tolerance %g)\n", s.tolerance);
+  return failed ? 1 : 0;
+}
+
+const char* kHelp = R"(modes (one per run; each prints the load average and core count, and tables with ratios):
+  (default)       steady state on --cases: interp::run, run_program on tcc and cc (lowered and
+                  compiled once, in a warm-up run that is not timed) and numpy, median and min of
+                  --repeat runs on fresh copies of the inputs; compiled outputs must equal the
+                  interpreter's bit for bit, numpy's within --tolerance (else WRONG, exit 1).
+  --compile       per-kernel compile latency: every KERNEL of every reference case (lowered) is
+                  rendered and compiled uncached (a unique comment defeats the compile cache) with
+                  tcc and cc; median/p90 per compiler and cc/tcc. Target: tcc median < 1 ms, >= 30x below cc.
+  --first-result  time to first result per reference case, in process, parse excluded: lower +
+                  render + compile (uncached: kernels get unique names) + run, on tcc and cc, with
+                  the split; per case and the median. Target: scan_with_assign on tcc < 5 ms.
+  --micro         a*b+1 on 16M float32 and a 512x512x512 float32 matmul (REDUCE_AXIS of an
+                  expanded product) on tcc, cc and numpy (a*b+1, a@b), steady state (compile
+                  excluded), median of --repeat; prints numpy's BLAS. Targets: a*b+1 cc <= 1.3x
+                  numpy, tcc <= 3x; matmul cc >= 25% of numpy's speed.
+)";
+
+}  // namespace
 
 int cmd_bench(const Args& args) {
   po::options_description opts("options");
-  opts.add_options()("cases", po::value<std::string>()->default_value(kDefaultCases), "comma-separated case names (reference/cases/NAME.uop)")(
-      "repeat", po::value<int>()->default_value(20), "timed runs per side (after one warm-up); the median and min are reported")(
+  opts.add_options()("cases", po::value<std::string>(),
+                     (std::string("comma-separated case names (reference/cases/NAME.uop); default ") + kDefaultCases +
+                      " (steady state), every reference case (--compile, --first-result)").c_str())(
+      "backends", po::value<std::string>()->default_value("interp,tcc,cc,numpy"), "steady state: which of interp,tcc,cc,numpy to time")(
+      "compile", "mode: per-kernel compile latency, tcc vs cc")("first-result", "mode: time to first result per reference case, tcc and cc")(
+      "micro", "mode: a*b+1 (16M float32) and 512^3 float32 matmul, tcc/cc vs numpy")(
+      "repeat", po::value<int>()->default_value(10), "timed runs per side (after one warm-up); the median and min are reported")(
       "numpy", po::value<std::string>()->default_value("/usr/bin/python3"), "python interpreter with numpy")(
       "cases-dir", po::value<std::string>(), "directory of the .uop cases (default: reference/cases found above the executable or CWD)")(
       "script", po::value<std::string>(), "the numpy script (default: tools/bench_numpy.py found the same way)")(
       "seed", po::value<uint64_t>()->default_value(0), "seed of the random inputs")(
-      "tolerance", po::value<double>()->default_value(1e-3), "max|diff|/max|ref| above which the output is flagged WRONG")(
+      "tolerance", po::value<double>()->default_value(1e-3), "max|diff|/max|ref| above which numpy's output is flagged WRONG")(
       "numpy-threads", po::value<int>(), "set OPENBLAS/OMP/MKL_NUM_THREADS for numpy (default: its own choice)")(
-      "interp-only", "time only the interpreter (no numpy, no check; for profiling)")(
-      "init-outputs", "bind the buffers the graph writes zero-filled instead of leaving them uninitialized (no poison tracking)")(
+      "interp-only", "time only the interpreter (same as --backends interp; for profiling)")(
+      "init-outputs", "interpreter: bind the buffers the graph writes zero-filled instead of leaving them uninitialized (no poison tracking)")(
       "keep", "keep the temporary directory of .npy inputs and outputs");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_options("bench", "[--cases A,B,...] [--repeat N] [--numpy PYTHON] [--cases-dir DIR] [--interp-only]", opts, pos, args, vm)) return 0;
+  if (!parse_options("bench", "[--compile | --first-result | --micro] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
+                     args, vm)) {
+    std::cout << "\n" << kHelp;
+    return 0;
+  }
+  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro"));
+  if (modes > 1) throw Error("ow bench: --compile, --first-result and --micro are separate modes: pick one");
 
   Settings s;
   s.repeat = vm["repeat"].as<int>();
@@ -392,14 +499,22 @@ int cmd_bench(const Args& args) {
   s.python = vm["numpy"].as<std::string>();
   s.seed = vm["seed"].as<uint64_t>();
   s.tolerance = vm["tolerance"].as<double>();
-  s.interp_only = vm.count("interp-only") > 0;
-  s.init_outputs = vm.count("init-outputs") > 0;
   if (vm.count("numpy-threads")) s.threads = vm["numpy-threads"].as<int>();
+  s.backends = split_commas(vm.count("interp-only") ? std::string("interp") : vm["backends"].as<std::string>());
+  for (const std::string& b : s.backends)
+    if (b != "interp" && b != "tcc" && b != "cc" && b != "numpy") throw Error("ow bench: unknown backend '" + b + "' (known: interp, tcc, cc, numpy)");
+  if (s.backends.empty()) throw Error("ow bench: --backends names no backend");
   s.cases_dir = vm.count("cases-dir") ? fs::path(vm["cases-dir"].as<std::string>()) : find_in_repo("reference/cases", true, "the reference cases", "--cases-dir");
-  if (!s.interp_only) s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench_numpy.py", false, "the numpy script", "--script");
-  std::vector<std::string> names = split_commas(vm["cases"].as<std::string>());
-  if (names.empty()) throw Error("ow bench: --cases names no case");
-  for (const std::string& n : names) case_spec(n);  // fail early on an unknown recipe
+  bool need_numpy = vm.count("micro") || (!modes && has_backend(s, "numpy"));
+  if (need_numpy) s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench_numpy.py", false, "the numpy script", "--script");
+  if (vm.count("cases")) {
+    s.cases = split_commas(vm["cases"].as<std::string>());
+    if (s.cases.empty()) throw Error("ow bench: --cases names no case");
+  } else if (!modes) {
+    s.cases = split_commas(kDefaultCases);
+  }
+  if (!modes)
+    for (const std::string& n : s.cases) case_spec(n);  // fail early on an unknown recipe
 
   std::string tmpl = (fs::temp_directory_path() / "ow-bench-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw Error(std::string("ow bench: cannot create a temporary directory: ") + std::strerror(errno));
@@ -414,25 +529,17 @@ int cmd_bench(const Args& args) {
     }
   } cleanup{s.tmp, vm.count("keep") > 0};
 
-  std::vector<Row> rows;
-  std::vector<std::string> info;
-  for (const std::string& n : names) rows.push_back(bench_case(n, s, info));
-
-  print_table(rows, s.tolerance);
-  for (const std::string& l : info) std::printf("%s\n", l.c_str());
-  // Timings on a busy machine are noisy: say how busy it was.
-  double l1 = 0, l5 = 0, l15 = 0;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
-      std::printf("load average: %.2f %.2f %.2f on %u cores\n", l1, l5, l15, std::thread::hardware_concurrency());
-    std::fclose(f);
-  }
-  bool failed = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.wrong || !r.error.empty(); });
-  return failed ? 1 : 0;
+  std::printf("ow bench: %s\n", load_line().c_str());
+  std::fflush(stdout);
+  int rc = vm.count("compile") ? bench_compile(s) : vm.count("first-result") ? bench_first_result(s) : vm.count("micro") ? bench_micro(s) : steady_state(s, vm.count("init-outputs") > 0);
+  std::printf("%s (at the end)\n", load_line().c_str());
+  return rc;
 }
 
-}  // namespace
+}  // namespace ow::cli::bench
 
-std::vector<Command> bench_commands() { return {{"bench", "time the interpreter against numpy on the benchmark cases", cmd_bench}}; }
-
+namespace ow::cli {
+std::vector<Command> bench_commands() {
+  return {{"bench", "time the interpreter and the compiled path (tcc, cc) against numpy; --compile, --first-result, --micro", bench::cmd_bench}};
+}
 }  // namespace ow::cli
