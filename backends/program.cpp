@@ -108,6 +108,15 @@ class CompiledLauncher : public Launcher {
   }
 };
 
+std::vector<int64_t> stored_slots(UOp kernel);
+
+interp::BufferMap deep_copy(const interp::BufferMap& b) {
+  interp::BufferMap out;
+  for (auto& [name, d] : b)
+    out[name] = interp::BufferData{d.dtype, std::make_shared<interp::Storage>(*d.data), d.poison ? std::make_shared<interp::Storage>(*d.poison) : nullptr};
+  return out;
+}
+
 // The host walk: GROUP in order, END over OUTER ranges as loops, KERNEL launches.
 class Host {
  public:
@@ -128,13 +137,15 @@ class Host {
     }
   }
 
+  // A named buffer: the caller's, or (names starting with '_') a temporary of this run only.
   interp::BufferData& buffer(UOp b) {
     const std::string& name = buffer_name(b);
     int64_t size = b->arg.tuple()->at(1).as<int64_t>();
-    auto it = buffers_.find(name);
-    if (it == buffers_.end()) {
+    interp::BufferMap& owner = name.rfind('_', 0) == 0 ? temps_ : buffers_;
+    auto it = owner.find(name);
+    if (it == owner.end()) {
       interp::BufferData d{b->dtype, std::make_shared<interp::Storage>(b->dtype, size), nullptr};
-      it = buffers_.emplace(name, d).first;
+      it = owner.emplace(name, d).first;
     }
     if (it->second.dtype != b->dtype || it->second.data->size != size)
       throw Error("buffer '" + name + "' holds " + std::to_string(it->second.data->size) + " " + to_string(it->second.dtype) + " elements but the program declares " +
@@ -146,6 +157,7 @@ class Host {
 
  private:
   interp::BufferMap& buffers_;
+  interp::BufferMap temps_;
   Launcher& launcher_;
   const RunOptions& opts_;
   std::map<const UOpNode*, int64_t> env_;
@@ -191,9 +203,19 @@ class Host {
       else throw Error(std::string("a KERNEL source must be a BUFFER or a BIND, got ") + std::string(op_name(s->op)));
     }
     launcher_.launch(k, slots, vars);
+    for (int64_t slot : stored_slots(k))  // compiled kernels do not track poison: what they write is data
+      if (slot < static_cast<int64_t>(slots.size()) && opts_.backend != "interp") slots[slot]->poison = nullptr;
     if (opts_.on_launch) opts_.on_launch(k, env_order_);
   }
 };
+
+std::vector<int64_t> stored_slots(UOp kernel) {
+  std::vector<int64_t> out;
+  for (UOp u : toposort(kernel->src[0]))
+    if (u->op == Ops::STORE && u->src[0]->op == Ops::INDEX && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL)
+      out.push_back(u->src[0]->src[0]->arg.as<int64_t>());
+  return out;
+}
 
 std::vector<interp::Output> outputs(UOp program, Host& host) {
   std::vector<interp::Output> outs;
@@ -211,7 +233,7 @@ std::vector<interp::Output> outputs(UOp program, Host& host) {
     interp::Value v;
     v.dtype = b->dtype;
     v.view = interp::View::contiguous(shape);
-    v.data = host.buffer(b).data;
+    v.data = std::make_shared<interp::Storage>(*host.buffer(b).data);  // a value, not a view of live memory
     std::string name = names ? (*names)[i].as<std::string>() : srcs.size() == 1 ? "out" : "out" + std::to_string(i);
     outs.push_back({name, v});
   }
@@ -247,18 +269,20 @@ class CheckLauncher : public Launcher {
 
  private:
   interp::BufferMap& ref_;
+  interp::BufferMap ref_temps_;
   InterpLauncher reference_;
   CompiledLauncher compiled_;
   std::string compiler_;
 
   interp::BufferData& ref_buffer(UOp b) {
     const std::string& name = buffer_name(b);
-    auto it = ref_.find(name);
-    if (it == ref_.end()) {  // never given data: uninitialized, tracked as poison
+    interp::BufferMap& owner = name.rfind('_', 0) == 0 ? ref_temps_ : ref_;
+    auto it = owner.find(name);
+    if (it == owner.end()) {  // never given data: uninitialized, tracked as poison
       int64_t n = b->arg.tuple()->at(1).as<int64_t>();
       interp::BufferData d{b->dtype, std::make_shared<interp::Storage>(b->dtype, n), std::make_shared<interp::Storage>(dtypes::bool_, n)};
       std::memset(d.poison->bytes.data(), 1, d.poison->bytes.size());
-      it = ref_.emplace(name, d).first;
+      it = owner.emplace(name, d).first;
     }
     return it->second;
   }
@@ -283,12 +307,7 @@ class CheckLauncher : public Launcher {
 };
 
 std::vector<interp::Output> check_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) {
-  interp::BufferMap ref;
-  for (auto& [name, d] : buffers) {
-    interp::BufferData c = d;
-    c.data = std::make_shared<interp::Storage>(*d.data);
-    ref[name] = c;
-  }
+  interp::BufferMap ref = deep_copy(buffers);
   CheckLauncher l(ref, opts);
   Host host(buffers, l, opts);
   l.bindings = &host.bindings();
@@ -313,12 +332,7 @@ std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, con
   if (opts.backend != "check") return run_program(lower::lower(graph), buffers, opts);
   // check: the lowered program kernel by kernel (check_program), and its outputs against the
   // tensor-level interpreter on the original graph, which defines them.
-  interp::BufferMap ref;
-  for (auto& [name, d] : buffers) {
-    interp::BufferData c = d;
-    c.data = std::make_shared<interp::Storage>(*d.data);
-    ref[name] = c;
-  }
+  interp::BufferMap ref = deep_copy(buffers);
   std::vector<interp::Output> want = interp::run(graph, ref);
   std::vector<interp::Output> got = run_program(lower::lower(graph), buffers, opts);
   for (size_t i = 0; i < want.size(); ++i) {
@@ -332,6 +346,8 @@ std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, con
       throw Error("check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
     }
   }
+  for (auto& [name, d] : ref)  // the interpreter knows what is still uninitialized
+    if (auto it = buffers.find(name); it != buffers.end()) it->second.poison = d.poison;
   return got;
 }
 

@@ -77,6 +77,8 @@ UOp make_index(UOp x, std::vector<UOp> idx, UOp gate) {
   return UOp::make(Ops::INDEX, x->dtype, std::move(src));
 }
 
+bool is_store_value(UOp u) { return u->op == Ops::BUFFERIZE && u->tag.is<std::string>() && u->tag.as<std::string>() == "store"; }
+
 UOp reduce_identity(Ops op, DType dt) {
   if (op == Ops::ADD) return UOp::cnst(dt, 0);
   if (op == Ops::MUL) return UOp::cnst(dt, 1);

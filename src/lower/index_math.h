@@ -31,6 +31,9 @@ struct IndexParts {
 std::optional<IndexParts> index_parts(UOp u);
 UOp make_index(UOp x, std::vector<UOp> idx, UOp gate);
 
+// The BUFFERIZE a STORE writes through (tagged "store"), as opposed to a realized value.
+bool is_store_value(UOp u);
+
 // The fold identity of a reduce op (SEMANTICS S3): 0, 1, or the lowest value for MAX.
 UOp reduce_identity(Ops op, DType dt);
 

@@ -129,7 +129,7 @@ void check_writable(UOp target) {
 
 UOp store_kernel(const Match& m) {
   UOp target = m.node->src[0], b = m.node->src[1];
-  if (b->op != Ops::BUFFERIZE || !is_shaped(target)) return UOp();
+  if (!is_store_value(b) || !is_shaped(target)) return UOp();
   Context& ctx = m.context<Context>();
   check_writable(target);
   std::vector<UOp> rs(b->src.begin() + 1, b->src.end());

@@ -58,14 +58,16 @@ UOp bufferize(const Match& m) {
 }
 
 UOp store_bufferize(const Match& m) {
+  // A realized value (CONTIGUOUS, already a BUFFERIZE here) gets its own temporary: the store
+  // copies from it, so a value that reads the target is computed before the target is written.
   UOp target = m.node->src[0], value = m.node->src[1];
-  if (value->op == Ops::BUFFERIZE || !is_shaped(target)) return UOp();
+  if (is_store_value(value) || !is_shaped(target)) return UOp();
   for (UOp d : dims_of(target))
     if (!static_size(d)) throw Error("lowering: a STORE into a view of symbolic shape " + render_shape(dims_of(target)) + " is not supported yet");
   Loops l = loops_over(dims_of(target), m.context<Context>(), AxisType::LOOP);
   std::vector<UOp> src{make_index(value, l.ranges, UOp())};
   src.insert(src.end(), l.ranges.begin(), l.ranges.end());
-  return target.store(UOp::make(Ops::BUFFERIZE, value->dtype, src));
+  return target.store(UOp::make(Ops::BUFFERIZE, value->dtype, src, Arg(), Arg(std::string("store"))));
 }
 
 // ---- INDEX pushed through one op ----

@@ -147,6 +147,12 @@ Tensor operator*(double v, const Tensor& t);
 // The global store of named buffers the Tensor API realizes into (like tinygrad's Buffers).
 interp::BufferMap& buffer_store();
 
+// How realize() evaluates a graph: the reference interpreter unless replaced. The compiled
+// tiers live above this layer (backends/program.h: run_graph); tests run the same Tensor code
+// on every backend by installing one here. A null evaluator restores the interpreter.
+using Evaluator = std::function<std::vector<interp::Output>(UOp graph, interp::BufferMap& buffers)>;
+void set_evaluator(Evaluator e);
+
 // Gradients of root with respect to each target (DESIGN §3.3: true derivatives; a contribution
 // that carries a range its target does not depend on is summed over that range).
 std::vector<UOp> compute_gradient(UOp root, UOp root_grad, const std::vector<UOp>& targets);

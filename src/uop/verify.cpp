@@ -200,10 +200,11 @@ Check check_effect(UOp u) {
       if (u->dtype != u->src[0]->dtype.base()) return fail("dtype", "LOAD must produce " + dt(u->src[0]->dtype.base()));
       return std::nullopt;
     case Ops::INDEX:
-      // INDEX(x, i...) or INDEX(x, i..., gate): index operands, then an optional bool gate.
-      if (auto e = count(u, 2, SIZE_MAX)) return e;
+      // INDEX(x, i...) or INDEX(x, i..., gate): index operands, then an optional bool gate. A
+      // pointer INDEX has one linear index; a tensor-level one has one per axis (none for a 0-d x).
+      if (auto e = count(u, u->dtype.ptr ? 2 : 1, SIZE_MAX)) return e;
       for (size_t i = 1; i < u->src.size(); ++i) {
-        bool gate = i + 1 == u->src.size() && i > 1 && u->src[i]->dtype.is_bool();
+        bool gate = i + 1 == u->src.size() && (i > 1 || !u->dtype.ptr) && u->src[i]->dtype.is_bool();
         if (!gate && !u->src[i]->dtype.is_index())
           return fail("index.dtype", "INDEX operand " + std::to_string(i) + " must be index" + (i + 1 == u->src.size() && i > 1 ? " (or a bool gate)" : "") + ", got " + dt(u->src[i]->dtype));
       }
