@@ -53,5 +53,6 @@ std::vector<Command> case_commands();   // cases
 std::vector<Command> bench_commands();  // bench
 std::vector<Command> lower_commands();  // lower, check
 std::vector<Command> fuzz_commands();   // fuzz
+std::vector<Command> explain_commands();  // explain (tools/cmd_explain.cpp)
 
 }  // namespace ow::cli

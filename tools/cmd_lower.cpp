@@ -7,6 +7,7 @@
 #include "interp/interp.h"
 #include "lower/lower.h"
 #include "uop/error.h"
+#include "validate.h"
 
 namespace ow::cli {
 
@@ -66,42 +67,6 @@ int cmd_show_c(const Args& args) {
     first = false;
   }
   return 0;
-}
-
-// Evaluates a graph on its own copy of the inputs.
-std::vector<interp::Output> evaluate(UOp g, const interp::BufferMap& inputs) {
-  interp::BufferMap b = copy_buffers(inputs);
-  return interp::run(g, b);
-}
-
-// Translation validation: the interpreter runs the graph before lowering and after every pass;
-// the first pass whose outputs differ (bit for bit) is named with the element and both values.
-int check_passes(UOp root, const interp::BufferMap& inputs) {
-  std::vector<interp::Output> want = evaluate(root, inputs);
-  std::cout << "input graph: " << want.size() << " output(s) evaluated\n";
-  int status = 0;
-  lower::lower(root, [&](const lower::Pass& p, UOp g) {
-    if (status) return;
-    std::vector<interp::Output> got;
-    try {
-      got = evaluate(g, inputs);
-    } catch (const Error& e) {
-      std::cout << "pass " << p.name << ": the lowered graph fails to evaluate: " << e.what() << "\n";
-      status = 1;
-      return;
-    }
-    for (size_t i = 0; i < want.size() && !status; ++i) {
-      auto d = i < got.size() ? first_difference(want[i].value, got[i].value) : std::optional<Difference>(Difference{-1, 0, 0});
-      if (!d) continue;
-      std::cout << "pass " << p.name << " changes output '" << want[i].name << "'";
-      if (d->index < 0) std::cout << ": its shape or presence differs\n";
-      else std::cout << " at element " << d->index << ": " << d->a << " before, " << d->b << " after\n";
-      std::cout << "  output node after the pass:\n" << print_graph(i < g->src.size() ? g->src[i] : g);
-      status = 1;
-    }
-    if (!status) std::cout << "pass " << p.name << ": outputs unchanged (" << toposort(g).size() << " nodes)\n";
-  });
-  return status;
 }
 
 int cmd_check(const Args& args) {

@@ -11,8 +11,23 @@ namespace ow::lower {
 
 namespace {
 
+// The pass is procedural, not a rule table: its steps are reported through the same firing hook
+// (ow explain) under these names.
+const Rule& step_rule(const char* name) {
+  static std::map<std::string, Rule> rules;
+  auto it = rules.find(name);
+  if (it == rules.end()) it = rules.emplace(name, Rule{name, Pat::any(), {}}).first;
+  return it->second;
+}
+
 class Scheduler {
  public:
+  explicit Scheduler(Context& ctx) : ctx_(ctx) {}
+
+  void fired(const char* step, UOp before, UOp after) {
+    if (ctx_.on_fire) ctx_.on_fire(step_rule(step), before, after);
+  }
+
   void visit(UOp u, std::vector<UOp>& steps) {
     if (!done_.insert(u.get()).second) return;
     switch (u->op) {
@@ -23,6 +38,7 @@ class Scheduler {
           src.push_back(strip(u->src[i]));
         }
         steps.push_back(u.replace_src(src));
+        fired("kernel scheduled", u, steps.back());
         return;
       }
       case Ops::END: {
@@ -33,6 +49,7 @@ class Scheduler {
         std::vector<UOp> src{UOp::make(Ops::GROUP, dtypes::void_, body)};
         src.insert(src.end(), u->src.begin() + 1, u->src.end());
         steps.push_back(UOp::make(Ops::END, dtypes::void_, src));
+        fired("host loop", u, steps.back());
         return;
       }
       case Ops::STORE: throw Error("lowering: a STORE was left outside a kernel");
@@ -51,14 +68,15 @@ class Scheduler {
   }
 
  private:
+  Context& ctx_;
   std::set<const UOpNode*> done_;
   std::map<const UOpNode*, UOp> stripped_;
 };
 
 }  // namespace
 
-UOp schedule(UOp root, Context&) {
-  Scheduler s;
+UOp schedule(UOp root, Context& ctx) {
+  Scheduler s(ctx);
   std::vector<UOp> steps;
   std::vector<UOp> outs = root->op == Ops::SINK ? root->src : std::vector<UOp>{root};
   for (UOp o : outs) s.visit(o, steps);
@@ -69,6 +87,7 @@ UOp schedule(UOp root, Context&) {
   for (UOp o : outs) {
     if (!o->dtype.is_void()) {
       src.push_back(s.strip(o).after({anchor}));
+      s.fired("output anchored", o, src.back());
       any_value = true;
     } else {
       src.push_back(UOp::make(Ops::GROUP, dtypes::void_, {}));

@@ -1,0 +1,51 @@
+// Recording the lowering pipeline (tools/trace_lowering.h).
+#include "trace_lowering.h"
+
+#include <map>
+
+namespace ow::cli {
+
+std::vector<PassTrace> trace_lowering(UOp root) {
+  std::vector<PassTrace> out;
+  std::vector<Firing> current;
+  lower::Context ctx;
+  ctx.on_fire = [&](const Rule& r, UOp before, UOp after) { current.push_back({r.name, before, after}); };
+  UOp before = root;
+  lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {
+    out.push_back({&p, before, g, std::move(current)});
+    current.clear();
+    before = g;
+  });
+  return out;
+}
+
+std::vector<RuleGroup> group_by_rule(const std::vector<Firing>& firings) {
+  std::vector<RuleGroup> groups;
+  std::map<std::string, size_t> at;
+  for (const Firing& f : firings) {
+    auto [it, fresh] = at.emplace(f.rule, groups.size());
+    if (fresh) groups.push_back({f.rule, {}});
+    groups[it->second].firings.push_back(&f);
+  }
+  return groups;
+}
+
+std::string compact_node(UOp u, const Printed& g, size_t max_chars) {
+  std::string s;
+  if (auto it = g.number.find(u.get()); it != g.number.end()) {
+    s = g.line(u);
+    if (size_t eq = s.find(" = "); eq != std::string::npos) s.erase(eq, 2);
+  } else {
+    s = "new " + std::string(op_name(u->op)) + " " + to_string(u->dtype) + " (";
+    for (size_t i = 0; i < u->src.size(); ++i) {
+      auto at = g.number.find(u->src[i].get());
+      s += (i ? ", " : "") + (at != g.number.end() ? g.name(u->src[i]) : std::string("new ") + std::string(op_name(u->src[i]->op)));
+    }
+    s += ")";
+    if (!u->arg.none()) s += " " + to_string(u->arg);
+  }
+  if (s.size() > max_chars) s = s.substr(0, max_chars - 3) + "...";
+  return s;
+}
+
+}  // namespace ow::cli

@@ -1,0 +1,52 @@
+// Translation validation (tools/validate.h).
+#include "validate.h"
+
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "cli.h"
+#include "uop/error.h"
+#include "uop/text.h"
+
+namespace ow::cli {
+
+std::vector<interp::Output> evaluate(UOp g, const interp::BufferMap& inputs, const interp::Options& opts) {
+  interp::BufferMap b = copy_buffers(inputs);
+  return interp::run(g, b, opts);
+}
+
+Verdict validate_pass(const std::vector<interp::Output>& want, const std::string& pass, UOp g, const interp::BufferMap& inputs) {
+  std::vector<interp::Output> got;
+  try {
+    got = evaluate(g, inputs);
+  } catch (const Error& e) {
+    return {false, "pass " + pass + ": the lowered graph fails to evaluate: " + e.what() + "\n"};
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    auto d = i < got.size() ? first_difference(want[i].value, got[i].value) : std::optional<Difference>(Difference{-1, 0, 0});
+    if (!d) continue;
+    std::ostringstream os;
+    os << "pass " << pass << " changes output '" << want[i].name << "'";
+    if (d->index < 0) os << ": its shape or presence differs\n";
+    else os << " at element " << d->index << ": " << d->a << " before, " << d->b << " after\n";
+    os << "  output node after the pass:\n" << print_graph(i < g->src.size() ? g->src[i] : g);
+    return {false, os.str()};
+  }
+  return {true, "pass " + pass + ": outputs unchanged (" + std::to_string(toposort(g).size()) + " nodes)\n"};
+}
+
+int check_passes(UOp root, const interp::BufferMap& inputs) {
+  std::vector<interp::Output> want = evaluate(root, inputs);
+  std::cout << "input graph: " << want.size() << " output(s) evaluated\n";
+  int status = 0;
+  lower::lower(root, [&](const lower::Pass& p, UOp g) {
+    if (status) return;
+    Verdict v = validate_pass(want, p.name, g, inputs);
+    std::cout << v.text;
+    if (!v.ok) status = 1;
+  });
+  return status;
+}
+
+}  // namespace ow::cli
