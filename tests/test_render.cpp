@@ -40,6 +40,26 @@ UOp matmul_kernel() {
   return kernel("k1", {st}, {buffer("out", 4), buffer("a", 6), buffer("b", 6)});
 }
 
+// out[i*2+j] = sum_k a[i*3+k] * b[j*3+k]: a times b transposed. b walks k contiguously, so the
+// reduce interchange (which would walk it with stride 3 in j) does not apply: one scalar
+// accumulator per output element.
+UOp matmul_bt_kernel() {
+  UOp out = global(0, 4), a = global(1, 6), b = global(2, 6);
+  UOp i = UOp::range(2, 0), j = UOp::range(2, 1), k = UOp::range(3, 2, AxisType::REDUCE);
+  UOp prod = a.index({i * 3 + k}).load() * b.index({j * 3 + k}).load();
+  UOp st = out.index({i * 2 + j}).store(prod.reduce({k}, Ops::ADD)).end({i, j});
+  return kernel("k1", {st}, {buffer("out", 4), buffer("a", 6), buffer("b", 6)});
+}
+
+// out[i*n+j] = sum_k a[i*kn+k] * b[k*n+j] for an (m x kn) by (kn x n) matmul; b's size `bsize`.
+UOp matmul_kernel(int64_t m, int64_t kn, int64_t n, int64_t bsize = -1) {
+  UOp out = global(0, m * n), a = global(1, m * kn), b = global(2, bsize < 0 ? kn * n : bsize);
+  UOp i = UOp::range(m, 0), j = UOp::range(n, 1), k = UOp::range(kn, 2, AxisType::REDUCE);
+  UOp prod = a.index({i * kn + k}).load() * b.index({k * n + j}).load();
+  UOp st = out.index({i * n + j}).store(prod.reduce({k}, Ops::ADD)).end({i, j});
+  return kernel("mm", {st}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)});
+}
+
 // out[i] = a[i] * b[i] + 1
 UOp axb1_kernel(int64_t n) {
   UOp out = global(0, n), a = global(1, n), b = global(2, n);
@@ -82,7 +102,7 @@ TEST_CASE("render: signature, parameters, no includes", "[render]") {
 }
 
 TEST_CASE("render: loops named after ranges, REDUCE accumulator form", "[render]") {
-  RenderedKernel k = render_kernel(matmul_kernel());
+  RenderedKernel k = render_kernel(matmul_bt_kernel());
   INFO(k.source);
   auto ls = lines_of(body(k));
   size_t li = line_index(ls, "for (long long r_0 = 0; r_0 < 2LL; r_0++) {");
@@ -97,6 +117,132 @@ TEST_CASE("render: loops named after ranges, REDUCE accumulator form", "[render]
   size_t fold = line_index(ls, accname + " = (" + accname + " + ");
   CHECK(fold > lk);
   CHECK(ls[line_index(ls, "b0[")].find("= " + accname + ";") != std::string::npos);
+}
+
+// True when the kernel's C folds a REDUCE into an accumulator array (the reduce interchange).
+bool interchanged(const RenderedKernel& k) {
+  std::string b = body(k);
+  size_t p = b.find(" acc");
+  return p != std::string::npos && b.find('[', p) < b.find(';', p);
+}
+
+TEST_CASE("render: reduce interchange for a matmul", "[render]") {
+  // for (i) { float acc[2]; for (j) acc[j] = 0; for (k) { float v = a[i*3+k]; for (j) acc[j] = acc[j] + v * b[k*2+j]; }
+  //           for (j) out[i*2+j] = acc[j]; }
+  RenderedKernel k = render_kernel(matmul_kernel());
+  INFO(k.source);
+  REQUIRE(interchanged(k));
+  auto ls = lines_of(body(k));
+  size_t li = line_index(ls, "for (long long r_0 = 0; r_0 < 2LL; r_0++) {");
+  size_t decl = line_index(ls, "float acc");
+  std::string acc = ls[decl].substr(ls[decl].find("acc"), ls[decl].find('[') - ls[decl].find("acc"));
+  CHECK(ls[decl].find(acc + "[2];") != std::string::npos);
+  size_t init_loop = line_index(ls, "for (long long r_1 = 0; r_1 < 2LL; r_1++) {");
+  size_t init = line_index(ls, acc + "[r_1] = 0.0f;");
+  size_t lk = line_index(ls, "for (long long r_2 = 0; r_2 < 3LL; r_2++) {");
+  size_t hoisted = line_index(ls, "float v");  // a[i*3+k]: in the k loop, outside the j loop
+  size_t inner = lk + 1;
+  while (inner < ls.size() && ls[inner].find("for (long long r_1 ") == std::string::npos) ++inner;
+  size_t fold = line_index(ls, acc + "[r_1] = (" + acc + "[r_1] + ");
+  size_t st = line_index(ls, "b0[");
+  CHECK(li < decl);
+  CHECK(decl < init_loop);
+  CHECK(init_loop < init);
+  CHECK(init < lk);
+  CHECK(lk < hoisted);
+  CHECK(hoisted < inner);
+  CHECK(ls[hoisted].find("b1[") != std::string::npos);
+  CHECK(inner < fold);
+  CHECK(ls[fold].find("b2[") != std::string::npos);
+  CHECK(fold < st);
+  CHECK(ls[st].find("= " + acc + "[r_1];") != std::string::npos);
+  CHECK(ls[st - 1].find("for (long long r_1 = 0;") != std::string::npos);
+  // a matvec (the store nest is the j loop alone): the arrays live in the function body
+  UOp out = global(0, 8), v = global(1, 4), m = global(2, 32);
+  UOp j = UOp::range(8, 0), kk = UOp::range(4, 1, AxisType::REDUCE);
+  UOp dot = (v.index({kk}).load() * m.index({kk * 8 + j}).load()).reduce({kk}, Ops::ADD);
+  RenderedKernel mv = render_kernel(kernel("mv", {out.index({j}).store(dot).end({j})}, {buffer("out", 8), buffer("v", 4), buffer("m", 32)}));
+  INFO(mv.source);
+  CHECK(interchanged(mv));
+  CHECK(body(mv).find("\n  float acc") != std::string::npos);
+}
+
+TEST_CASE("render: no reduce interchange where it is illegal or unprofitable", "[render]") {
+  SECTION("the j loads are strided (a times b transposed)") { CHECK_FALSE(interchanged(render_kernel(matmul_bt_kernel()))); }
+  SECTION("j's extent is over the accumulator limit") {
+    CHECK(interchanged(render_kernel(matmul_kernel(1, 2, 4096))));
+    CHECK_FALSE(interchanged(render_kernel(matmul_kernel(1, 2, 4097))));
+  }
+  UOp out = global(0, 64), a = global(1, 64), b = global(2, 64);
+  UOp i = UOp::range(4, 0), k = UOp::range(4, 2, AxisType::REDUCE);
+  SECTION("j's extent is a variable") {
+    UOp n = UOp::variable("n", 1, 8);
+    UOp j = UOp::range(n, 1);
+    UOp v = (a.index({i * 4 + k}).load() * b.index({k * 8 + j}).load()).reduce({k}, Ops::ADD);
+    UOp kern = kernel("kv", {out.index({i * 8 + j}).store(v).end({i, j})}, {buffer("out", 64), buffer("a", 64), buffer("b", 64), n.bind(UOp::index(3))});
+    CHECK_FALSE(interchanged(render_kernel(kern)));
+  }
+  UOp j = UOp::range(8, 1);
+  SECTION("a REDUCE in the REDUCE's body") {
+    UOp k2 = UOp::range(2, 3, AxisType::REDUCE);
+    UOp inner = b.index({k * 8 + j + k2}).load().reduce({k2}, Ops::MAX);
+    UOp v = (a.index({i * 4 + k}).load() * inner).reduce({k}, Ops::ADD);
+    UOp kern = kernel("kn", {out.index({i * 8 + j}).store(v).end({i, j})}, {buffer("out", 64), buffer("a", 64), buffer("b", 64)});
+    RenderedKernel r = render_kernel(kern);
+    INFO(r.source);
+    CHECK_FALSE(interchanged(r));
+  }
+  SECTION("a division that may fail in the body") {
+    UOp oi = global(0, 64, dtypes::int32), ai = global(1, 64, dtypes::int32), bi = global(2, 64, dtypes::int32);
+    UOp v = ai.index({i * 4 + k}).load().idiv(bi.index({k * 8 + j}).load()).reduce({k}, Ops::ADD);
+    UOp kern = kernel("kd", {oi.index({i * 8 + j}).store(v).end({i, j})}, {buffer("out", 64), buffer("a", 64), buffer("b", 64)});
+    CHECK_FALSE(interchanged(render_kernel(kern)));
+  }
+  SECTION("bounds checks the index bounds do not prove") {
+    CHECK(interchanged(render_kernel(matmul_kernel(), {true})));                // indices provably inside
+    CHECK(interchanged(render_kernel(matmul_kernel(2, 3, 2, 5))));              // b too small, unchecked
+    CHECK_FALSE(interchanged(render_kernel(matmul_kernel(2, 3, 2, 5), {true})));  // b too small, checked
+  }
+}
+
+TEST_CASE("render: a load or division is not hoisted out of a loop that may not run", "[render][tcc]") {
+  // out[i] = x[i] / y[0] for i < n (int32): with n = 0 nothing is evaluated, so y[0] = 0 is fine.
+  UOp out = global(0, 4, dtypes::int32), x = global(1, 4, dtypes::int32), y = global(2, 4, dtypes::int32);
+  UOp n = UOp::variable("n", 0, 4);
+  UOp i = UOp::range(n, 0);
+  UOp q = x.index({i}).load().idiv(y.index({UOp::index(0)}).load());
+  UOp kern = kernel("kz", {out.index({i}).store(q).end({i})}, {buffer("out", 4), buffer("x", 4), buffer("y", 4), n.bind(UOp::index(0))});
+  RenderedKernel k = render_kernel(kern, {true});
+  INFO(k.source);
+  auto ls = lines_of(body(k));
+  CHECK(line_index(ls, "b2[0") > line_index(ls, "for (long long r_0"));
+  CHECK(line_index(ls, " == 0) return ow_fail(err, 1,") > line_index(ls, "for (long long r_0"));
+  // sum_{k < n} x[i] * z[k]: x[i] stays inside the k loop (which may be empty), and out-of-bounds
+  // x[i + 4] is never read (nor checked) when n = 0.
+  UOp fo = global(0, 2), fx = global(1, 4), fz = global(2, 4);
+  UOp i2 = UOp::range(2, 0), kr = UOp::range(n, 1, AxisType::REDUCE);
+  UOp s = (fx.index({i2 + 3}).load() * fz.index({kr}).load()).reduce({kr}, Ops::ADD);
+  UOp kern2 = kernel("kz2", {fo.index({i2}).store(s).end({i2})}, {buffer("out", 2), buffer("x", 4), buffer("z", 4), n.bind(UOp::index(0))});
+  RenderedKernel k2 = render_kernel(kern2, {true});
+  INFO(k2.source);
+  auto ls2 = lines_of(body(k2));
+  CHECK(line_index(ls2, "b1[") > line_index(ls2, "for (long long r_1"));
+
+  auto cc = make_compiler("tcc");
+  using Fn = int (*)(void**, const long long*, long long*);
+  auto fn = reinterpret_cast<Fn>(cc->compile(k.source)->symbol(k.name));
+  int o[4] = {}, xs[4] = {1, 2, 3, 4}, ys[4] = {0, 0, 0, 0};
+  void* bufs[3] = {o, xs, ys};
+  long long err[3] = {}, zero = 0, two = 2;
+  CHECK(fn(bufs, &zero, err) == 0);
+  CHECK(fn(bufs, &two, err) == 1);  // and with iterations, the division by zero is found
+  auto fn2 = reinterpret_cast<Fn>(cc->compile(k2.source)->symbol(k2.name));
+  float fos[2] = {7, 7}, fxs[4] = {1, 2, 3, 4}, fzs[4] = {1, 1, 1, 1};
+  void* bufs2[3] = {fos, fxs, fzs};
+  CHECK(fn2(bufs2, &zero, err) == 0);
+  CHECK(fos[0] == 0.f);
+  CHECK(fos[1] == 0.f);
+  CHECK(fn2(bufs2, &two, err) == 2);  // x[4] is out of bounds once the k loop runs
 }
 
 TEST_CASE("render: one statement per line", "[render]") {
@@ -214,6 +360,54 @@ TEST_CASE("render: compiled kernels compute exactly (tcc)", "[render][tcc]") {
     CHECK(out[1] == 64.f);
     CHECK(out[2] == 139.f);
     CHECK(out[3] == 154.f);
+  }
+}
+
+TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc]") {
+  auto cc = make_compiler("tcc");
+  using Fn = int (*)(void**, const long long*, long long*);
+  for (bool check : {false, true}) {
+    // (3x4) by (4x5), a = 1..12 and b = 1..20 row-major: c[i][j] = c0[i] + c1[i] * j.
+    RenderedKernel k = render_kernel(matmul_kernel(3, 4, 5), {check});
+    INFO(k.source);
+    REQUIRE(interchanged(k));
+    auto fn = reinterpret_cast<Fn>(cc->compile(k.source)->symbol(k.name));
+    float c[15] = {}, a[12], b[20];
+    for (int q = 0; q < 12; ++q) a[q] = static_cast<float>(q + 1);
+    for (int q = 0; q < 20; ++q) b[q] = static_cast<float>(q + 1);
+    void* bufs[3] = {c, a, b};
+    long long err[3] = {};
+    REQUIRE(fn(bufs, nullptr, err) == 0);
+    const float c0[3] = {110, 246, 382}, c1[3] = {10, 26, 42};
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) CHECK(c[i * 5 + j] == c0[i] + c1[i] * static_cast<float>(j));
+  }
+  {
+    // Two REDUCEs in one stored value, each with its own array, joined per element afterwards:
+    // out[j] = max(sum_k v[k] * M[k*4+j], 0) + max_k M[k*4+j].
+    UOp out = global(0, 4), v = global(1, 3), m = global(2, 12);
+    UOp j = UOp::range(4, 0), k = UOp::range(3, 1, AxisType::REDUCE);
+    UOp mkj = m.index({k * 4 + j}).load();
+    UOp sum = (v.index({k}).load() * mkj).reduce({k}, Ops::ADD);
+    UOp mx = mkj.reduce({k}, Ops::MAX);
+    UOp val = sum.maximum(UOp::cnst(dtypes::float32, 0.0)) + mx;
+    UOp kern = kernel("k2r", {out.index({j}).store(val).end({j})}, {buffer("out", 4), buffer("v", 3), buffer("m", 12)});
+    RenderedKernel k2 = render_kernel(kern);
+    INFO(k2.source);
+    std::string b = body(k2);
+    CHECK(b.find(" acc", b.find("[4];") + 1) != std::string::npos);
+    size_t arrays = 0;
+    for (size_t p = b.find("[4];"); p != std::string::npos; p = b.find("[4];", p + 1)) ++arrays;
+    CHECK(arrays == 2);
+    auto fn = reinterpret_cast<Fn>(cc->compile(k2.source)->symbol(k2.name));
+    float o[4] = {}, vs[3] = {2, 1, 1}, ms[12] = {1, 2, 3, 4, 5, 6, 7, 8, -1, -2, -30, -4};
+    void* bufs[3] = {o, vs, ms};
+    long long err[3] = {};
+    REQUIRE(fn(bufs, nullptr, err) == 0);
+    CHECK(o[0] == 11.f);
+    CHECK(o[1] == 14.f);
+    CHECK(o[2] == 7.f);
+    CHECK(o[3] == 20.f);
   }
 }
 

@@ -18,8 +18,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "uop/error.h"
 #include "uop/text.h"
@@ -93,6 +95,10 @@ class KernelRenderer {
   std::set<std::string> taken_range_names_;
   std::vector<DType> params_;
   std::vector<UOp> vars_;
+  // Values whose evaluation may raise an error or read memory (LOADs, integer IDIV/MOD by a
+  // divisor that may be 0, and everything computed from them): they are never hoisted out of a
+  // loop that may run zero times (the interpreter would not evaluate them at all).
+  std::unordered_set<const UOpNode*> touchy_;
 
   [[noreturn]] void fail(UOp u, const std::string& msg) const {
     throw Error(msg + " (at " + printed_.line(u) + ")");
@@ -112,8 +118,15 @@ class KernelRenderer {
   std::string var_name(UOp v) const { return "var_" + c_identifier(v->arg.tuple()->at(0).as<std::string>()); }
   std::string use_var(UOp v);
   void open(UOp r);
-  void close();
+  void close(bool unroll = false);
+  bool depends(UOp u, UOp r) const { return std::binary_search(free_.at(u.get()).begin(), free_.at(u.get()).end(), r.get()); }
+  std::optional<int64_t> coefficient(UOp u, UOp r) const;
+  bool unsafe_div(UOp u) const;
+  bool may_fail(UOp u) const;
+  std::string identity(UOp u, Ops op) const;
   std::string reduce(UOp u, int level);
+  std::vector<UOp> interchangeable(UOp end);
+  void interchange(UOp end, const std::vector<UOp>& reds);
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
   void store(UOp st);
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);
@@ -149,6 +162,9 @@ void KernelRenderer::analyze(UOp ast) {
     std::sort(fr.begin(), fr.end());
     fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
     free_[u.get()] = std::move(fr);
+    bool touchy = u->op == Ops::LOAD || unsafe_div(u);
+    for (UOp s : u->src) touchy = touchy || touchy_.count(s.get()) > 0;
+    if (touchy) touchy_.insert(u.get());
     if (u->op == Ops::DEFINE_GLOBAL) {
       const int64_t* slot = u->arg.get_if<int64_t>();
       if (!slot || *slot < 0 || !u->dtype.ptr) fail(u, "DEFINE_GLOBAL needs a pointer dtype and a slot >= 0");
@@ -219,6 +235,14 @@ std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
     named_.erase(it);
   }
   int lv = level(u);
+  // Hoisting a LOAD or a division out of a loop that may run zero times would evaluate it
+  // where the interpreter does not: keep it inside the innermost such loop around its user.
+  if (touchy_.count(u.get()))
+    for (int s = std::min(user_level, depth()); s > lv; --s)
+      if (stack_[static_cast<size_t>(s)].range->src.at(0).vmin() < 1) {
+        lv = s;
+        break;
+      }
   if (u->op == Ops::REDUCE) return reduce(u, lv);
   std::string e = expr(u, lv);
   if (!force_name && uses_[u.get()] <= 1 && lv == user_level) return e;
@@ -258,7 +282,8 @@ void KernelRenderer::open(UOp r) {
   stack_.push_back({r, next_scope_++, "for (long long " + v + " = 0; " + v + " < " + ext + "; " + v + "++) {", {}});
 }
 
-void KernelRenderer::close() {
+void KernelRenderer::close(bool unroll) {
+  (void)unroll;
   Scope s = std::move(stack_.back());
   stack_.pop_back();
   emit(depth(), s.header);
@@ -266,18 +291,26 @@ void KernelRenderer::close() {
   emit(depth(), "}");
 }
 
+// The C literal of the identity of REDUCE u's op (checked here).
+std::string KernelRenderer::identity(UOp u, Ops op) const {
+  if (op != Ops::ADD && op != Ops::MUL && op != Ops::MAX) fail(u, "REDUCE needs Ops.ADD, Ops.MUL or Ops.MAX");
+  if (u->src.size() < 2) fail(u, "REDUCE needs at least one range");
+  DType d = u->dtype;
+  ctype(d, u);
+  if (op == Ops::ADD) return d.is_float() ? (is32(d) ? "0.0f" : "0.0") : "0";
+  if (op == Ops::MUL) return d.is_float() ? (is32(d) ? "1.0f" : "1.0") : "1";
+  if (d.is_float()) return is32(d) ? "ow_f32_bits(0xff800000u)" : "ow_f64_bits(0xfff0000000000000ull)";
+  return d.is_bool() ? "0" : d.scalar == Scalar::Int32 ? "(-2147483647 - 1)" : "(-9223372036854775807LL - 1)";
+}
+
 // acc = identity; for (ranges, row-major) { acc = acc OP x; } placed at `level` (loops of the
 // current statement that the REDUCE does not depend on are set aside meanwhile).
 std::string KernelRenderer::reduce(UOp u, int lv) {
   const Ops* op = u->arg.get_if<Ops>();
-  if (!op || (*op != Ops::ADD && *op != Ops::MUL && *op != Ops::MAX)) fail(u, "REDUCE needs Ops.ADD, Ops.MUL or Ops.MAX");
-  if (u->src.size() < 2) fail(u, "REDUCE needs at least one range");
+  if (!op) fail(u, "REDUCE needs Ops.ADD, Ops.MUL or Ops.MAX");
+  std::string ident = identity(u, *op);
   DType d = u->dtype;
-  std::string ty = ctype(d, u), acc = "acc" + num(u), ident;
-  if (*op == Ops::ADD) ident = d.is_float() ? (is32(d) ? "0.0f" : "0.0") : "0";
-  else if (*op == Ops::MUL) ident = d.is_float() ? (is32(d) ? "1.0f" : "1.0") : "1";
-  else if (d.is_float()) ident = is32(d) ? "ow_f32_bits(0xff800000u)" : "ow_f64_bits(0xfff0000000000000ull)";
-  else ident = d.is_bool() ? "0" : d.scalar == Scalar::Int32 ? "(-2147483647 - 1)" : "(-9223372036854775807LL - 1)";
+  std::string ty = ctype(d, u), acc = "acc" + num(u);
   emit(lv, ty + " " + acc + " = " + ident + ";");
   std::vector<Scope> aside(std::make_move_iterator(stack_.begin() + lv + 1), std::make_move_iterator(stack_.end()));
   stack_.resize(static_cast<size_t>(lv) + 1);
@@ -288,6 +321,142 @@ std::string KernelRenderer::reduce(UOp u, int lv) {
   for (Scope& s : aside) stack_.push_back(std::move(s));
   named_[u.get()] = {acc, stack_[static_cast<size_t>(lv)].id};
   return acc;
+}
+
+// ---- reduce interchange ----
+//
+// A store nest `for (i...) for (j) { acc = id; for (k...) acc = acc OP x(i, j, k); out = f(acc); }`
+// is rendered as
+//   for (i...) { T acc[N]; for (j) acc[j] = id; for (k...) { <k-only values>; for (j) acc[j] = acc[j] OP x; }
+//                for (j) out = f(acc[j]); }
+// Each acc[j] folds the same terms in the same order from the same identity, so the result is
+// bit-identical; the inner j loop walks x's loads contiguously and is vectorizable. Conditions
+// (otherwise the plain rendering): j is the innermost store range with a constant extent
+// 1..kMaxAccElems; every REDUCE the stored value reaches that depends on j (the others are
+// rendered as usual) has no REDUCE in its body, reduce ranges whose extents do not depend on j,
+// nothing in its body that may fail (so the first error, if any, is the same one as in loop
+// order: it can only come from f, evaluated in j order as before), and every LOAD in its body
+// that depends on j is contiguous in j (coefficient 1; a row sum would become a strided walk).
+
+constexpr int64_t kMaxAccElems = 4096;
+constexpr int64_t kMaxAccBytes = 64 * 1024;  // all accumulator arrays of one store nest
+
+// The coefficient c of range r in index expression u = c*r + (terms without r); nullopt when u is
+// not of that form (or it overflows).
+std::optional<int64_t> KernelRenderer::coefficient(UOp u, UOp r) const {
+  if (!depends(u, r)) return 0;
+  if (u == r) return 1;
+  auto both = [&](bool sub) -> std::optional<int64_t> {
+    auto a = coefficient(u->src[0], r), b = coefficient(u->src[1], r);
+    int64_t c;
+    if (!a || !b || (sub ? __builtin_sub_overflow(*a, *b, &c) : __builtin_add_overflow(*a, *b, &c))) return std::nullopt;
+    return c;
+  };
+  switch (u->op) {
+    case Ops::ADD: return both(false);
+    case Ops::SUB: return both(true);
+    case Ops::NEG: {
+      auto a = coefficient(u->src[0], r);
+      if (!a || *a == INT64_MIN) return std::nullopt;
+      return -*a;
+    }
+    case Ops::MUL:
+      for (int s = 0; s < 2; ++s) {
+        UOp k = u->src[static_cast<size_t>(s)], x = u->src[static_cast<size_t>(1 - s)];
+        if (!k.is_const() || !k->arg.get_if<int64_t>()) continue;
+        auto a = coefficient(x, r);
+        int64_t c;
+        if (!a || __builtin_mul_overflow(*a, *k->arg.get_if<int64_t>(), &c)) return std::nullopt;
+        return c;
+      }
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// An integer IDIV/MOD whose divisor may be zero (the C checks it and fails).
+bool KernelRenderer::unsafe_div(UOp u) const {
+  if ((u->op != Ops::IDIV && u->op != Ops::MOD) || u->src.size() != 2 || !u->src[0]->dtype.is_int()) return false;
+  UOp den = u->src[1];
+  return !den.is_const() && !(den.vmin() > 0 || den.vmax() < -1);
+}
+
+// u itself may raise an error in the rendered C (a division check, or a bounds check that the
+// index bounds do not prove unnecessary).
+bool KernelRenderer::may_fail(UOp u) const {
+  if (unsafe_div(u)) return true;
+  if (!opts_.bounds_check || u->op != Ops::LOAD) return false;
+  UOp idx = u->src.at(0);
+  if (idx->op != Ops::INDEX || idx->src.size() < 2) return true;
+  int64_t size = idx->src[0]->dtype.size;
+  return !(size >= 0 && idx->src[1].vmin() >= 0 && idx->src[1].vmax() < size);
+}
+
+// The REDUCEs of END(STORE, ...) to render as accumulator arrays, or none when the interchange
+// does not apply (see above).
+std::vector<UOp> KernelRenderer::interchangeable(UOp end) {
+  if (end->src.size() < 2 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return {};
+  UOp j = end->src.back();
+  if (j->op != Ops::RANGE || j->src.empty() || !j->src[0].is_const() || !j->src[0]->arg.get_if<int64_t>()) return {};
+  int64_t n = *j->src[0]->arg.get_if<int64_t>();
+  if (n < 1 || n > kMaxAccElems) return {};
+  for (size_t i = 1; i + 1 < end->src.size(); ++i)
+    if (end->src[i] == j) return {};
+  // The REDUCEs reached from the stored value through non-REDUCE nodes, in first-visit order.
+  std::vector<UOp> reds, todo{end->src[0]->src[1]};
+  std::unordered_set<const UOpNode*> seen;
+  while (!todo.empty()) {
+    UOp u = todo.back();
+    todo.pop_back();
+    if (!seen.insert(u.get()).second || !depends(u, j)) continue;
+    if (u->op == Ops::REDUCE) {
+      reds.push_back(u);
+      continue;
+    }
+    for (size_t s = u->src.size(); s-- > 0;) todo.push_back(u->src[s]);
+  }
+  int64_t bytes = 0;
+  for (UOp r : reds) {
+    const Ops* op = r->arg.get_if<Ops>();
+    if (!op || r->src.size() < 2 || r->dtype.ptr) return {};
+    bytes += n * static_cast<int64_t>(r->dtype.itemsize());
+    for (size_t s = 1; s < r->src.size(); ++s)
+      if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || depends(r->src[s]->src[0], j)) return {};
+    for (UOp u : toposort(r->src[0])) {
+      if (u->op == Ops::REDUCE || may_fail(u)) return {};
+      if (u->op == Ops::LOAD && u->src.size() == 1 && u->src[0]->op == Ops::INDEX && u->src[0]->src.size() >= 2 &&
+          depends(u->src[0]->src[1], j) && coefficient(u->src[0]->src[1], j) != 1)
+        return {};
+    }
+  }
+  if (bytes > kMaxAccBytes) return {};
+  return reds;
+}
+
+void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
+  UOp j = end->src.back();
+  for (size_t i = 1; i + 1 < end->src.size(); ++i) open(end->src[i]);
+  int lv = depth();
+  std::string jv = range_var(j), n = std::to_string(*j->src[0]->arg.get_if<int64_t>());
+  for (UOp r : reds) {
+    Ops op = *r->arg.get_if<Ops>();
+    std::string ident = identity(r, op), acc = "acc" + num(r), at = acc + "[" + jv + "]";
+    emit(lv, ctype(r->dtype, r) + " " + acc + "[" + n + "];");
+    open(j);
+    emit(depth(), at + " = " + ident + ";");
+    close();
+    for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
+    open(j);
+    std::string x = val(r->src[0], depth());
+    emit(depth(), at + " = " + binop(op, r->dtype, at, x, true, r) + ";");
+    close(true);
+    for (size_t s = 1; s < r->src.size(); ++s) close();
+    named_[r.get()] = {at, stack_[static_cast<size_t>(lv)].id};
+  }
+  open(j);
+  store(end->src[0]);
+  close();
+  for (size_t i = 1; i + 1 < end->src.size(); ++i) close();
 }
 
 std::string KernelRenderer::access(UOp idx, int lv) {
@@ -445,6 +614,10 @@ RenderedKernel KernelRenderer::run() {
   stack_.push_back({UOp(), next_scope_++, "", {}});
   for (UOp st : ast->src) {
     if (st->op == Ops::END) {
+      if (std::vector<UOp> reds = interchangeable(st); !reds.empty()) {
+        interchange(st, reds);
+        continue;
+      }
       for (size_t i = 1; i < st->src.size(); ++i) open(st->src[i]);
       store(st->src.at(0));
       for (size_t i = 1; i < st->src.size(); ++i) close();
