@@ -54,7 +54,7 @@ std::string category(const std::string& msg) {
   if (msg.rfind("hang:", 0) == 0) return "hang";
   if (msg.rfind("crash:", 0) == 0) return "crash:" + msg.substr(msg.find("signal"), 9);
   std::string c;
-  for (char ch : msg.substr(0, std::min<size_t>(msg.find(':'), 40)))
+  for (char ch : msg.substr(0, std::min({msg.find(':'), msg.find('\n'), size_t{40}})))
     if (!std::isdigit(static_cast<unsigned char>(ch))) c += ch;
   return "other:" + c;
 }
