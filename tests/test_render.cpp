@@ -367,20 +367,22 @@ TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc
   auto cc = make_compiler("tcc");
   using Fn = int (*)(void**, const long long*, long long*);
   for (bool check : {false, true}) {
-    // (3x4) by (4x5), a = 1..12 and b = 1..20 row-major: c[i][j] = c0[i] + c1[i] * j.
-    RenderedKernel k = render_kernel(matmul_kernel(3, 4, 5), {check});
+    // (3x4) by (4x9), a = 1..12 and b = 1..36 row-major: c[i][j] = c0[i] + c1[i] * j. For tcc
+    // the j fold is unrolled by 4 (8 iterations) with a remainder loop (1).
+    RenderedKernel k = render_kernel(matmul_kernel(3, 4, 9), {check});
     INFO(k.source);
     REQUIRE(interchanged(k));
     auto fn = reinterpret_cast<Fn>(cc->compile(k.source)->symbol(k.name));
-    float c[15] = {}, a[12], b[20];
+    CHECK(body(k).find("#ifdef __TINYC__") != std::string::npos);
+    float c[27] = {}, a[12], b[36];
     for (int q = 0; q < 12; ++q) a[q] = static_cast<float>(q + 1);
-    for (int q = 0; q < 20; ++q) b[q] = static_cast<float>(q + 1);
+    for (int q = 0; q < 36; ++q) b[q] = static_cast<float>(q + 1);
     void* bufs[3] = {c, a, b};
     long long err[3] = {};
     REQUIRE(fn(bufs, nullptr, err) == 0);
-    const float c0[3] = {110, 246, 382}, c1[3] = {10, 26, 42};
+    const float c0[3] = {190, 422, 654}, c1[3] = {10, 26, 42};
     for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 5; ++j) CHECK(c[i * 5 + j] == c0[i] + c1[i] * static_cast<float>(j));
+      for (int j = 0; j < 9; ++j) CHECK(c[i * 9 + j] == c0[i] + c1[i] * static_cast<float>(j));
   }
   {
     // Two REDUCEs in one stored value, each with its own array, joined per element afterwards:

@@ -282,10 +282,36 @@ void KernelRenderer::open(UOp r) {
   stack_.push_back({r, next_scope_++, "for (long long " + v + " = 0; " + v + " < " + ext + "; " + v + "++) {", {}});
 }
 
+// unroll: for tcc (which keeps every variable in memory and does not unroll), a loop with a
+// constant extent >= 8 whose iterations are independent is also rendered unrolled by 4 with a
+// remainder loop, under #ifdef __TINYC__ (the iterations still run in the same order).
 void KernelRenderer::close(bool unroll) {
-  (void)unroll;
   Scope s = std::move(stack_.back());
   stack_.pop_back();
+  const int64_t* ext = s.range && !s.range->src.empty() && s.range->src[0].is_const() ? s.range->src[0]->arg.get_if<int64_t>() : nullptr;
+  if (unroll && ext && *ext >= 8) {
+    std::string v = range_var(s.range), v4 = v + "_4", n = std::to_string(*ext), n4 = std::to_string(*ext / 4 * 4);
+    emit(depth(), "#ifdef __TINYC__");
+    emit(depth(), "for (long long " + v4 + " = 0; " + v4 + " < " + n4 + "LL; " + v4 + " += 4) {");
+    for (int u = 0; u < 4; ++u) {
+      emit(depth(), "  {");
+      emit(depth(), "    long long " + v + " = " + v4 + (u ? " + " + std::to_string(u) : "") + ";");
+      for (const std::string& l : s.lines) emit(depth(), "    " + l);
+      emit(depth(), "  }");
+    }
+    emit(depth(), "}");
+    if (n4 != n) {
+      emit(depth(), "for (long long " + v + " = " + n4 + "LL; " + v + " < " + n + "LL; " + v + "++) {");
+      for (const std::string& l : s.lines) emit(depth(), "  " + l);
+      emit(depth(), "}");
+    }
+    emit(depth(), "#else");
+    emit(depth(), s.header);
+    for (std::string& l : s.lines) emit(depth(), "  " + l);
+    emit(depth(), "}");
+    emit(depth(), "#endif");
+    return;
+  }
   emit(depth(), s.header);
   for (std::string& l : s.lines) emit(depth(), "  " + l);
   emit(depth(), "}");
