@@ -16,83 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "child_process.h"
 #include "uop/text.h"
-
-extern char** environ;
 
 using namespace ow;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const fs::path& p, const std::string& data) {
-  std::ofstream out(p, std::ios::binary);
-  out << data;
-  REQUIRE(out.good());
-}
-
-// A scratch directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ow-cli-test-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
-
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-// Runs prog with args; stdin from stdin_path, stdout and stderr captured through temp files.
-Result run_prog(const std::string& prog, const std::vector<std::string>& args, const std::string& stdin_path = "/dev/null") {
-  TempDir tmp;
-  std::string out_path = (tmp / "stdout").string(), err_path = (tmp / "stderr").string();
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> all{prog};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  Result r;
-  r.rc = WEXITSTATUS(status);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
-}
-
-std::string ow_bin() {
-  const char* p = std::getenv("OW_BIN");
-  REQUIRE(p != nullptr);
-  return p;
-}
-
-Result run_ow(const std::vector<std::string>& args) { return run_prog(ow_bin(), args); }
 
 std::vector<fs::path> reference_cases() {
   const char* root = std::getenv("OW_SOURCE_DIR");

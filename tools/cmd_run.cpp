@@ -1,8 +1,11 @@
 // ow run: evaluate a graph with the reference interpreter.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "cli.h"
+#include "progress.h"
+#include "stepper.h"
 #include "backends/program.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
@@ -51,14 +54,19 @@ int cmd_run(const Args& args) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
       "out", po::value<std::vector<std::string>>()->composing(), "save a named output: NAME=PATH.npy (repeatable)")(
-      "trace", "print every evaluation step with its range bindings (to stderr)")(
+      "trace", po::value<std::string>()->implicit_value("text"),
+      "print every evaluation step with its range bindings (to stderr). --trace=json: one JSON object per step per "
+      "line, with keys step, node (\"%N\" as numbered by ow print), op, dtype, shape, bindings (range name -> value), "
+      "count, poison (poisoned elements) and min/max/mean over the clean elements: numbers, the strings \"nan\", "
+      "\"inf\", \"-inf\", or null when no element is clean (a KERNEL launch, an all-poison value)")(
+      "trace-out", po::value<std::string>(), "write the trace to this file instead of stderr")(
       "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
       "bounds-check", "compiled kernels check every memory access");
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--trace]", opts, pos, args, vm)) return 0;
+  if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--trace[=json]] [--trace-out FILE]", opts, pos, args, vm)) return 0;
   ParsedGraph g = load_graph(vm["file"].as<std::string>());
 
   interp::BufferMap buffers = load_inputs(vm);
@@ -68,11 +76,49 @@ int cmd_run(const Args& args) {
     if (it == g.where.end()) return std::string(op_name(u->op)) + " (created during evaluation)";
     return g.file + ":" + std::to_string(it->second.line) + ": " + it->second.text;
   };
+  std::ofstream trace_file;
+  std::ostream* trace = &std::cerr;
+  if (vm.count("trace-out")) {
+    if (!vm.count("trace")) throw Error("--trace-out needs --trace or --trace=json");
+    trace_file.open(vm["trace-out"].as<std::string>());
+    if (!trace_file) throw Error(vm["trace-out"].as<std::string>() + ": cannot write file");
+    trace = &trace_file;
+  }
+  Printed numbering;
+  uint64_t steps = 0;
   if (vm.count("trace")) {
-    o.on_step = [&](const interp::Step& s) {
-      auto it = g.where.find(s.node.get());
-      std::string name = it == g.where.end() ? "?" : "%" + it->second.name;
-      std::cerr << "[" << interp::bindings_text(s.bindings) << "] " << name << " " << op_name(s.node->op) << " " << summary(*s.value) << "\n";
+    std::string mode = vm["trace"].as<std::string>();
+    if (mode == "json") {
+      numbering = number_graph(g.root);
+      o.on_step = [&](const interp::Step& s) { *trace << trace_json(s, numbering, ++steps) << "\n"; };
+    } else if (mode == "text") {
+      o.on_step = [&](const interp::Step& s) {
+        auto it = g.where.find(s.node.get());
+        std::string name = it == g.where.end() ? "?" : "%" + it->second.name;
+        *trace << "[" << interp::bindings_text(s.bindings) << "] " << name << " " << op_name(s.node->op) << " " << summary(*s.value) << "\n";
+      };
+    } else {
+      throw Error("--trace takes no value (text) or =json, got '" + mode + "'");
+    }
+  }
+  // A progress bar on a terminal (tools/progress.h): the outermost OUTER range's iteration, or
+  // the number of node evaluations. Costs nothing when stderr is not a terminal.
+  Progress bar("ow run");
+  uint64_t evals = 0;
+  if (bar.enabled() && !(vm.count("trace") && !vm.count("trace-out"))) {
+    auto inner = o.on_step;
+    o.on_step = [&, inner](const interp::Step& s) {
+      if (inner) inner(s);
+      ++evals;
+      if ((evals & 255) != 0) return;
+      for (auto& [r, k] : s.bindings)
+        if (range_axis(r) == AxisType::OUTER && r->src[0]->op == Ops::CONST) {
+          bar.set_total(static_cast<int64_t>(r->src[0].const_value()));
+          bar.update(k, range_name(r) + "=" + std::to_string(k) + ", " + std::to_string(evals) + " evaluations");
+          return;
+        }
+      bar.set_total(0);
+      bar.update(static_cast<int64_t>(evals), "evaluations");
     };
   }
   std::string backend = vm["backend"].as<std::string>();
@@ -80,6 +126,7 @@ int cmd_run(const Args& args) {
   std::vector<interp::Output> outs;
   if (backend == "interp") {
     outs = interp::run(g.root, buffers, o);
+    bar.finish();
   } else {
     backend::RunOptions ro;
     ro.backend = backend;

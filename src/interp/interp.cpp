@@ -216,6 +216,7 @@ class Interpreter {
     Memo& m = memo_[u.get()];
     if (m.valid && m.key == key && (in.effect || !in.reads_mutable || m.epoch == epoch_)) return m.value;
     Value v;
+    if (opts_.on_enter) opts_.on_enter(u);  // debugger hook (interp.h)
     try {
       v = compute(u);
     } catch (const NodeError&) {
@@ -566,6 +567,7 @@ class Interpreter {
   // order; BINDs give DEFINE_VARs their values (evaluated here, under the host loop's ranges).
   void run_kernel(UOp u) {
     if (u->src.empty() || u->src[0]->op != Ops::SINK) fail(u, "a KERNEL's first source is its ast (a SINK of stores)");
+    if (opts_.on_enter) opts_.on_enter(u);  // debugger hook (interp.h)
     KernelArgs args;
     for (size_t i = 1; i < u->src.size(); ++i) {
       UOp s = u->src[i];

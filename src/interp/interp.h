@@ -28,6 +28,10 @@ struct Step {
 
 struct Options {
   std::function<void(const Step&)> on_step;     // called after every node evaluation
+  // Called right before a node is computed (after the memo lookup, so each call is followed by
+  // on_step for the same node unless evaluation throws) and at the start of a KERNEL launch.
+  // Lets a debugger keep the evaluation stack (ow step's `where`); it never changes a value.
+  std::function<void(UOp)> on_enter;
   std::function<std::string(UOp)> describe;     // names a node in diagnostics (default: printed line)
   size_t max_depth = 3000;                      // recursion guard for very deep graphs
   uint64_t max_evals = 0;                       // node evaluations allowed (0: unlimited)

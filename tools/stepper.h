@@ -1,0 +1,48 @@
+// The core of `ow step` (a debugger for graph evaluation) and of `ow run --trace=json`: both
+// sit on the interpreter's hooks (interp::Options::on_step after every node evaluation and every
+// KERNEL launch, on_enter before), so evaluation runs exactly as in `ow run`; the debugger reads
+// its commands inside the hook. Nodes are named %N as numbered by `ow print` (number_graph).
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "interp/interp.h"
+#include "uop/text.h"
+
+namespace ow::cli {
+
+// Statistics of a value. min/max/mean are over the clean (non-poison) elements, ignoring NaN
+// for min/max (mean is NaN if a clean element is); `clean == 0` means there are none.
+struct ValueStats {
+  int64_t count = 0, clean = 0, poison = 0;
+  int64_t first_poison = -1;  // flat (row-major) index of the first poisoned element, or -1
+  double min = 0, max = 0, mean = 0;
+};
+ValueStats value_stats(const interp::Value& v);
+
+std::string dims_text(const std::vector<int64_t>& s);  // "(3, 1, 10)", "(10,)", "()"
+std::string json_escape(const std::string& s);          // a JSON string literal, quotes included
+std::string json_number(double x);                      // finite: %.9g; NaN/inf: "nan", "inf", "-inf"
+
+// One line of `ow run --trace=json` (no newline): an object with the keys
+//   step (1, 2, ...), node ("%N"), op, dtype, shape (array), bindings (object range -> value,
+//   outermost first), count, poison (poisoned elements), min, max, mean
+// where min/max/mean are numbers, the strings "nan"/"inf"/"-inf", or null when no element is
+// clean (empty values such as a KERNEL launch, or all poison).
+std::string trace_json(const interp::Step& s, const Printed& numbering, uint64_t step);
+
+struct StepperOptions {
+  std::string file;      // for the banner
+  bool lowered = false;  // root is a lowered program: steps are KERNEL launches
+  bool echo = false;     // echo each command read (scripted sessions read as a transcript)
+  bool prompt = false;   // print "(ow) " before reading (interactive)
+  interp::BufferMap initial;  // the inputs as given, for `break divergence` (re-run checked)
+};
+
+// Runs a debugging session over root: commands from `in`, the transcript on `out`.
+// Returns the exit code (0 after quit or end of input).
+int run_stepper(UOp root, interp::BufferMap& buffers, std::istream& in, std::ostream& out, const StepperOptions& opts);
+
+}  // namespace ow::cli
