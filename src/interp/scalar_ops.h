@@ -66,7 +66,11 @@ template <class T> T and_op(T a, T b) { return a & b; }  // integral T only
 template <class T> T or_op(T a, T b) { return a | b; }
 template <class T> T xor_op(T a, T b) { return a ^ b; }
 
-template <class T> T neg_op(T x) { return wrap_sub<T>(T(0), x); }
+// IEEE negation flips the sign (-(+0) is -0, as in C); integers wrap (0 - x).
+template <class T> T neg_op(T x) {
+  if constexpr (std::is_floating_point_v<T>) return -x;
+  else return wrap_sub<T>(T(0), x);
+}
 template <class T> T recip_op(T x) { return T(1) / x; }
 template <class T> T sqrt_op(T x) { return static_cast<T>(std::sqrt(x)); }
 template <class T> T exp2_op(T x) { return static_cast<T>(std::exp2(x)); }

@@ -36,6 +36,7 @@ std::vector<UOp> unlinearize(UOp lin, const std::vector<UOp>& dims) {
   UOp stride = UOp::index(1);
   for (size_t i = dims.size(); i-- > 0;) {
     UOp e = dim_extent(dims[i]);
+    if (e->op != Ops::CONST) e = e.maximum(1);  // a size that may be 0: never a division by zero
     UOp q = i == dims.size() - 1 ? lin : lin.idiv(stride);
     out[i] = simplify(i == 0 ? q : q.mod(e));
     stride = simplify(stride * e);

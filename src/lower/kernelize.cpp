@@ -91,8 +91,21 @@ class KernelBuilder {
       std::vector<UOp> src;
       for (UOp s : u->src) src.push_back(conv(s));
       out = src == u->src ? u : u.replace_src(src);
+      if (u->op == Ops::REDUCE) out = drop_single_ranges(out);
     }
     return memo_[u.get()] = out;
+  }
+
+  // A REDUCE whose ranges of one iteration became index 0: fold over the remaining ranges, or,
+  // with none left, the one step `identity OP x` (exactly what a one-iteration fold computes).
+  static UOp drop_single_ranges(UOp r) {
+    std::vector<UOp> src{r->src[0]};
+    for (size_t i = 1; i < r->src.size(); ++i)
+      if (r->src[i]->op == Ops::RANGE) src.push_back(r->src[i]);
+    if (src.size() == r->src.size()) return r;
+    Ops op = r->arg.as<Ops>();
+    if (src.size() > 1) return r.replace_src(src);
+    return UOp::make(op, r->dtype, {reduce_identity(op, r->dtype), r->src[0]});
   }
 };
 

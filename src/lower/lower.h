@@ -34,6 +34,10 @@ struct Pass {
 // The pipeline, in order: cleanup, scans, realize, rangeify, kernelize, schedule.
 const std::vector<Pass>& passes();
 
+// The message of an error for a graph the compiled path does not handle yet (tools such as
+// ow fuzz tell these apart from bugs by the "(not supported by the compiled path yet)" suffix).
+std::string unsupported(const std::string& what);
+
 // Runs the whole pipeline; after_each(pass, graph) sees every intermediate graph.
 UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each = {});
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each = {});

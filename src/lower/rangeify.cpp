@@ -63,7 +63,7 @@ UOp store_bufferize(const Match& m) {
   UOp target = m.node->src[0], value = m.node->src[1];
   if (is_store_value(value) || !is_shaped(target)) return UOp();
   for (UOp d : dims_of(target))
-    if (!static_size(d)) throw Error("lowering: a STORE into a view of symbolic shape " + render_shape(dims_of(target)) + " is not supported yet");
+    if (!static_size(d)) throw Error(unsupported("a STORE into a view of symbolic shape " + render_shape(dims_of(target))));
   Loops l = loops_over(dims_of(target), m.context<Context>(), AxisType::LOOP);
   std::vector<UOp> src{make_index(value, l.ranges, UOp())};
   src.insert(src.end(), l.ranges.begin(), l.ranges.end());
@@ -135,6 +135,10 @@ UOp zero_unless(UOp gate, UOp v) { return gate ? gate.where(v, UOp::cnst(v->dtyp
 UOp through_elementwise(const IndexParts& p, Context&) {
   std::vector<UOp> src;
   for (UOp s : p.x->src) src.push_back(is_shaped(s) ? make_index(s, p.idx, p.gate) : s);
+  // Gated off, an element reads 0; a divisor must read 1 there, or the discarded branch would
+  // divide by zero.
+  bool divides = p.x->op == Ops::IDIV || p.x->op == Ops::MOD;
+  if (p.gate && divides && is_shaped(p.x->src[1])) src[1] = p.gate.where(src[1], UOp::cnst(src[1]->dtype, 1));
   return zero_unless(p.gate, p.x.replace_src(src));
 }
 

@@ -6,6 +6,7 @@
 //    overwrites: the value is computed into a temporary first, then copied).
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "uop/error.h"
 #include "uop/symbolic.h"
 
 namespace ow::lower {
@@ -37,8 +38,10 @@ const PatternMatcher& realize_rules() {
       {"outputs are realized", Pat::ops({Ops::SINK}),
        [](const Match& m) {
          std::vector<UOp> src = m.node->src;
-         for (UOp& s : src)
+         for (UOp& s : src) {
+           if (!s->dtype.is_void() && !is_shaped(s)) throw Error(unsupported("an unshaped (scalar) output " + std::string(op_name(s->op))));
            if (!s->dtype.is_void() && !whole_buffer(s)) s = contiguous(s);
+         }
          return m.node.replace_src(src);
        }},
       {"reductions are realized where they are read", Pat::any(),

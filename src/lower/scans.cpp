@@ -37,12 +37,12 @@ UOp buffer(Context& ctx, const std::string& prefix, DType dt, int64_t n) {
 
 // A fresh buffer viewed with the static shape of `like`.
 UOp scratch(Context& ctx, const std::string& prefix, DType dt, UOp like) {
-  if (!is_shaped(like)) throw Error("lowering: a scan or OUTER reduce of an unshaped value is not supported yet");
+  if (!is_shaped(like)) throw Error(unsupported("a scan or OUTER reduce of an unshaped value"));
   std::vector<UOp> src{UOp()};
   int64_t n = 1;
   for (UOp d : dims_of(like)) {
     auto s = static_size(d);
-    if (!s) throw Error("lowering: a scan or OUTER reduce of symbolic shape " + render_shape(dims_of(like)) + " is not supported yet");
+    if (!s) throw Error(unsupported("a scan or OUTER reduce of symbolic shape " + render_shape(dims_of(like))));
     n *= *s;
     src.push_back(UOp::index(*s));
   }
@@ -122,6 +122,10 @@ struct Fold {
 };
 
 Fold fold_of(UOp reduce) {
+  // A host loop runs once per program, not once per binding of a kernel's loop: an OUTER fold
+  // whose value also depends on a non-OUTER range would need one accumulator per binding.
+  std::vector<UOp> inner = free_loop_ranges(reduce);
+  if (!inner.empty()) throw Error(unsupported("an OUTER loop inside the non-OUTER range " + range_name(inner[0])));
   Fold f{reduce->arg.as<Ops>(), {}, reduce->src[0], false};
   std::vector<std::pair<UOp, UOp>> twins;
   for (size_t i = 1; i < reduce->src.size(); ++i) {
