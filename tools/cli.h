@@ -54,6 +54,7 @@ std::vector<Command> bench_commands();  // bench
 std::vector<Command> lower_commands();  // lower, check
 std::vector<Command> fuzz_commands();   // fuzz
 std::vector<Command> explain_commands();  // explain (tools/cmd_explain.cpp)
+std::vector<Command> report_commands();   // report (tools/cmd_report.cpp)
 std::vector<Command> step_commands();   // step (tools/cmd_step.cpp)
 
 }  // namespace ow::cli

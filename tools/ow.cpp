@@ -59,6 +59,7 @@ std::vector<Command> all_commands() {
   for (auto& c : lower_commands()) cmds.push_back(c);
   for (auto& c : fuzz_commands()) cmds.push_back(c);
   for (auto& c : explain_commands()) cmds.push_back(c);
+  for (auto& c : report_commands()) cmds.push_back(c);
   for (auto& c : step_commands()) cmds.push_back(c);
   return cmds;
 }

@@ -16,10 +16,11 @@ std::vector<interp::Output> evaluate(UOp g, const interp::BufferMap& inputs, con
   return interp::run(g, b, opts);
 }
 
-Verdict validate_pass(const std::vector<interp::Output>& want, const std::string& pass, UOp g, const interp::BufferMap& inputs) {
+Verdict validate_pass(const std::vector<interp::Output>& want, const std::string& pass, UOp g, const interp::BufferMap& inputs,
+                      const interp::Options& opts) {
   std::vector<interp::Output> got;
   try {
-    got = evaluate(g, inputs);
+    got = evaluate(g, inputs, opts);
   } catch (const Error& e) {
     return {false, "pass " + pass + ": the lowered graph fails to evaluate: " + e.what() + "\n"};
   }

@@ -20,7 +20,9 @@ struct Verdict {
 };
 
 // Compares the outputs of `g` (the graph after `pass`) with `want` (the input graph's outputs).
-Verdict validate_pass(const std::vector<interp::Output>& want, const std::string& pass, UOp g, const interp::BufferMap& inputs);
+// opts limit the evaluation (ow report gives a budget of node evaluations).
+Verdict validate_pass(const std::vector<interp::Output>& want, const std::string& pass, UOp g, const interp::BufferMap& inputs,
+                      const interp::Options& opts = {});
 
 // ow check --passes: validates every pass and stops at the first that changes an output.
 int check_passes(UOp root, const interp::BufferMap& inputs);

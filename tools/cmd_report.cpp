@@ -1,0 +1,589 @@
+// ow report: one self-contained HTML page about a graph's lowering. The C++ side collects
+// everything as one JSON blob (graphs as inline SVG per pass, printed lines, input values, the
+// rules fired, the C of every kernel and the host schedule, buffer snapshots after every
+// host-loop iteration, the check verdict per kernel); the page's template, CSS and JS live in
+// tools/report_assets.h and draw it.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <csignal>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "backends/c/render.h"
+#include "backends/program.h"
+#include "cli.h"
+#include "report_assets.h"
+#include "trace_lowering.h"
+#include "uop/dot.h"
+#include "uop/error.h"
+#include "validate.h"
+
+extern char** environ;
+
+namespace ow::cli {
+
+namespace {
+
+// Limits that keep the page small and the command fast on the largest cases.
+constexpr size_t kMaxLayoutNodes = 1500;  // larger graphs get no Graphviz drawing
+constexpr int64_t kMaxCells = 64;         // heat maps are at most 64 x 64 cells
+constexpr size_t kMaxFrames = 64;         // and at most 64 iterations per buffer
+constexpr size_t kExamples = 5;           // firings shown per rule
+constexpr int kLayoutMillis = 2500;       // Graphviz gets this long for all stages together
+constexpr uint64_t kMaxEvals = 300000;    // interpreter budget for validating one pass
+
+// ---- a minimal JSON writer -------------------------------------------------------------------
+
+class Json {
+ public:
+  Json& begin_obj() { return open('{'); }
+  Json& end_obj() { return close('}'); }
+  Json& begin_arr() { return open('['); }
+  Json& end_arr() { return close(']'); }
+  Json& key(const std::string& k) {
+    comma();
+    quote(k);
+    os_ << ':';
+    after_key_ = true;
+    return *this;
+  }
+  Json& str(const std::string& s) {
+    comma();
+    quote(s);
+    return *this;
+  }
+  Json& num(double v) {
+    comma();
+    if (!std::isfinite(v)) os_ << "null";
+    else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.5g", v);
+      os_ << buf;
+    }
+    return *this;
+  }
+  Json& boolean(bool b) {
+    comma();
+    os_ << (b ? "true" : "false");
+    return *this;
+  }
+  Json& null() {
+    comma();
+    os_ << "null";
+    return *this;
+  }
+  Json& field(const std::string& k, const std::string& v) { return key(k).str(v); }
+  Json& field(const std::string& k, double v) { return key(k).num(v); }
+  std::string text() const { return os_.str(); }
+
+ private:
+  std::ostringstream os_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+
+  void comma() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_.empty()) {
+      if (!first_.back()) os_ << ',';
+      first_.back() = false;
+    }
+  }
+  Json& open(char c) {
+    comma();
+    os_ << c;
+    first_.push_back(true);
+    return *this;
+  }
+  Json& close(char c) {
+    os_ << c;
+    first_.pop_back();
+    return *this;
+  }
+  // '<' is escaped too, so the blob can sit inside a <script> element.
+  void quote(const std::string& s) {
+    os_ << '"';
+    for (unsigned char c : s) {
+      if (c == '"' || c == '\\') os_ << '\\' << c;
+      else if (c == '\n') os_ << "\\n";
+      else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        os_ << buf;
+      } else os_ << c;
+    }
+    os_ << '"';
+  }
+};
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t a = 0, b; a < text.size(); a = b + 1) {
+    b = text.find('\n', a);
+    if (b == std::string::npos) b = text.size();
+    lines.push_back(text.substr(a, b - a));
+  }
+  return lines;
+}
+
+// ---- Graphviz: every pass's graph laid out by concurrent `dot -Tsvg` processes ----------------
+
+struct DotJob {
+  std::string in, out;
+  pid_t pid = -1;
+};
+
+DotJob start_dot(const std::string& dot_text, bool big) {
+  DotJob j;
+  char in[] = "/tmp/ow-report-XXXXXX";
+  int fd = mkstemp(in);
+  if (fd < 0) return j;
+  close(fd);
+  j.in = in;
+  j.out = j.in + ".svg";
+  write_file(j.in, dot_text);
+  std::string out_arg = "-o" + j.out;
+  // Large graphs: straight edges and fewer crossing-minimisation rounds (splines dominate).
+  std::vector<const char*> argv{"dot", "-Tsvg", out_arg.c_str()};
+  if (big)
+    for (const char* o : {"-Gsplines=line", "-Gmclimit=0.05", "-Gnslimit=0.5", "-Gnslimit1=0.5"}) argv.push_back(o);
+  argv.push_back(j.in.c_str());
+  argv.push_back(nullptr);
+  if (posix_spawnp(&j.pid, "dot", nullptr, nullptr, const_cast<char* const*>(argv.data()), environ) != 0) j.pid = -1;
+  return j;
+}
+
+// Waits for the job until `deadline` (then kills it); true when dot exited successfully.
+bool wait_dot(DotJob& j, std::chrono::steady_clock::time_point deadline) {
+  if (j.pid <= 0) return false;
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(j.pid, &status, WNOHANG);
+    if (r == j.pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (r < 0) return false;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(j.pid, SIGKILL);
+      waitpid(j.pid, &status, 0);
+      return false;
+    }
+    usleep(10000);
+  }
+}
+
+// The SVG element of a finished job ("" when Graphviz failed, is missing or ran past the deadline).
+std::string finish_dot(DotJob& j, std::chrono::steady_clock::time_point deadline) {
+  std::string svg;
+  if (wait_dot(j, deadline)) {
+    try {
+      svg = read_file(j.out);
+    } catch (const Error&) {
+    }
+    size_t at = svg.find("<svg");
+    svg = at == std::string::npos ? "" : svg.substr(at);
+  }
+  if (!j.in.empty()) unlink(j.in.c_str());
+  if (!j.out.empty()) unlink(j.out.c_str());
+  return svg;
+}
+
+// ---- the graph at every stage ------------------------------------------------------------------
+
+struct Stage {
+  std::string name, what;
+  UOp graph;
+  const PassTrace* trace = nullptr;  // null for the input graph
+  Verdict verdict;
+  std::string svg, note;
+};
+
+std::string value_summary(const interp::Value& v) {
+  std::ostringstream os;
+  os << to_string(v.dtype) << " shape (";
+  for (size_t i = 0; i < v.shape().size(); ++i) os << (i ? ", " : "") << v.shape()[i];
+  os << "): [";
+  int64_t n = v.numel(), shown = std::min<int64_t>(n, 12);
+  for (int64_t i = 0; i < shown; ++i) os << (i ? ", " : "") << interp::get_element(v, i);
+  os << (n > shown ? ", ... (" + std::to_string(n) + " elements)]" : "]");
+  if (interp::any_poison(v)) os << " (some elements uninitialized)";
+  return os.str();
+}
+
+void write_firings(Json& j, const PassTrace& t) {
+  Printed in = number_graph(t.before), out = number_graph(t.after);
+  j.key("firings").begin_arr();
+  for (const RuleGroup& g : group_by_rule(t.firings)) {
+    j.begin_obj().field("rule", g.rule).field("count", static_cast<double>(g.firings.size())).key("examples").begin_arr();
+    for (size_t i = 0; i < g.firings.size() && i < kExamples; ++i)
+      j.begin_arr().str(compact_node(g.firings[i]->before, in, 140)).str(compact_node(g.firings[i]->after, out, 140)).end_arr();
+    j.end_arr().end_obj();
+  }
+  j.end_arr();
+}
+
+void write_stage(Json& j, const Stage& s, const std::map<size_t, std::string>* values) {
+  j.begin_obj().field("name", s.name).field("what", s.what);
+  j.field("nodes", static_cast<double>(toposort(s.graph).size()));
+  j.key("ok").boolean(s.verdict.ok).field("verdict", s.verdict.text);
+  j.field("svg", s.svg).field("note", s.note);
+  j.key("lines").begin_arr();
+  for (const std::string& l : split_lines(print_graph(s.graph))) j.str(l);
+  j.end_arr();
+  j.key("values").begin_obj();
+  if (values)
+    for (auto& [n, v] : *values) j.field(std::to_string(n), v);
+  j.end_obj();
+  if (s.trace) write_firings(j, *s.trace);
+  else j.key("firings").begin_arr().end_arr();
+  j.end_obj();
+}
+
+// ---- buffers after every host-loop iteration -----------------------------------------------------
+
+struct Frame {
+  std::string label;          // "k3 m1=2"
+  std::vector<double> cells;  // rows x cols, NaN: uninitialized
+};
+
+struct Series {
+  std::string buffer;
+  int64_t rows = 1, cols = 1, cell_rows = 1, cell_cols = 1;  // buffer layout and heat-map size
+  int64_t stride = 1, seen = 0;                              // keeps every stride-th launch
+  std::vector<Frame> frames;
+};
+
+const std::string& buffer_name(UOp b) { return b->arg.tuple()->at(0).as<std::string>(); }
+
+// The buffers a kernel stores to (its DEFINE_GLOBAL slots, bound to sources 1 + slot).
+std::vector<UOp> stored_buffers(UOp kernel) {
+  std::vector<UOp> out;
+  for (UOp u : toposort(kernel->src[0]))
+    if (u->op == Ops::STORE && u->src[0]->op == Ops::INDEX && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) {
+      size_t src = 1 + static_cast<size_t>(u->src[0]->src[0]->arg.as<int64_t>());
+      if (src < kernel->src.size() && kernel->src[src]->op == Ops::BUFFER) out.push_back(kernel->src[src]);
+    }
+  return out;
+}
+
+// Rows x cols of a buffer: the output view over it when the program has one (last dim = cols),
+// else as square as possible.
+std::pair<int64_t, int64_t> buffer_layout(UOp program, UOp buffer) {
+  int64_t size = buffer->arg.tuple()->at(1).as<int64_t>();
+  for (UOp u : toposort(program)) {
+    if (u->op != Ops::RESHAPE || u->src[0] != buffer || u->shape.kind != ShapeInfo::Kind::Shaped || u->shape.dims.empty()) continue;
+    UOp last = u->shape.dims.back();
+    if (last->op != Ops::CONST) continue;
+    int64_t cols = static_cast<int64_t>(last.const_value());
+    if (cols > 0 && size % cols == 0) return {size / cols, cols};
+  }
+  int64_t cols = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(size)))));
+  return {(size + cols - 1) / cols, cols};
+}
+
+// The buffer averaged into cell_rows x cell_cols blocks (uninitialized elements left out).
+std::vector<double> snapshot(const interp::BufferData& b, const Series& s) {
+  interp::Value v;
+  v.dtype = b.dtype;
+  v.view = interp::View::contiguous({b.data->size});
+  v.data = b.data;
+  const uint8_t* poison = b.poison ? b.poison->as<uint8_t>() : nullptr;
+  std::vector<double> sum(s.cell_rows * s.cell_cols, 0.0), count(sum.size(), 0.0);
+  for (int64_t i = 0; i < b.data->size; ++i) {
+    if (poison && poison[i]) continue;
+    int64_t r = i / s.cols, c = i % s.cols;
+    size_t cell = static_cast<size_t>(r * s.cell_rows / s.rows * s.cell_cols + c * s.cell_cols / s.cols);
+    sum[cell] += interp::get_element(v, i);
+    count[cell] += 1;
+  }
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = count[i] > 0 ? sum[i] / count[i] : NAN;
+  return sum;
+}
+
+class Timeline {
+ public:
+  std::string note;  // how the run went
+
+  // The run's buffers are the timeline's own: run_program(program, timeline.buffers(), ...).
+  Timeline(UOp program, interp::BufferMap buffers) : program_(program), buffers_(std::move(buffers)) {}
+  interp::BufferMap& buffers() { return buffers_; }
+
+  void on_launch(UOp kernel, const std::vector<std::pair<std::string, int64_t>>& bindings) {
+    if (bindings.empty()) return;  // only launches inside host loops
+    std::string label = buffer_name_of(kernel);
+    for (auto& [n, v] : bindings) label += " " + n + "=" + std::to_string(v);
+    for (UOp b : stored_buffers(kernel)) {
+      auto it = buffers_.find(buffer_name(b));
+      if (it == buffers_.end()) continue;  // a temporary of the run: not visible from here
+      Series& s = series(b);
+      if (s.seen++ % s.stride == 0) s.frames.push_back({label, snapshot(it->second, s)});
+      if (s.frames.size() > 2 * kMaxFrames) thin(s);
+    }
+  }
+
+  void write(Json& j) const {
+    j.begin_arr();
+    for (const Series& s : order_) {
+      j.begin_obj().field("buffer", s.buffer).field("rows", static_cast<double>(s.rows)).field("cols", static_cast<double>(s.cols));
+      j.field("cellRows", static_cast<double>(s.cell_rows)).field("cellCols", static_cast<double>(s.cell_cols));
+      j.field("launches", static_cast<double>(s.seen));
+      j.key("frames").begin_arr();
+      for (size_t f : picked(s)) {
+        j.begin_obj().field("label", s.frames[f].label).key("cells").begin_arr();
+        for (double c : s.frames[f].cells) j.num(c);
+        j.end_arr().end_obj();
+      }
+      j.end_arr().end_obj();
+    }
+    j.end_arr();
+  }
+
+ private:
+  UOp program_;
+  interp::BufferMap buffers_;
+  std::vector<Series> order_;
+  std::map<std::string, size_t> at_;
+
+  static std::string buffer_name_of(UOp kernel) { return kernel->arg.tuple()->at(0).as<std::string>(); }
+
+  Series& series(UOp b) {
+    auto [it, fresh] = at_.emplace(buffer_name(b), order_.size());
+    if (fresh) {
+      Series s;
+      s.buffer = buffer_name(b);
+      std::tie(s.rows, s.cols) = buffer_layout(program_, b);
+      s.cell_rows = std::min(s.rows, kMaxCells);
+      s.cell_cols = std::min(s.cols, kMaxCells);
+      order_.push_back(std::move(s));
+    }
+    return order_[it->second];
+  }
+
+  // Halves the frames kept so far and from now on keeps every other launch.
+  static void thin(Series& s) {
+    std::vector<Frame> kept;
+    for (size_t i = 0; i < s.frames.size(); i += 2) kept.push_back(std::move(s.frames[i]));
+    s.frames = std::move(kept);
+    s.stride *= 2;
+  }
+
+  // At most kMaxFrames evenly spaced frames, the last one included.
+  static std::vector<size_t> picked(const Series& s) {
+    std::vector<size_t> out;
+    size_t n = s.frames.size();
+    for (size_t i = 0; i < std::min(n, kMaxFrames); ++i) out.push_back(n <= kMaxFrames ? i : i * (n - 1) / (kMaxFrames - 1));
+    return out;
+  }
+};
+
+// Runs the program on the interpreter, recording the buffers after every host-loop launch. The
+// buffers the program writes start uninitialized unless given with --in (so a scan visibly fills
+// its output); if that run fails (the program reads one first), it runs on the full inputs.
+Timeline record_timeline(UOp program, const interp::BufferMap& inputs, const std::set<std::string>& given) {
+  interp::BufferMap start = copy_buffers(inputs);
+  for (UOp k : toposort(program))
+    if (k->op == Ops::KERNEL)
+      for (UOp b : stored_buffers(k))
+        if (!given.count(buffer_name(b))) start.erase(buffer_name(b));
+  for (bool blank : {true, false}) {
+    Timeline t(program, blank ? copy_buffers(start) : copy_buffers(inputs));
+    backend::RunOptions ro;
+    ro.backend = "interp";
+    ro.on_launch = [&](UOp k, const auto& b) { t.on_launch(k, b); };
+    try {
+      backend::run_program(program, t.buffers(), ro);
+      t.note = blank ? "ran on the interpreter, buffers the program writes starting uninitialized" : "ran on the interpreter";
+      return t;
+    } catch (const Error& e) {
+      t.note = std::string("the lowered program fails on the interpreter: ") + e.what();
+      if (!blank) return t;
+    }
+  }
+  throw Error("unreachable");
+}
+
+// ---- the lowered program: C, host schedule, check verdict per kernel --------------------------
+
+struct KernelInfo {
+  std::string name, source, check = "not launched";
+  bool ok = true;
+  int64_t launches = 0;
+};
+
+std::vector<KernelInfo> render_kernels(UOp program, std::string& prelude) {
+  std::vector<KernelInfo> out;
+  for (UOp k : toposort(program)) {
+    if (k->op != Ops::KERNEL) continue;
+    KernelInfo info;
+    try {
+      backend::RenderedKernel r = backend::render_kernel(k);
+      info.name = r.name;
+      size_t body = r.source.find("int " + r.name + "(");
+      if (prelude.empty() && body != std::string::npos) prelude = r.source.substr(0, body);
+      info.source = body == std::string::npos ? r.source : r.source.substr(body);
+    } catch (const Error& e) {
+      info.name = buffer_name(k);
+      info.source = std::string("/* cannot render: ") + e.what() + " */";
+    }
+    out.push_back(info);
+  }
+  return out;
+}
+
+// Runs the program with backend check (the interpreter and tcc in lockstep) and records each
+// kernel's verdict; the first divergence stops the run and is charged to the kernel it names.
+std::string check_kernels(UOp program, const interp::BufferMap& inputs, std::vector<KernelInfo>& kernels) {
+  std::map<std::string, KernelInfo*> by_name;
+  for (KernelInfo& k : kernels) by_name[k.name] = &k;
+  backend::RunOptions ro;
+  ro.backend = "check";
+  ro.on_launch = [&](UOp k, const auto&) {
+    if (auto it = by_name.find(backend::c_identifier(buffer_name(k))); it != by_name.end()) {
+      it->second->launches++;
+      it->second->check = "OK: " + std::to_string(it->second->launches) + " launch(es) agree with the interpreter bit for bit";
+    }
+  };
+  interp::BufferMap b = copy_buffers(inputs);
+  try {
+    backend::run_program(program, b, ro);
+    return "every kernel agrees with the interpreter";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    for (KernelInfo& k : kernels)
+      if (msg.find("kernel " + k.name) != std::string::npos) k.check = msg, k.ok = false;
+    return "divergence: " + msg;
+  }
+}
+
+// ---- the command ---------------------------------------------------------------------------------
+
+struct Clock {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+};
+
+// The interpreter's verdict on a pass within kMaxEvals node evaluations (some intermediate graphs,
+// BUFFERIZE evaluated element by element, take the interpreter seconds).
+Verdict budgeted_verdict(const std::vector<interp::Output>& want, const PassTrace& t, const interp::BufferMap& inputs) {
+  interp::Options o;
+  o.max_evals = kMaxEvals;
+  Verdict v = validate_pass(want, t.pass->name, t.after, inputs, o);
+  if (!v.ok && v.text.find("evaluation budget of") != std::string::npos)
+    return {true, "not validated in the report (more than " + std::to_string(kMaxEvals) + " node evaluations): ow check --passes validates it"};
+  return v;
+}
+
+std::vector<Stage> build_stages(UOp root, const std::vector<PassTrace>& traces, const std::vector<interp::Output>& want, const interp::BufferMap& inputs) {
+  std::vector<Stage> stages;
+  stages.push_back({"input", "the graph as written, evaluated by the interpreter", root, nullptr, {true, "the reference: " + std::to_string(want.size()) + " output(s)"}, "", ""});
+  for (const PassTrace& t : traces) stages.push_back({t.pass->name, t.pass->what, t.after, &t, budgeted_verdict(want, t, inputs), "", ""});
+  // Graphviz runs two layouts at a time (two cores), in pass order, until the deadline.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLayoutMillis);
+  for (size_t i = 0; i < stages.size(); i += 2) {
+    std::vector<DotJob> jobs;
+    for (size_t k = i; k < std::min(i + 2, stages.size()); ++k) {
+      size_t nodes = toposort(stages[k].graph).size();
+      if (nodes > kMaxLayoutNodes) stages[k].note = "graph too large to lay out (" + std::to_string(nodes) + " nodes): see the printed lines";
+      if (nodes > kMaxLayoutNodes || std::chrono::steady_clock::now() > deadline) {
+        jobs.emplace_back();
+        continue;
+      }
+      std::ostringstream dot;
+      write_dot(dot, stages[k].graph);
+      jobs.push_back(start_dot(dot.str(), nodes > 100));
+    }
+    for (size_t k = i; k < std::min(i + 2, stages.size()); ++k) {
+      if (!stages[k].note.empty()) continue;
+      stages[k].svg = finish_dot(jobs[k - i], deadline);
+      if (stages[k].svg.empty())
+        stages[k].note = "no drawing: Graphviz 'dot' is missing, failed, or the report's " + std::to_string(kLayoutMillis / 1000.0).substr(0, 3) +
+                         " s for layouts ran out (the printed lines follow)";
+    }
+  }
+  return stages;
+}
+
+int cmd_report(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
+      "output,o", po::value<std::string>()->required(), "the HTML file to write")(
+      "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
+      "seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in")(
+      "timings", "print how long each phase took (stderr)");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (!parse_options("report", "FILE -o REPORT.html [--in NAME=PATH.npy]... [--seed S]", opts, pos, args, vm)) return 0;
+  Clock clock;
+  auto phase = [&, timings = vm.count("timings") > 0](const char* what) {
+    if (timings) std::cerr << "  " << clock.seconds() << " s: " << what << "\n";
+  };
+  std::string file = vm["file"].as<std::string>();
+  UOp root = load_graph(file).root;
+  interp::BufferMap inputs = load_inputs(vm);
+  std::set<std::string> given;
+  for (auto& [name, b] : inputs) given.insert(name);
+  fill_random_inputs(root, inputs, vm["seed"].as<uint64_t>());
+
+  // The input graph's values: every node evaluated outside any range binding.
+  Printed numbered = number_graph(root);
+  std::map<size_t, std::string> values;
+  interp::Options io;
+  io.on_step = [&](const interp::Step& s) {
+    if (!s.bindings.empty() || !s.value) return;
+    auto it = numbered.number.find(s.node.get());
+    if (it != numbered.number.end() && !values.count(it->second)) values[it->second] = value_summary(*s.value);
+  };
+  std::vector<interp::Output> want = evaluate(root, inputs, io);
+  phase("input graph evaluated");
+
+  std::vector<PassTrace> traces = trace_lowering(root);
+  std::vector<Stage> stages = build_stages(root, traces, want, inputs);
+  phase("passes validated and drawn");
+  UOp program = traces.back().after;
+
+  Timeline timeline = record_timeline(program, inputs, given);
+  phase("host-loop timeline recorded");
+
+  std::string prelude;
+  std::vector<KernelInfo> kernels = render_kernels(program, prelude);
+  std::string check = check_kernels(program, inputs, kernels);
+  phase("kernels rendered and checked");
+
+  Json j;
+  j.begin_obj().field("file", file).field("run", timeline.note).field("check", check);
+  j.key("stages").begin_arr();
+  for (size_t i = 0; i < stages.size(); ++i) write_stage(j, stages[i], i == 0 ? &values : nullptr);
+  j.end_arr();
+  j.field("host", backend::render_program(program)).field("prelude", prelude);
+  j.key("kernels").begin_arr();
+  for (const KernelInfo& k : kernels)
+    j.begin_obj().field("name", k.name).field("source", k.source).field("check", k.check).key("ok").boolean(k.ok).end_obj();
+  j.end_arr();
+  j.key("timeline");
+  timeline.write(j);
+  j.field("seconds", clock.seconds());
+  j.end_obj();
+
+  std::string out = vm["output"].as<std::string>();
+  write_file(out, report_page(file, j.text()));
+  std::cout << out << ": " << stages.size() << " stages, " << kernels.size() << " kernel(s); " << check << " (" << clock.seconds() << " s)\n";
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> report_commands() {
+  return {{"report", "write one self-contained HTML page: graphs per pass, C, host-loop heat maps, check", cmd_report}};
+}
+
+}  // namespace ow::cli

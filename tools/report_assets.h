@@ -1,0 +1,209 @@
+// The page of `ow report` (tools/cmd_report.cpp): HTML skeleton, CSS and the one script that
+// draws everything from the embedded JSON blob (<script type="application/json" id="ow-data">).
+// No network: no CDN, no fonts, no external files.
+#pragma once
+#include <string>
+
+namespace ow::cli {
+
+inline const char* kReportCss = R"CSS(
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; background: #fafafa; }
+header { padding: 10px 16px; background: #2b3a4a; color: #fff; }
+header h1 { font-size: 18px; margin: 0 0 4px; }
+header .sub { font-size: 12px; opacity: .85; }
+nav#passbar { position: sticky; top: 0; z-index: 2; display: flex; gap: 6px; align-items: center; flex-wrap: wrap;
+  padding: 8px 16px; background: #e8edf2; border-bottom: 1px solid #c8d0d8; }
+nav button { font: inherit; padding: 3px 10px; border: 1px solid #8796a5; border-radius: 4px; background: #fff; cursor: pointer; }
+nav button.current { background: #2b3a4a; color: #fff; }
+nav button.bad { border-color: #c0392b; color: #c0392b; }
+#pass-name { font-weight: bold; font-size: 16px; min-width: 90px; }
+#pass-hint { font-size: 12px; color: #556; }
+main { display: flex; gap: 12px; padding: 12px 16px; align-items: flex-start; }
+#graph-pane { flex: 3; min-width: 0; }
+#side { flex: 2; min-width: 280px; max-width: 560px; }
+#graph { overflow: auto; max-height: 75vh; border: 1px solid #ccd; background: #fff; }
+#graph svg { display: block; width: 100%; height: auto; }
+#graph g.node { cursor: pointer; }
+#graph g.node.selected polygon, #graph g.node.selected path { stroke: #d62728; stroke-width: 3px; }
+.verdict { padding: 4px 8px; border-radius: 4px; margin: 6px 0; white-space: pre-wrap; font-family: monospace; font-size: 12px; }
+.verdict.ok { background: #e3f4e1; } .verdict.bad { background: #fbe3e0; }
+pre { background: #fff; border: 1px solid #dde; padding: 6px 8px; overflow: auto; font-size: 12px; margin: 4px 0; }
+h2 { font-size: 16px; margin: 18px 0 6px; } h3 { font-size: 14px; margin: 10px 0 4px; }
+section { padding: 0 16px 12px; }
+.rule { margin: 4px 0; } .rule b { font-family: monospace; } .rule .count { color: #667; }
+.rule pre { margin: 2px 0 2px 12px; white-space: pre-wrap; }
+.note { color: #8a5a00; font-style: italic; }
+.series { margin-bottom: 14px; }
+.frames { display: flex; flex-wrap: wrap; gap: 6px; }
+.frame { display: inline-flex; flex-direction: column; align-items: center; font: 10px monospace; }
+.frame canvas { border: 1px solid #99a; image-rendering: pixelated; }
+.kernel summary { cursor: pointer; font-family: monospace; }
+.badge { display: inline-block; padding: 0 6px; border-radius: 3px; font-size: 11px; margin-left: 6px; }
+.badge.ok { background: #cdeccb; } .badge.bad { background: #f5c6c0; }
+.legend { font-size: 11px; color: #556; }
+)CSS";
+
+inline const char* kReportJs = R"JS(
+"use strict";
+const data = JSON.parse(document.getElementById("ow-data").textContent);
+const $ = (id) => document.getElementById(id);
+let current = 0;
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+
+// ---- passes: navigation bar, graph, verdict, rules fired ----
+function buildPassBar() {
+  const bar = $("pass-buttons");
+  data.stages.forEach((s, i) => {
+    const b = el("button", { "data-index": i, title: s.what }, `${i}. ${s.name}`);
+    if (!s.ok) b.classList.add("bad");
+    b.addEventListener("click", () => showStage(i));
+    bar.append(b);
+  });
+  $("prev").addEventListener("click", () => showStage(current - 1));
+  $("next").addEventListener("click", () => showStage(current + 1));
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "ArrowLeft") showStage(current - 1);
+    else if (e.key === "ArrowRight") showStage(current + 1);
+  });
+}
+
+function showStage(i) {
+  if (i < 0 || i >= data.stages.length) return;
+  current = i;
+  const s = data.stages[i];
+  $("pass-name").textContent = s.name;
+  $("pass-index").textContent = `(${i + 1} of ${data.stages.length})`;
+  $("pass-what").textContent = `${s.what} — ${s.nodes} nodes`;
+  const v = $("verdict");
+  v.textContent = i === 0 ? s.verdict : "interpreter: " + s.verdict;
+  v.className = "verdict " + (s.ok ? "ok" : "bad");
+  document.querySelectorAll("#pass-buttons button").forEach((b, k) => b.classList.toggle("current", k === i));
+  showGraph(s);
+  showFirings(s, i);
+  showNode(null);
+}
+
+function showGraph(s) {
+  const g = $("graph");
+  g.innerHTML = s.svg;
+  if (!s.svg) g.append(el("p", { class: "note" }, s.note || "no drawing"), el("pre", {}, s.lines.join("\n")));
+  g.querySelectorAll("g.node").forEach((n) => n.addEventListener("click", () => {
+    g.querySelectorAll("g.node.selected").forEach((x) => x.classList.remove("selected"));
+    n.classList.add("selected");
+    showNode(Number(n.querySelector("title").textContent));
+  }));
+}
+
+function showNode(n) {
+  const s = data.stages[current];
+  $("node-line").textContent = n === null ? "click a node in the graph" : (s.lines[n] || `node ${n}`);
+  const value = n === null ? undefined : s.values[String(n)];
+  $("node-value").textContent = value !== undefined ? value
+    : n === null ? "" : current === 0 ? "(no value outside a range binding)" : "(values are shown for the input graph)";
+}
+
+function showFirings(s, i) {
+  const f = $("firings");
+  f.replaceChildren();
+  if (i === 0) { f.append(el("p", {}, "the input graph: no pass has run yet")); return; }
+  if (!s.firings.length) { f.append(el("p", { class: "note" }, "no rule fired on this graph: the pass leaves it as it is")); return; }
+  for (const r of s.firings) {
+    const d = el("div", { class: "rule" }, el("b", {}, r.rule), el("span", { class: "count" }, ` ×${r.count}`));
+    for (const [before, after] of r.examples) d.append(el("pre", {}, `${before}\n  -> ${after}`));
+    if (r.count > r.examples.length) d.append(el("span", { class: "count" }, `… and ${r.count - r.examples.length} more`));
+    f.append(d);
+  }
+}
+
+// ---- host loops: each written buffer after every iteration, as heat maps ----
+function colour(t) {
+  const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  const x = Math.min(Math.max(t, 0), 1) * (stops.length - 1), k = Math.min(Math.floor(x), stops.length - 2), f = x - k;
+  const c = stops[k].map((a, j) => Math.round(a + (stops[k + 1][j] - a) * f));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+function drawFrame(canvas, series, cells, lo, hi) {
+  const px = Math.max(2, Math.floor(160 / Math.max(series.cellRows, series.cellCols)));
+  canvas.width = series.cellCols * px;
+  canvas.height = series.cellRows * px;
+  const ctx = canvas.getContext("2d");
+  cells.forEach((v, i) => {
+    ctx.fillStyle = v === null ? "#e4e4e4" : colour(hi > lo ? (v - lo) / (hi - lo) : 0.5);
+    ctx.fillRect((i % series.cellCols) * px, Math.floor(i / series.cellCols) * px, px, px);
+  });
+}
+
+function buildTimeline() {
+  const t = $("timeline");
+  if (!data.timeline.length) { t.append(el("p", { class: "note" }, "no kernel writes a named buffer inside a host loop (no OUTER range, or only temporaries)")); return; }
+  for (const s of data.timeline) {
+    let lo = Infinity, hi = -Infinity;
+    for (const f of s.frames) for (const v of f.cells) if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    if (lo > hi) { lo = 0; hi = 1; }
+    const box = el("div", { class: "series", "data-buffer": s.buffer });
+    box.append(el("h3", {}, `${s.buffer} (${s.rows} x ${s.cols}, shown as ${s.cellRows} x ${s.cellCols} cells) — ${s.launches} launch(es), ${s.frames.length} shown`),
+      el("div", { class: "legend" }, `colour: ${lo.toPrecision(4)} (dark) to ${hi.toPrecision(4)} (yellow); grey: not yet written`));
+    const frames = el("div", { class: "frames" });
+    for (const f of s.frames) {
+      const c = el("canvas", { title: f.label });
+      drawFrame(c, s, f.cells, lo, hi);
+      frames.append(el("div", { class: "frame", "data-label": f.label }, c, el("span", {}, f.label)));
+    }
+    box.append(frames);
+    t.append(box);
+  }
+}
+
+// ---- the lowered program: host schedule, C per kernel with its check verdict ----
+function buildProgram() {
+  $("host").textContent = data.host;
+  $("check").textContent = `${data.run}; check (interpreter vs tcc, kernel by kernel): ${data.check}`;
+  const k = $("kernels");
+  for (const kern of data.kernels) {
+    const badge = el("span", { class: "badge " + (kern.ok ? "ok" : "bad") }, kern.ok ? "check OK" : "check FAILED");
+    k.append(el("details", { class: "kernel", open: "" }, el("summary", {}, kern.name, badge, el("span", { class: "legend" }, " " + kern.check)), el("pre", {}, kern.source)));
+  }
+  k.append(el("details", { class: "kernel" }, el("summary", {}, "prelude shared by all kernels"), el("pre", {}, data.prelude)));
+}
+
+$("subtitle").textContent = `${data.stages.length - 1} lowering passes, ${data.kernels.length} kernel(s); report built in ${data.seconds.toFixed(2)} s`;
+buildPassBar();
+buildTimeline();
+buildProgram();
+showStage(0);
+)JS";
+
+inline std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+// The whole page; `json` must not contain "</" (tools/cmd_report.cpp escapes '<').
+inline std::string report_page(const std::string& title, const std::string& json) {
+  std::string t = html_escape(title);
+  return std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ow report: ") + t + "</title>\n<style>" + kReportCss +
+         "</style></head>\n<body>\n<header><h1>ow report: " + t + "</h1><div class=\"sub\" id=\"subtitle\"></div></header>\n" +
+         R"HTML(<nav id="passbar"><button id="prev" title="previous pass (left arrow)">&larr;</button><span id="pass-name"></span><span id="pass-index"></span><button id="next" title="next pass (right arrow)">&rarr;</button><span id="pass-buttons"></span><span id="pass-hint">&larr; / &rarr; keys move between passes</span></nav>
+<main><section id="graph-pane"><div id="pass-what"></div><div id="verdict" class="verdict"></div><div id="graph"></div></section>
+<aside id="side"><h3>Node</h3><pre id="node-line"></pre><pre id="node-value"></pre><h3>Rules fired in this pass</h3><div id="firings"></div></aside></main>
+<section><h2>Host loops: buffers after each iteration</h2><div id="timeline"></div></section>
+<section><h2>Host schedule</h2><pre id="host"></pre><p id="check"></p><h2>Kernels (generated C)</h2><div id="kernels"></div></section>
+<script type="application/json" id="ow-data">)HTML" +
+         json + "</script>\n<script>" + kReportJs + "</script>\n</body></html>\n";
+}
+
+}  // namespace ow::cli
