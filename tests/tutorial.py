@@ -5,12 +5,11 @@ In each ```console block, a line starting with "$ " is a command; the lines afte
 next command, must appear in its output (stdout then stderr) in that order, each as a whole
 line; "..." skips any number of lines. Commands run in a scratch directory in which `build`
 points at the build directory and `reference` at the source tree's, so files they write stay
-out of the repository. A command must exit 0.
+out of the repository. Commands run through bash (pipes work). A command must exit 0.
 
 usage: tutorial.py SOURCE_ROOT BUILD_ROOT
 """
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -57,7 +56,7 @@ def main():
         os.symlink(build, os.path.join(work, "build"))
         os.symlink(os.path.join(src, "reference"), os.path.join(work, "reference"))
         for no, cmd, expected in cmds:
-            p = subprocess.run(shlex.split(cmd), cwd=work, capture_output=True, text=True, timeout=300)
+            p = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=300)
             actual = (p.stdout + p.stderr).splitlines()
             missing = matches(expected, actual) if p.returncode == 0 else "(exit status %d)" % p.returncode
             status = "ok" if missing is None else "FAILED"
