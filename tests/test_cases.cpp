@@ -3,6 +3,8 @@
 // reference/expected/<case>/in_<name>.npy and out_<name>.npy).
 #include <catch2/catch.hpp>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -21,21 +23,11 @@
 #include "uop/text.h"
 
 using namespace ow;
+using ow::test::source_root;
+using ow::test::slurp;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path source_root() {
-  const char* root = std::getenv("OW_SOURCE_DIR");
-  return root ? fs::path(root) : fs::current_path();
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "(";

@@ -5,6 +5,8 @@
 // same libm), and where reference/expected has numpy data, that data as in test_cases.cpp.
 #include <catch2/catch.hpp>
 
+#include "test_support.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -19,21 +21,12 @@
 #include "uop/text.h"
 
 using namespace ow;
+using ow::test::source_root;
+using ow::test::slurp;
+using ow::test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path source_root() {
-  const char* root = std::getenv("OW_SOURCE_DIR");
-  return root ? fs::path(root) : fs::current_path();
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 interp::BufferMap copy(const interp::BufferMap& b) {
   interp::BufferMap out;
@@ -192,14 +185,6 @@ const char* kOutOfBounds = R"(%0 = DEFINE_GLOBAL float32*4 () 0
 %19 = SINK void (%18) ("out",)
 )";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 }  // namespace
 
 TEST_CASE("an out-of-bounds access in a compiled kernel is a clear error with --bounds-check", "[compiled]") {

@@ -3,6 +3,8 @@
 // each diagnostic. Rule numbers in brackets cite reference/SEMANTICS.md.
 #include <catch2/catch.hpp>
 
+#include "test_support.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -10,6 +12,7 @@
 #include "uop/error.h"
 
 using namespace ow;
+using ow::test::error_of;
 
 namespace {
 
@@ -23,15 +26,6 @@ void check_close(Tensor got, Tensor want, float atol = 1e-6f) {
   std::vector<float> g = vals(got), w = vals(want);
   REQUIRE(g.size() == w.size());
   for (size_t i = 0; i < g.size(); ++i) CHECK(std::fabs(g[i] - w[i]) <= atol + 1e-5f * std::fabs(w[i]));
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 struct Scan {

@@ -3,6 +3,8 @@
 // through the scalar kernel evaluator (src/interp/kernel_eval.h).
 #include <catch2/catch.hpp>
 
+#include "test_support.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "uop/verify.h"
 
 using namespace ow;
+using ow::test::error_of;
 using namespace ow::interp;
 
 namespace {
@@ -43,15 +46,6 @@ uint32_t bits(float f) {
 }
 
 std::vector<Output> run_text(const std::string& text, BufferMap& bufs) { return run(parse_graph(text).root, bufs); }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::vector<float> some_floats(size_t n, float scale) {
   std::vector<float> v;
