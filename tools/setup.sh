@@ -23,6 +23,7 @@ PACKAGES=(
   xtensor-dev xtl-dev               # reference arrays in tests
   python3-numpy                     # cross-checks against numpy
   graphviz                          # ow dot --svg
+  chromium nodejs npm               # the browser test of ow report (tests/browser, playwright-core)
   git
 )
 
@@ -46,10 +47,13 @@ die() { echo "setup: error: $*" >&2; exit 1; }
 command -v dpkg-query >/dev/null && command -v apt-get >/dev/null ||
   die "this script needs a Debian/Ubuntu system with dpkg and apt-get (Debian 12 is supported)"
 
+# A nodejs package from elsewhere (NodeSource) bundles npm and conflicts with Debian's npm.
+provided() { [[ $1 == npm ]] && command -v npm >/dev/null; }
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-  [[ "$status" == installed ]] || missing+=("$p")
+  [[ "$status" == installed ]] || provided "$p" || missing+=("$p")
 done
 
 if ((${#missing[@]})); then

@@ -13,6 +13,7 @@
 # The exit status is 0 only if M is 0.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export OW_REQUIRE_BROWSER=1  # the browser test (tests/browser) must run here, never skip
 
 passed=0
 failed=0
