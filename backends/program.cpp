@@ -233,7 +233,10 @@ std::vector<interp::Output> outputs(UOp program, Host& host) {
     interp::Value v;
     v.dtype = b->dtype;
     v.view = interp::View::contiguous(shape);
-    v.data = std::make_shared<interp::Storage>(*host.buffer(b).data);  // a value, not a view of live memory
+    // A value, not a view of memory the caller keeps using: a caller's buffer is copied; a
+    // temporary of this run is handed over as it is (nothing else holds it).
+    const interp::StoragePtr& live = host.buffer(b).data;
+    v.data = buffer_name(b).rfind('_', 0) == 0 ? live : std::make_shared<interp::Storage>(*live);
     std::string name = names ? (*names)[i].as<std::string>() : srcs.size() == 1 ? "out" : "out" + std::to_string(i);
     outs.push_back({name, v});
   }
