@@ -126,6 +126,11 @@ Fold fold_of(UOp reduce) {
   // whose value also depends on a non-OUTER range would need one accumulator per binding.
   std::vector<UOp> inner = free_loop_ranges(reduce);
   if (!inner.empty()) throw Error(unsupported("an OUTER loop inside the non-OUTER range " + range_name(inner[0])));
+  // Effects inside a fold's value run once per evaluation in the interpreter's memo, not once
+  // per iteration: their interplay with the loop is not settled, so it is refused for now.
+  for (UOp u : toposort(reduce->src[0]))
+    if (u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::ASSIGN)
+      throw Error(unsupported(std::string("an effect (") + std::string(op_name(u->op)) + ") inside the value of an OUTER reduce"));
   Fold f{reduce->arg.as<Ops>(), {}, reduce->src[0], false};
   std::vector<std::pair<UOp, UOp>> twins;
   for (size_t i = 1; i < reduce->src.size(); ++i) {
