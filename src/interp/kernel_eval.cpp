@@ -14,6 +14,7 @@
 // whose evaluation runs its own loop; its body is not part of the enclosing lists.
 #include "interp/kernel_eval.h"
 
+#include <functional>
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -197,7 +198,7 @@ struct Kernel::Impl {
     bool p = false;
     Node* x = L.fold;
     uint64_t steps = 0;
-    I.run_loop(L, [&] {
+    I.run_loop_fn(L, [&] {
       if constexpr (OP == Ops::ADD) acc = sop::wrap_add<T>(acc, get<T>(x->v));
       else if constexpr (OP == Ops::MUL) acc = sop::wrap_mul<T>(acc, get<T>(x->v));
       else acc = sop::max_op<T>(acc, get<T>(x->v));
@@ -511,21 +512,11 @@ struct Kernel::Impl {
     active.pop_back();
   }
 
-  template <class Inner> void run_loop(Loop& L, Inner&& inner) {
-    for (size_t j = 0; j < L.ranges.size(); ++j) {
-      ensure(L.extent_lists[j]);
-      Node* e = L.extent_nodes[j];
-      int64_t n = e->v.i;
-      if (opts.max_loop && n > opts.max_loop)
-        fail(L.ranges[j]->u, "range extent " + std::to_string(n) + " is over the limit of " + std::to_string(opts.max_loop));
-      L.ext[j] = n;
-    }
-    for (int64_t n : L.ext)
-      if (n <= 0) return;
-    ensure(L.invariant);
-    if (L.ranges.empty()) inner();
-    else nest(L, 0, inner);
-  }
+  // Defined after the class: clang does not instantiate an in-class member template used
+  // from a nested class defined earlier (an undefined symbol at link time).
+  template <class Inner> void run_loop(Loop& L, Inner&& inner);
+  void run_loop_fn(Loop& L, const std::function<void()>& inner) { run_loop(L, inner); }
+
 
   void run_stmt(int k) {
     Stmt& s = stmts[static_cast<size_t>(k)];
@@ -597,6 +588,21 @@ struct Kernel::Impl {
   }
 };
 
+template <class Inner> void Kernel::Impl::run_loop(Loop& L, Inner&& inner) {
+  for (size_t j = 0; j < L.ranges.size(); ++j) {
+    ensure(L.extent_lists[j]);
+    Node* e = L.extent_nodes[j];
+    int64_t n = e->v.i;
+    if (opts.max_loop && n > opts.max_loop)
+      fail(L.ranges[j]->u, "range extent " + std::to_string(n) + " is over the limit of " + std::to_string(opts.max_loop));
+    L.ext[j] = n;
+  }
+  for (int64_t n : L.ext)
+    if (n <= 0) return;
+  ensure(L.invariant);
+  if (L.ranges.empty()) inner();
+  else nest(L, 0, inner);
+}
 Kernel::Kernel(UOp ast, KernelOptions opts) : impl_(std::make_unique<Impl>(ast, std::move(opts))) {}
 Kernel::~Kernel() = default;
 Kernel::Kernel(Kernel&&) noexcept = default;
