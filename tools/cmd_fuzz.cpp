@@ -13,6 +13,8 @@
 #include <set>
 #include <thread>
 #include <cstring>
+
+#include "progress.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,7 +202,9 @@ int cmd_fuzz(const Args& args) {
   std::map<std::string, uint64_t> op_count, form_count;
   std::map<std::string, std::vector<uint64_t>> by_category;
   std::set<std::string> first_of_category;
+  Progress bar("fuzz", static_cast<int64_t>(count));  // drawn only on a terminal
   for (uint64_t i = 0; i < count; ++i) {
+    bar.update(static_cast<int64_t>(i), std::to_string(findings) + " findings");
     uint64_t seed = seed0 + i;
     std::cout << std::flush;
     g_current_seed = seed;
