@@ -158,6 +158,7 @@ class Host {
  private:
   interp::BufferMap& buffers_;
   interp::BufferMap temps_;
+  std::map<const UOpNode*, std::vector<int64_t>> stored_;  // per KERNEL: the slots it stores to
   Launcher& launcher_;
   const RunOptions& opts_;
   std::map<const UOpNode*, int64_t> env_;
@@ -203,7 +204,9 @@ class Host {
       else throw Error(std::string("a KERNEL source must be a BUFFER or a BIND, got ") + std::string(op_name(s->op)));
     }
     launcher_.launch(k, slots, vars);
-    for (int64_t slot : stored_slots(k))  // compiled kernels do not track poison: what they write is data
+    auto it = stored_.find(k.get());  // walked once per kernel, not once per launch
+    if (it == stored_.end()) it = stored_.emplace(k.get(), stored_slots(k)).first;
+    for (int64_t slot : it->second)  // compiled kernels do not track poison: what they write is data
       if (slot < static_cast<int64_t>(slots.size()) && opts_.backend != "interp") slots[slot]->poison = nullptr;
     if (opts_.on_launch) opts_.on_launch(k, env_order_);
   }
