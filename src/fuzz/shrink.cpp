@@ -7,6 +7,7 @@
 
 #include "fuzz/generate.h"
 #include "uop/error.h"
+#include "uop/pattern.h"
 #include "uop/verify.h"
 
 namespace ow::fuzz {
@@ -14,27 +15,6 @@ namespace ow::fuzz {
 namespace {
 
 using Map = std::unordered_map<const UOpNode*, UOp>;
-
-// Rebuilds root with every node in m replaced (users of replaced nodes are rebuilt).
-UOp substitute(UOp root, const Map& m) {
-  Map done;
-  for (UOp u : toposort(root)) {
-    auto it = m.find(u.get());
-    if (it != m.end()) {
-      done[u.get()] = it->second;
-      continue;
-    }
-    std::vector<UOp> src;
-    bool changed = false;
-    for (UOp s : u->src) {
-      UOp n = done.at(s.get());
-      changed = changed || n != s;
-      src.push_back(n);
-    }
-    done[u.get()] = changed ? u.replace_src(src) : u;
-  }
-  return done.at(root.get());
-}
 
 bool static_shape_of(UOp u, std::vector<int64_t>& out) {
   if (u->shape.kind != ShapeInfo::Kind::Shaped) return false;
@@ -144,11 +124,11 @@ std::vector<UOp> candidates(UOp root) {
     // 3. a node by one of its sources of the same shape and dtype
     std::set<const UOpNode*> seen;
     for (UOp s : u->src)
-      if (s->dtype == u->dtype && same_shape(s, u) && seen.insert(s.get()).second) add(substitute(root, {{u.get(), s}}));
+      if (s->dtype == u->dtype && same_shape(s, u) && seen.insert(s.get()).second) add(substitute(root, {{u, s}}));
     // 4. a value by a constant
     if (!is_constant_form(u) && !(u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER)) {
-      add(substitute(root, {{u.get(), constant_like(u, 0)}}));
-      add(substitute(root, {{u.get(), constant_like(u, 1)}}));
+      add(substitute(root, {{u, constant_like(u, 0)}}));
+      add(substitute(root, {{u, constant_like(u, 1)}}));
     }
   }
   // 5. smaller sizes
