@@ -415,3 +415,22 @@ TEST_CASE("evaluation is deterministic: the same graph twice is bit-identical [S
   std::vector<float> second = vals(scan_graph(s, AxisType::OUTER, Tensor::empty({3, 1, 10})));
   CHECK(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0);
 }
+
+TEST_CASE("Storage: small and large (mmap'd) blocks start zeroed, are aligned, and copy deeply") {
+  for (int64_t n : {int64_t(0), int64_t(3), int64_t(1000), int64_t(3) << 20}) {  // 3M float32 = 12 MB: the mmap path
+    ow::interp::Storage s(ow::dtypes::float32, n);
+    REQUIRE(s.bytes.size() == static_cast<size_t>(n) * 4);
+    CHECK(reinterpret_cast<uintptr_t>(s.bytes.data()) % 64 == 0);
+    float* f = s.as<float>();
+    bool zero = true;
+    for (int64_t i = 0; i < n; ++i) zero &= f[i] == 0.0f && !std::signbit(f[i]);
+    CHECK(zero);
+    if (n == 0) continue;
+    f[0] = 1.5f, f[n - 1] = -2.0f;
+    ow::interp::Storage copy(s);
+    f[0] = 7.0f;
+    CHECK(copy.as<float>()[0] == 1.5f);
+    CHECK(copy.as<float>()[n - 1] == -2.0f);
+    CHECK(copy.bytes.data() != s.bytes.data());
+  }
+}

@@ -7,7 +7,7 @@
 
 namespace ow::interp {
 
-Storage::Storage(DType d, int64_t n) : dtype(d), size(n), bytes(static_cast<size_t>(n) * static_cast<size_t>(std::max(d.itemsize(), 1)), 0) {}
+Storage::Storage(DType d, int64_t n) : dtype(d), size(n), bytes(static_cast<size_t>(n) * static_cast<size_t>(std::max(d.itemsize(), 1))) {}
 
 View View::contiguous(const std::vector<int64_t>& shape) {
   View v;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/bytes.h"
 #include "uop/dtype.h"
 #include "uop/error.h"
 #include "uop/ops.h"
@@ -19,7 +20,7 @@ namespace ow::interp {
 struct Storage {
   DType dtype;
   int64_t size = 0;  // elements
-  std::vector<uint8_t> bytes;
+  Bytes bytes;  // zeroed at construction
 
   Storage(DType d, int64_t n);
   template <class T> T* as() { return reinterpret_cast<T*>(bytes.data()); }
