@@ -22,6 +22,9 @@ using Bindings = std::vector<std::pair<std::string, int64_t>>;
 
 const std::string& buffer_name(UOp b) { return b->arg.tuple()->at(0).as<std::string>(); }
 
+// Names starting with '_' are the program's own temporaries (REDUCE accumulators, outputs).
+bool is_temp(const std::string& name) { return name.rfind('_', 0) == 0; }
+
 std::string bindings_text(const Bindings& b) {
   if (b.empty()) return "outside any host loop";
   std::string s;
@@ -33,31 +36,40 @@ std::string bindings_text(const Bindings& b) {
 class Launcher {
  public:
   virtual ~Launcher() = default;
+  virtual void prepare(UOp kernel) = 0;  // render/compile ahead of the first launch
   virtual void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) = 0;
 };
 
 class InterpLauncher : public Launcher {
  public:
+  void prepare(UOp kernel) override { prepared(kernel); }
+
   void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
+    interp::KernelArgs a;
+    a.buffers = slots;
+    a.vars = vars;
+    prepared(kernel).run(a);
+  }
+
+ private:
+  std::map<const UOpNode*, std::unique_ptr<interp::Kernel>> kernels_;
+
+  interp::Kernel& prepared(UOp kernel) {
     auto it = kernels_.find(kernel.get());
     if (it == kernels_.end()) {
       interp::KernelOptions o;
       o.name = kernel->arg.tuple()->at(0).as<std::string>();
       it = kernels_.emplace(kernel.get(), std::make_unique<interp::Kernel>(kernel->src[0], o)).first;
     }
-    interp::KernelArgs a;
-    a.buffers = slots;
-    a.vars = vars;
-    it->second->run(a);
+    return *it->second;
   }
-
- private:
-  std::map<const UOpNode*, std::unique_ptr<interp::Kernel>> kernels_;
 };
 
 class CompiledLauncher : public Launcher {
  public:
   CompiledLauncher(const std::string& compiler, bool bounds_check) : compiler_(make_compiler(compiler)) { opts_.bounds_check = bounds_check; }
+
+  void prepare(UOp kernel) override { compiled(kernel); }
 
   void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
     Compiled& c = compiled(kernel);
@@ -71,6 +83,8 @@ class CompiledLauncher : public Launcher {
     }
     long long err[4] = {0, 0, 0, 0};
     if (c.fn(bufs.data(), vals.data(), err) != 0) fail(kernel, c, err);
+    for (int64_t slot : c.stored)  // compiled kernels do not track poison: what they write is data
+      if (slot < static_cast<int64_t>(slots.size())) slots[slot]->poison = nullptr;
   }
 
  private:
@@ -79,6 +93,7 @@ class CompiledLauncher : public Launcher {
     RenderedKernel rendered;
     std::shared_ptr<const Library> lib;
     Fn fn;
+    std::vector<int64_t> stored;  // DEFINE_GLOBAL slots the kernel writes
   };
   std::unique_ptr<Compiler> compiler_;
   RenderOptions opts_;
@@ -91,6 +106,7 @@ class CompiledLauncher : public Launcher {
     c.rendered = render_kernel(kernel, opts_);
     c.lib = compiler_->compile(c.rendered.source);
     c.fn = reinterpret_cast<Fn>(c.lib->symbol(c.rendered.name));
+    c.stored = interp::slots_stored(kernel->src[0]);
     return cache_.emplace(kernel.get(), std::move(c)).first->second;
   }
 
@@ -108,8 +124,6 @@ class CompiledLauncher : public Launcher {
   }
 };
 
-std::vector<int64_t> stored_slots(UOp kernel);
-
 interp::BufferMap deep_copy(const interp::BufferMap& b) {
   interp::BufferMap out;
   for (auto& [name, d] : b)
@@ -120,7 +134,8 @@ interp::BufferMap deep_copy(const interp::BufferMap& b) {
 // The host walk: GROUP in order, END over OUTER ranges as loops, KERNEL launches.
 class Host {
  public:
-  Host(interp::BufferMap& buffers, Launcher& launcher, const RunOptions& opts) : buffers_(buffers), launcher_(launcher), opts_(opts) {}
+  Host(interp::BufferMap& buffers, interp::BufferMap& temps, Launcher& launcher, const RunOptions& opts)
+      : buffers_(buffers), temps_(temps), launcher_(launcher), opts_(opts) {}
 
   void exec(UOp u) {
     switch (u->op) {
@@ -141,7 +156,7 @@ class Host {
   interp::BufferData& buffer(UOp b) {
     const std::string& name = buffer_name(b);
     int64_t size = b->arg.tuple()->at(1).as<int64_t>();
-    interp::BufferMap& owner = name.rfind('_', 0) == 0 ? temps_ : buffers_;
+    interp::BufferMap& owner = is_temp(name) ? temps_ : buffers_;
     auto it = owner.find(name);
     if (it == owner.end()) {
       interp::BufferData d{b->dtype, std::make_shared<interp::Storage>(b->dtype, size), nullptr};
@@ -157,8 +172,7 @@ class Host {
 
  private:
   interp::BufferMap& buffers_;
-  interp::BufferMap temps_;
-  std::map<const UOpNode*, std::vector<int64_t>> stored_;  // per KERNEL: the slots it stores to
+  interp::BufferMap& temps_;
   Launcher& launcher_;
   const RunOptions& opts_;
   std::map<const UOpNode*, int64_t> env_;
@@ -204,24 +218,19 @@ class Host {
       else throw Error(std::string("a KERNEL source must be a BUFFER or a BIND, got ") + std::string(op_name(s->op)));
     }
     launcher_.launch(k, slots, vars);
-    auto it = stored_.find(k.get());  // walked once per kernel, not once per launch
-    if (it == stored_.end()) it = stored_.emplace(k.get(), stored_slots(k)).first;
-    for (int64_t slot : it->second)  // compiled kernels do not track poison: what they write is data
-      if (slot < static_cast<int64_t>(slots.size()) && opts_.backend != "interp") slots[slot]->poison = nullptr;
     if (opts_.on_launch) opts_.on_launch(k, env_order_);
   }
 };
 
-std::vector<int64_t> stored_slots(UOp kernel) {
-  std::vector<int64_t> out;
-  for (UOp u : toposort(kernel->src[0]))
-    if (u->op == Ops::STORE && u->src[0]->op == Ops::INDEX && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL)
-      out.push_back(u->src[0]->src[0]->arg.as<int64_t>());
-  return out;
-}
+// A program output: the name the SINK gives it, the buffer holding it and its shape.
+struct OutputSlot {
+  std::string name;
+  UOp buffer;
+  std::vector<int64_t> shape;
+};
 
-std::vector<interp::Output> outputs(UOp program, Host& host) {
-  std::vector<interp::Output> outs;
+std::vector<OutputSlot> output_slots(UOp program) {
+  std::vector<OutputSlot> outs;
   std::vector<UOp> srcs = program->op == Ops::SINK ? program->src : std::vector<UOp>{program};
   const ArgTuple* names = program->op == Ops::SINK ? program->arg.tuple() : nullptr;
   for (size_t i = 0; i < srcs.size(); ++i) {
@@ -231,25 +240,11 @@ std::vector<interp::Output> outputs(UOp program, Host& host) {
     UOp b = o;
     while (b->op == Ops::RESHAPE) b = b->src[0];
     if (b->op != Ops::BUFFER) throw Error("a program output must be a buffer seen through RESHAPE, got " + std::string(op_name(b->op)));
-    std::vector<int64_t> shape;
-    for (UOp d : o->shape.dims) shape.push_back(static_cast<int64_t>(d.const_value()));
-    interp::Value v;
-    v.dtype = b->dtype;
-    v.view = interp::View::contiguous(shape);
-    // A value, not a view of memory the caller keeps using: a caller's buffer is copied; a
-    // temporary of this run is handed over as it is (nothing else holds it).
-    const interp::StoragePtr& live = host.buffer(b).data;
-    v.data = buffer_name(b).rfind('_', 0) == 0 ? live : std::make_shared<interp::Storage>(*live);
-    std::string name = names ? (*names)[i].as<std::string>() : srcs.size() == 1 ? "out" : "out" + std::to_string(i);
-    outs.push_back({name, v});
+    OutputSlot slot{names ? (*names)[i].as<std::string>() : srcs.size() == 1 ? "out" : "out" + std::to_string(i), b, {}};
+    for (UOp d : o->shape.dims) slot.shape.push_back(static_cast<int64_t>(d.const_value()));
+    outs.push_back(slot);
   }
   return outs;
-}
-
-std::vector<interp::Output> run_with(UOp program, interp::BufferMap& buffers, Launcher& l, const RunOptions& opts) {
-  Host host(buffers, l, opts);
-  host.exec(program);
-  return outputs(program, host);
 }
 
 // check: the interpreter and a compiled tier run every launch on their own copies of the
@@ -259,8 +254,19 @@ std::vector<interp::Output> run_with(UOp program, interp::BufferMap& buffers, La
 // difference is a bug. Elements the interpreter knows are uninitialized (poison) are skipped.
 class CheckLauncher : public Launcher {
  public:
-  CheckLauncher(interp::BufferMap& ref, const RunOptions& opts) : ref_(ref), compiled_(opts.compiler, opts.bounds_check), compiler_(opts.compiler) {}
+  explicit CheckLauncher(const RunOptions& opts) : compiled_(opts.compiler, opts.bounds_check), compiler_(opts.compiler) {}
   const Bindings* bindings = nullptr;
+
+  // A run starts from `ref`, the caller's buffers as they were, and fresh (poisoned) temporaries.
+  void begin_run(interp::BufferMap& ref) {
+    ref_ = &ref;
+    ref_temps_.clear();
+  }
+
+  void prepare(UOp kernel) override {
+    reference_.prepare(kernel);
+    compiled_.prepare(kernel);
+  }
 
   void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
     std::vector<interp::BufferData*> ref_slots;
@@ -274,7 +280,7 @@ class CheckLauncher : public Launcher {
   }
 
  private:
-  interp::BufferMap& ref_;
+  interp::BufferMap* ref_ = nullptr;
   interp::BufferMap ref_temps_;
   InterpLauncher reference_;
   CompiledLauncher compiled_;
@@ -282,7 +288,7 @@ class CheckLauncher : public Launcher {
 
   interp::BufferData& ref_buffer(UOp b) {
     const std::string& name = buffer_name(b);
-    interp::BufferMap& owner = name.rfind('_', 0) == 0 ? ref_temps_ : ref_;
+    interp::BufferMap& owner = is_temp(name) ? ref_temps_ : *ref_;
     auto it = owner.find(name);
     if (it == owner.end()) {  // never given data: uninitialized, tracked as poison
       int64_t n = b->arg.tuple()->at(1).as<int64_t>();
@@ -312,26 +318,92 @@ class CheckLauncher : public Launcher {
   }
 };
 
-std::vector<interp::Output> check_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) {
-  interp::BufferMap ref = deep_copy(buffers);
-  CheckLauncher l(ref, opts);
-  Host host(buffers, l, opts);
-  l.bindings = &host.bindings();
-  host.exec(program);
-  return outputs(program, host);
+std::unique_ptr<Launcher> make_launcher(const RunOptions& opts) {
+  if (opts.backend == "interp") return std::make_unique<InterpLauncher>();
+  if (opts.backend == "check") return std::make_unique<CheckLauncher>(opts);
+  return std::make_unique<CompiledLauncher>(opts.backend, opts.bounds_check);
 }
 
 }  // namespace
 
-std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) {
-  if (opts.backend == "interp") {
-    InterpLauncher l;
-    return run_with(program, buffers, l, opts);
+struct Program::Impl {
+  UOp program;
+  RunOptions opts;
+  std::unique_ptr<Launcher> launcher;
+  std::vector<OutputSlot> outs;
+  std::set<std::string> declared;  // the names of the buffers the program declares
+  interp::BufferMap temps;         // kept between runs, except the outputs (handed over)
+
+  // out=: the caller's buffer of an output's name becomes the temporary the output is computed in.
+  void bind_outputs(interp::BufferMap& buffers) {
+    for (const OutputSlot& o : outs) {
+      const std::string& temp = buffer_name(o.buffer);
+      auto it = buffers.find(o.name);
+      if (!is_temp(temp) || it == buffers.end() || declared.count(o.name)) continue;
+      int64_t size = o.buffer->arg.tuple()->at(1).as<int64_t>();
+      if (it->second.dtype != o.buffer->dtype || it->second.data->size != size)
+        throw Error("output '" + o.name + "': the buffer given for it holds " + std::to_string(it->second.data->size) + " " + to_string(it->second.dtype) +
+                    " elements, the output is " + std::to_string(size) + " " + to_string(o.buffer->dtype) + " (an output is written in place only into its own dtype and size)");
+      temps[temp] = it->second;
+    }
   }
-  if (opts.backend == "check") return check_program(program, buffers, opts);
-  CompiledLauncher l(opts.backend, opts.bounds_check);
-  return run_with(program, buffers, l, opts);
+
+  // A value, not a view of memory the caller keeps using: a caller's buffer is copied; an
+  // output temporary is handed over (and forgotten, so the next run does not overwrite it).
+  std::vector<interp::Output> collect(Host& host) {
+    std::vector<interp::Output> values;
+    for (const OutputSlot& o : outs) {
+      interp::Value v;
+      v.dtype = o.buffer->dtype;
+      v.view = interp::View::contiguous(o.shape);
+      const interp::StoragePtr& live = host.buffer(o.buffer).data;
+      v.data = is_temp(buffer_name(o.buffer)) ? live : std::make_shared<interp::Storage>(*live);
+      values.push_back({o.name, v});
+    }
+    return values;
+  }
+
+  void forget_outputs() {
+    for (const OutputSlot& o : outs) temps.erase(buffer_name(o.buffer));
+  }
+};
+
+Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>()) {
+  impl_->program = lowered;
+  impl_->opts = std::move(opts);
+  impl_->launcher = make_launcher(impl_->opts);
+  impl_->outs = output_slots(lowered);
+  for (UOp u : toposort(lowered)) {
+    if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));
+    if (u->op == Ops::KERNEL) impl_->launcher->prepare(u);
+  }
 }
+
+Program::~Program() = default;
+Program::Program(Program&&) noexcept = default;
+Program& Program::operator=(Program&&) noexcept = default;
+
+std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
+  Impl& p = *impl_;
+  interp::BufferMap ref;  // check: the interpreter's own copy of the caller's buffers
+  auto* check = dynamic_cast<CheckLauncher*>(p.launcher.get());
+  if (check) check->begin_run(ref = deep_copy(buffers));
+  Host host(buffers, p.temps, *p.launcher, p.opts);
+  if (check) check->bindings = &host.bindings();
+  std::vector<interp::Output> values;
+  try {
+    p.bind_outputs(buffers);
+    host.exec(p.program);
+    values = p.collect(host);
+  } catch (...) {
+    p.forget_outputs();
+    throw;
+  }
+  p.forget_outputs();
+  return values;
+}
+
+std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) { return Program(program, opts).run(buffers); }
 
 std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, const RunOptions& opts) {
   if (opts.backend == "interp") return interp::run(graph, buffers);

@@ -7,6 +7,7 @@
 // The host walk (GROUP in order, END over OUTER ranges as loops) is the same for all of them.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,30 @@ struct RunOptions {
   std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)> on_launch;
 };
 
-// Runs a lowered program: `buffers` supplies inputs by name and receives every buffer the
-// program writes; buffers it reads but that were not given start zeroed (compiled) or
-// uninitialized (interp). Returns the outputs named by the program's SINK.
+// A lowered program made ready to run many times: every kernel is rendered and compiled (or
+// prepared for the interpreter) once, in the constructor, and the program's private
+// temporaries (buffers named "_...") are kept from one run to the next.
+class Program {
+ public:
+  explicit Program(UOp lowered, RunOptions opts = {});  // throws ow::Error (render, compile)
+  ~Program();
+  Program(Program&&) noexcept;
+  Program& operator=(Program&&) noexcept;
+
+  // `buffers` supplies inputs by name and receives every named buffer the program writes;
+  // buffers it reads but that were not given start zeroed (compiled) or uninitialized (interp).
+  // Returns the outputs named by the program's SINK. An output computed into a temporary is
+  // written in place into buffers[its name] when the caller put a buffer of that name, dtype
+  // and size there and the program declares no buffer of that name (numpy's out=); the
+  // returned value then shares that memory. Otherwise each run returns fresh memory.
+  std::vector<interp::Output> run(interp::BufferMap& buffers);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One-shot: Program(program, opts).run(buffers).
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts = {});
 
 // Lowers a tensor-level graph (src/lower) and runs it: the compiled path in one call.

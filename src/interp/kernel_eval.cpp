@@ -610,8 +610,12 @@ Kernel& Kernel::operator=(Kernel&&) noexcept = default;
 
 void Kernel::run(const KernelArgs& args) { impl_->run(args); }
 uint64_t Kernel::ops() const { return impl_->ops; }
-std::vector<int64_t> Kernel::slots_loaded() const { return {impl_->loaded.begin(), impl_->loaded.end()}; }
-std::vector<int64_t> Kernel::slots_stored() const { return {impl_->stored.begin(), impl_->stored.end()}; }
+std::vector<int64_t> slots_stored(UOp ast) {
+  std::set<int64_t> out;
+  for (UOp u : toposort(ast))
+    if (u->op == Ops::STORE && u->src[0]->op == Ops::INDEX && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) out.insert(u->src[0]->src[0]->arg.as<int64_t>());
+  return {out.begin(), out.end()};
+}
 
 void run_kernel(UOp ast, const KernelArgs& args, const KernelOptions& opts) { Kernel(ast, opts).run(args); }
 

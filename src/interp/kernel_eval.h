@@ -46,13 +46,15 @@ class Kernel {
 
   void run(const KernelArgs& args);
   uint64_t ops() const;           // scalar operations (node evaluations, folds, stores) of the last run
-  std::vector<int64_t> slots_loaded() const;  // DEFINE_GLOBAL slots the kernel LOADs from
-  std::vector<int64_t> slots_stored() const;  // ... and STOREs to
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The DEFINE_GLOBAL slots a kernel ast STOREs to, sorted: what a launch may change, whichever
+// backend runs it.
+std::vector<int64_t> slots_stored(UOp ast);
 
 // One-shot convenience: Kernel(ast, opts).run(args).
 void run_kernel(UOp ast, const KernelArgs& args, const KernelOptions& opts = {});
