@@ -363,12 +363,41 @@ TEST_CASE("render: compiled kernels compute exactly (tcc)", "[render][tcc]") {
   }
 }
 
+TEST_CASE("render: tcc's unrolled elementwise loop, through pointers and with bounds checks", "[render][tcc]") {
+  using Fn = int (*)(void**, const long long*, long long*);
+  // 21 = two unrolled blocks of 8 and a remainder of 5; values with exact products and sums
+  // would hide a wrong element, so the inputs are irregular and compared bit for bit.
+  float a[21], b[21];
+  for (int q = 0; q < 21; ++q) a[q] = 0.37f * float(q) - 3.1f, b[q] = 1.0f / float(q + 3);
+  for (bool check : {false, true}) {
+    RenderedKernel k = render_kernel(axb1_kernel(21), {check});
+    INFO(k.source);
+    std::string src = body(k);
+    CHECK(src.find("#ifdef __TINYC__") != std::string::npos);
+    // Without checks the loop variable is used only as b<k>[i]: pointers; the checks use i itself.
+    CHECK((src.find("float* restrict b1_at = b1 + ") != std::string::npos) == !check);
+    for (const char* tier : {"tcc", "cc"}) {
+      INFO("compiler " << tier);
+      auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(k.source)->symbol(k.name));
+      float out[21] = {};
+      void* bufs[3] = {out, a, b};
+      long long err[3] = {};
+      REQUIRE(fn(bufs, nullptr, err) == 0);
+      for (int q = 0; q < 21; ++q) {
+        volatile float p = a[q] * b[q];
+        float want = p + 1.0f;
+        CHECK(std::memcmp(&out[q], &want, 4) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc]") {
   auto cc = make_compiler("tcc");
   using Fn = int (*)(void**, const long long*, long long*);
   for (bool check : {false, true}) {
     // (3x4) by (4x9), a = 1..12 and b = 1..36 row-major: c[i][j] = c0[i] + c1[i] * j. For tcc
-    // the j fold is unrolled by 4 (8 iterations) with a remainder loop (1).
+    // the j fold is unrolled by 8 with a remainder loop (1 iteration).
     RenderedKernel k = render_kernel(matmul_kernel(3, 4, 9), {check});
     INFO(k.source);
     REQUIRE(interchanged(k));
