@@ -38,8 +38,8 @@ struct NumpyRun {
   std::vector<std::string> info;  // the script's other stdout lines (numpy/BLAS versions)
 };
 // Spawns `python script --kind KIND --dir DIR --repeat N --out OUT`; throws ow::Error on failure.
-NumpyRun run_numpy(const std::string& python, const std::string& script, const std::string& kind, const fs::path& dir, int repeat, const fs::path& out,
-                   const std::optional<int>& threads);
+struct Settings;
+NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out);
 
 // Everything the modes share, from the command line.
 struct Settings {
@@ -49,6 +49,7 @@ struct Settings {
   uint64_t seed = 0;
   double tolerance = 1e-3;
   std::optional<int> threads;
+  std::string blas_dirs;  // LD_LIBRARY_PATH for numpy's child process ("": the system's BLAS)
   std::vector<std::string> backends;  // interp, tcc, cc, numpy
   std::vector<std::string> cases;     // --first-result/--compile: empty = every reference case
 };

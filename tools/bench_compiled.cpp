@@ -354,7 +354,7 @@ int bench_micro(const Settings& s) {
     // numpy first: its output is the reference of the checks.
     std::cerr << "[bench] --micro " << m.name << ": numpy" << std::flush;
     fs::path ref_path = dir / "numpy_out.npy";
-    NumpyRun nr = run_numpy(s.python, s.script.string(), m.kind, dir, s.repeat, ref_path, s.threads);
+    NumpyRun nr = run_numpy(s, m.kind, dir, ref_path);
     merge_info(info, nr.info);
     std::cerr << ": median " << fmt_time(nr.t.median) << "\n";
     interp::NpyArray ref = interp::load_npy(ref_path.string());

@@ -8,6 +8,7 @@
 // tools/bench_numpy.py once, which times the natural numpy version on the same .npy files and saves
 // its result. The compiled outputs must equal the interpreter's bit for bit; numpy's must be within
 // --tolerance. The other modes (--compile, --first-result, --micro) are in bench_compiled.cpp.
+#include <glob.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,9 +182,41 @@ void merge_info(std::vector<std::string>& all, const std::vector<std::string>& m
 
 // ---------- the numpy subprocess ----------
 
-NumpyRun run_numpy(const std::string& python, const std::string& script, const std::string& kind, const fs::path& dir, int repeat,
-                   const fs::path& out, const std::optional<int>& threads) {
-  std::vector<std::string> argv_s = {python, script, "--kind", kind, "--dir", dir.string(), "--repeat", std::to_string(repeat), "--out", out.string()};
+namespace {
+
+// The directories to put first in numpy's library path so that libblas.so.3 (and liblapack.so.3)
+// is `which` BLAS: Debian installs each BLAS in its own directory and the system's choice is an
+// alternatives link, so this picks one per run without changing the machine. "auto": OpenBLAS
+// when installed (the issue's matmul target is against numpy with OpenBLAS), else the system's.
+std::string blas_dirs(const std::string& which) {
+  auto find = [](const char* pattern) -> std::string {
+    glob_t g{};
+    std::string dir;
+    if (glob(pattern, 0, nullptr, &g) == 0 && g.gl_pathc > 0) dir = fs::path(g.gl_pathv[0]).parent_path().string();
+    globfree(&g);
+    return dir;
+  };
+  if (which == "system") return "";
+  if (which == "openblas" || which == "auto") {
+    for (const char* p : {"/usr/lib/*/openblas-pthread/libblas.so.3", "/usr/lib/*/openblas-openmp/libblas.so.3", "/usr/lib/*/openblas-serial/libblas.so.3"})
+      if (std::string d = find(p); !d.empty()) return d;
+    if (which == "auto") return "";
+    throw Error("ow bench: --numpy-blas openblas: no /usr/lib/*/openblas-*/libblas.so.3 (apt-get install libopenblas0-pthread)");
+  }
+  if (which == "reference") {
+    std::string blas = find("/usr/lib/*/blas/libblas.so.3"), lapack = find("/usr/lib/*/lapack/liblapack.so.3");
+    if (blas.empty()) throw Error("ow bench: --numpy-blas reference: no /usr/lib/*/blas/libblas.so.3 (apt-get install libblas3)");
+    return lapack.empty() ? blas : blas + ":" + lapack;
+  }
+  throw Error("ow bench: --numpy-blas must be auto, system, openblas or reference, not '" + which + "'");
+}
+
+}  // namespace
+
+NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out) {
+  const std::string& python = s.python;
+  const std::optional<int>& threads = s.threads;
+  std::vector<std::string> argv_s = {python, s.script.string(), "--kind", kind, "--dir", dir.string(), "--repeat", std::to_string(s.repeat), "--out", out.string()};
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -195,7 +228,12 @@ NumpyRun run_numpy(const std::string& python, const std::string& script, const s
     std::string key = kv.substr(0, kv.find('='));
     if (key == "OPENBLAS_CORETYPE" || key == "OPENBLAS_L2_SIZE") continue;
     if (threads && (key == "OPENBLAS_NUM_THREADS" || key == "OMP_NUM_THREADS" || key == "MKL_NUM_THREADS")) continue;
+    if (!s.blas_dirs.empty() && key == "LD_LIBRARY_PATH") continue;
     env_s.push_back(kv);
+  }
+  if (!s.blas_dirs.empty()) {
+    const char* old = std::getenv("LD_LIBRARY_PATH");
+    env_s.push_back("LD_LIBRARY_PATH=" + s.blas_dirs + (old && *old ? std::string(":") + old : ""));
   }
   if (threads)
     for (const char* k : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env_s.push_back(std::string(k) + "=" + std::to_string(*threads));
@@ -234,7 +272,7 @@ NumpyRun run_numpy(const std::string& python, const std::string& script, const s
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("ow bench: '" + python + " " + script + "' failed (" +
+    throw Error("ow bench: '" + python + " " + s.script.string() + "' failed (" +
                 (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : "killed by signal " + std::to_string(WTERMSIG(status))) +
                 "); is numpy installed for that interpreter? (choose one with --numpy)");
 
@@ -258,7 +296,7 @@ NumpyRun run_numpy(const std::string& python, const std::string& script, const s
       if (k == "reuse_min_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->min = v;
     }
   }
-  if (!found) throw Error("ow bench: " + script + " printed no OW_BENCH_RESULT line; its output was:\n" + text);
+  if (!found) throw Error("ow bench: " + s.script.string() + " printed no OW_BENCH_RESULT line; its output was:\n" + text);
   return r;
 }
 
@@ -270,7 +308,7 @@ struct Result {
   std::string backend;
   Timing t;
   bool timed = false;
-  std::optional<double> overhead;  // compiled: render + compile-cache lookup per run_program call
+  std::optional<double> overhead;  // compiled: what a one-shot run_program adds (render + cache lookup)
   std::string check;  // "reference", "bit-exact", "rel err 1e-7", "WRONG ...", or why it is missing
   bool bad = false;   // WRONG or failed
 };
@@ -371,7 +409,7 @@ Row bench_case(const std::string& name, const Settings& s, bool init_outputs, st
       std::cerr << "[bench] " << name << ": numpy (" << s.python << "), 1 warm-up + " << s.repeat << " runs" << std::flush;
       fs::path ref_path = dir / "numpy_out.npy";
       try {
-        NumpyRun nr = run_numpy(s.python, s.script.string(), spec.kind, dir, s.repeat, ref_path, s.threads);
+        NumpyRun nr = run_numpy(s, spec.kind, dir, ref_path);
         r.t = nr.t, r.timed = true;
         std::cerr << ": median " << fmt_time(nr.t.median) << "\n";
         merge_info(numpy_info, nr.info);
@@ -404,9 +442,9 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 void print_table(const std::vector<Row>& rows, const Settings& s) {
-  std::printf("steady state: run_program / interp::run / numpy on the same inputs, 1 warm-up + %d runs (compile excluded)\n", s.repeat);
-  std::printf("  of which render+lookup: the part of a compiled run spent rendering the kernels again and finding them in the compile cache\n");
-  std::printf("%-18s %-7s %12s %12s %10s %14s  %s\n", "case", "backend", "median", "min", "vs numpy", "of which r+l", "check (compiled: bit for bit vs interp; numpy: max|diff|/max|ref|)");
+  std::printf("steady state: a prepared backend::Program / interp::run / numpy on the same inputs, 1 warm-up + %d runs (compile excluded)\n", s.repeat);
+  std::printf("  one-shot +: what calling run_program (no Program kept) adds per run: rendering the kernels and finding them in the compile cache\n");
+  std::printf("%-18s %-7s %12s %12s %10s %14s  %s\n", "case", "backend", "median", "min", "vs numpy", "one-shot +", "check (compiled: bit for bit vs interp; numpy: max|diff|/max|ref|)");
   for (const Row& row : rows) {
     const Result* np = nullptr;
     for (const Result& r : row.results)
@@ -429,6 +467,20 @@ void print_table(const std::vector<Row>& rows, const Settings& s) {
       };
       auto q = [&](const std::string& a, const std::string& b) { return med(a) && med(b) ? fmt_ratio(*med(a) / *med(b)) : std::string("-"); };
       std::printf("%-18s %10s %10s %10s %10s\n", row.name.c_str(), q("interp", "numpy").c_str(), q("tcc", "numpy").c_str(), q("cc", "numpy").c_str(), q("tcc", "cc").c_str());
+    }
+    // The issue's targets, for the cases it names.
+    for (const Row& row : rows) {
+      if (row.name != "scan_big_64x128" && row.name != "vmap_mlp_32x128") continue;
+      for (auto [b, limit] : {std::pair<const char*, double>{"cc", 1.5}, {"tcc", 10.0}}) {
+        const Result *x = nullptr, *np = nullptr;
+        for (const Result& r : row.results) {
+          if (r.backend == b && r.timed) x = &r;
+          if (r.backend == "numpy" && r.timed) np = &r;
+        }
+        if (x && np && np->t.median > 0)
+          std::printf("target %s %s within %gx of numpy: %s (%s)\n", row.name.c_str(), b, limit, x->t.median / np->t.median <= limit ? "MET" : "NOT MET",
+                      fmt_ratio(x->t.median / np->t.median).c_str());
+      }
     }
   }
 }
@@ -480,6 +532,8 @@ int cmd_bench(const Args& args) {
       "seed", po::value<uint64_t>()->default_value(0), "seed of the random inputs")(
       "tolerance", po::value<double>()->default_value(1e-3), "max|diff|/max|ref| above which numpy's output is flagged WRONG")(
       "numpy-threads", po::value<int>(), "set OPENBLAS/OMP/MKL_NUM_THREADS for numpy (default: its own choice)")(
+      "numpy-blas", po::value<std::string>()->default_value("auto"),
+      "the BLAS numpy uses: openblas, reference (netlib), system (the alternatives link), auto (openblas if installed, else system)")(
       "interp-only", "time only the interpreter (same as --backends interp; for profiling)")(
       "init-outputs", "interpreter: bind the buffers the graph writes zero-filled instead of leaving them uninitialized (no poison tracking)")(
       "keep", "keep the temporary directory of .npy inputs and outputs");
@@ -500,6 +554,7 @@ int cmd_bench(const Args& args) {
   s.seed = vm["seed"].as<uint64_t>();
   s.tolerance = vm["tolerance"].as<double>();
   if (vm.count("numpy-threads")) s.threads = vm["numpy-threads"].as<int>();
+  s.blas_dirs = blas_dirs(vm["numpy-blas"].as<std::string>());
   s.backends = split_commas(vm.count("interp-only") ? std::string("interp") : vm["backends"].as<std::string>());
   for (const std::string& b : s.backends)
     if (b != "interp" && b != "tcc" && b != "cc" && b != "numpy") throw Error("ow bench: unknown backend '" + b + "' (known: interp, tcc, cc, numpy)");

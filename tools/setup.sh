@@ -22,6 +22,7 @@ PACKAGES=(
   libtcc-dev tcc                    # the C backend (JIT through libtcc)
   xtensor-dev xtl-dev               # reference arrays in tests
   python3-numpy                     # cross-checks against numpy
+  libopenblas0-pthread              # ow bench: numpy's matmul on OpenBLAS, the baseline (--numpy-blas)
   graphviz                          # ow dot --svg
   chromium nodejs npm               # the browser test of ow report (tests/browser, playwright-core)
   git
