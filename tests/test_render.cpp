@@ -202,6 +202,24 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
       }
     }
   }
+  {
+    // A REDUCE that does not depend on the row is one node in all rows: one accumulator, folded
+    // once (fuzz seed 102659 folded it once per row). out[i*3+j] = sum_k b[k*3+j], 4 rows.
+    UOp out = global(0, 12), b = global(1, 6);
+    UOp i = UOp::range(4, 0), j = UOp::range(3, 1), k = UOp::range(2, 2, AxisType::REDUCE);
+    UOp col = b.index({k * 3 + j}).load().reduce({k}, Ops::ADD);
+    RenderedKernel rk = render_kernel(kernel("kc", {out.index({i * 3 + j}).store(col).end({i, j})}, {buffer("out", 12), buffer("b", 6)}));
+    INFO(rk.source);
+    CHECK(body(rk).find("r_0_4") != std::string::npos);
+    for (const char* tier : {"tcc", "cc"}) {
+      auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(rk.source)->symbol(rk.name));
+      float o[12] = {}, bv[6] = {1, 2, 4, 8, 16, 32};
+      void* bufs[2] = {o, bv};
+      long long err[3] = {};
+      REQUIRE(fn(bufs, nullptr, err) == 0);
+      for (int q = 0; q < 12; ++q) CHECK(o[q] == bv[q % 3] + bv[q % 3 + 3]);
+    }
+  }
   // Not blocked: the nest reads the buffer it writes (rows would see each other's writes out of
   // order), or the store index does not separate the rows (out[j] written by every i).
   UOp out = global(0, 64), a = global(1, 64), b = global(2, 64);

@@ -603,9 +603,12 @@ void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
     UOp r = reds[p];
     Ops op = *r->arg.get_if<Ops>();
     std::string ident = identity(r, op);
+    std::vector<UOp> distinct;  // a REDUCE that does not depend on i is the same node in every row
+    for (const auto& row : rows)
+      if (std::find(distinct.begin(), distinct.end(), row[p]) == distinct.end()) distinct.push_back(row[p]);
     std::vector<std::string> at;
-    for (const auto& row : rows) {
-      std::string acc = "acc" + num(row[p]);
+    for (UOp d : distinct) {
+      std::string acc = "acc" + num(d);
       at.push_back(acc + "[" + jv + "]");
       emit(lv, ctype(r->dtype, r) + " " + acc + "[" + n + "];");
     }
@@ -614,13 +617,13 @@ void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
     close();
     for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
     open(j);
-    for (size_t u = 0; u < rows.size(); ++u) {
-      std::string x = val(rows[u][p]->src[0], depth());
+    for (size_t u = 0; u < distinct.size(); ++u) {
+      std::string x = val(distinct[u]->src[0], depth());
       emit(depth(), at[u] + " = " + binop(op, r->dtype, at[u], x, true, r) + ";");
     }
     close(true);
     for (size_t s = 1; s < r->src.size(); ++s) close();
-    for (size_t u = 0; u < rows.size(); ++u) named_[rows[u][p].get()] = {at[u], stack_[static_cast<size_t>(lv)].id};
+    for (size_t u = 0; u < distinct.size(); ++u) named_[distinct[u].get()] = {at[u], stack_[static_cast<size_t>(lv)].id};
   }
   open(j);
   for (UOp st : stores) store(st);
