@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "backends/program.h"
 #include "interp/npy.h"
@@ -186,6 +187,88 @@ const char* kOutOfBounds = R"(%0 = DEFINE_GLOBAL float32*4 () 0
 )";
 
 }  // namespace
+
+namespace {
+// max over r < 3 (LOOP) of sum over m < 2 (OUTER) of x[m] * (r + 1): the REDUCE over r runs
+// on the host around the OUTER fold. With S = x0 + x1: max(S, 2S, 3S).
+const char* kReduceAroundFold = R"(%0 = BUFFER float32 () ("x", 2)
+%1 = CONST index () 2
+%2 = RESHAPE float32 (%0, %1)
+%3 = CONST index () 3
+%4 = RANGE index (%3) (-1, AxisType.LOOP)
+%5 = RANGE index (%1) (-2, AxisType.OUTER)
+%6 = CONST index () 1
+%7 = ADD index (%5, %6)
+%8 = SHRINK float32 (%2, %5, %7)
+%9 = ADD index (%4, %6)
+%10 = CAST float32 (%9)
+%11 = RESHAPE float32 (%10, %6)
+%12 = MUL float32 (%8, %11)
+%13 = REDUCE float32 (%12, %5) Ops.ADD
+%14 = REDUCE float32 (%13, %4) Ops.MAX
+%15 = SINK void (%14) ("out",)
+)";
+
+// for r < 3 (LOOP, a parallel map): tgt[r+1] = tgt[r] + (r + 1) * S, S = sum over m < 2 (OUTER)
+// of x[m]. Run on the host, every read still sees tgt as it was before the loop.
+const char* kEndAroundFold = R"(%0 = BUFFER float32 () ("tgt", 4)
+%1 = CONST index () 4
+%2 = RESHAPE float32 (%0, %1)
+%3 = CONST index () 3
+%4 = RANGE index (%3) (-1, AxisType.LOOP)
+%5 = AFTER float32 (%2, %4)
+%6 = CONST index () 1
+%7 = ADD index (%4, %6)
+%8 = CONST index () 2
+%9 = ADD index (%4, %8)
+%10 = SHRINK float32 (%5, %7, %9)
+%11 = SHRINK float32 (%5, %4, %7)
+%12 = BUFFER float32 () ("x", 2)
+%13 = RESHAPE float32 (%12, %8)
+%14 = RANGE index (%8) (-2, AxisType.OUTER)
+%15 = ADD index (%14, %6)
+%16 = SHRINK float32 (%13, %14, %15)
+%17 = CAST float32 (%7)
+%18 = RESHAPE float32 (%17, %6)
+%19 = MUL float32 (%16, %18)
+%20 = REDUCE float32 (%19, %14) Ops.ADD
+%21 = ADD float32 (%11, %20)
+%22 = STORE void (%10, %21)
+%23 = END void (%22, %4)
+%24 = AFTER float32 (%2, %23)
+%25 = SINK void (%24) ("out",)
+)";
+
+interp::BufferMap floats(const std::vector<std::pair<std::string, std::vector<float>>>& named) {
+  interp::BufferMap b;
+  for (const auto& [n, v] : named) {
+    auto s = std::make_shared<interp::Storage>(dtypes::float32, static_cast<int64_t>(v.size()));
+    std::copy(v.begin(), v.end(), s->as<float>());
+    b[n] = interp::BufferData{dtypes::float32, s, nullptr};
+  }
+  return b;
+}
+}  // namespace
+
+TEST_CASE("a REDUCE or an END around an OUTER fold runs on the host", "[compiled]") {
+  UOp red = parse_graph(kReduceAroundFold, "reduce_around.uop").root, end = parse_graph(kEndAroundFold, "end_around.uop").root;
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    backend::RunOptions o;
+    o.backend = tier;
+    for (auto [x0, x1, want] : {std::tuple<float, float, float>{1.5f, -0.25f, 3.75f}, {-1.0f, 0.5f, -0.5f}}) {
+      interp::BufferMap b = floats({{"x", {x0, x1}}});
+      auto outs = backend::run_graph(red, b, o);
+      REQUIRE(outs.size() == 1);
+      CHECK(interp::get_element(outs[0].value, 0) == want);  // exact: sums and products of dyadic values
+    }
+    interp::BufferMap b = floats({{"x", {1.5f, -0.25f}}, {"tgt", {10, 20, 30, 40}}});
+    auto outs = backend::run_graph(end, b, o);
+    REQUIRE(outs.size() == 1);
+    const float want[4] = {10, 11.25f, 22.5f, 33.75f};  // a sequential loop would give 10, 11.25, 13.75, 17.5
+    for (int i = 0; i < 4; ++i) CHECK(interp::get_element(outs[0].value, i) == want[i]);
+  }
+}
 
 TEST_CASE("an out-of-bounds access in a compiled kernel is a clear error with --bounds-check", "[compiled]") {
   UOp program = parse_graph(kOutOfBounds, "oob.uop").root;

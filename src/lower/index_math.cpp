@@ -88,6 +88,11 @@ UOp reduce_identity(Ops op, DType dt) {
   return UOp::int_const(dt, dt.itemsize() == 4 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min());
 }
 
+UOp base_buffer(UOp t) {
+  while (is_movement(t->op) || t->op == Ops::AFTER) t = t->src[0];
+  return t->op == Ops::BUFFER ? t : UOp();
+}
+
 std::vector<UOp> sorted_ranges(std::vector<UOp> rs) {
   std::sort(rs.begin(), rs.end(), [](UOp a, UOp b) { return a->hash != b->hash ? a->hash < b->hash : a->serial < b->serial; });
   return rs;

@@ -31,6 +31,9 @@ struct IndexParts {
 std::optional<IndexParts> index_parts(UOp u);
 UOp make_index(UOp x, std::vector<UOp> idx, UOp gate);
 
+// The BUFFER a view (movement ops and AFTERs over a BUFFER) denotes; null if there is none.
+UOp base_buffer(UOp view);
+
 // The BUFFERIZE a STORE writes through (tagged "store"), as opposed to a realized value.
 bool is_store_value(UOp u);
 

@@ -15,11 +15,6 @@ namespace {
 
 UOp contiguous(UOp x) { return x->op == Ops::CONTIGUOUS ? x : UOp::make(Ops::CONTIGUOUS, x->dtype, {x}); }
 
-UOp base_buffer(UOp t) {
-  while (is_movement(t->op) || t->op == Ops::AFTER) t = t->src[0];
-  return t->op == Ops::BUFFER ? t : UOp();
-}
-
 bool whole_buffer(UOp x) {
   while (x->op == Ops::RESHAPE || x->op == Ops::AFTER) x = x->src[0];
   return x->op == Ops::BUFFER;

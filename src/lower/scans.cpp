@@ -143,6 +143,68 @@ Fold fold_of(UOp reduce) {
   return f;
 }
 
+// ---- loops around an OUTER fold run on the host ----
+//
+// A REDUCE or END over non-OUTER ranges whose body holds an OUTER fold depending on one of
+// them would need that fold once per binding, inside a kernel. Running the enclosing loop on the
+// host instead (its ranges become OUTER twins) nests the fold in a host loop like any other:
+//  - REDUCE: same result, a REDUCE folds in row-major order whatever its ranges' axes (S3);
+//  - END: a non-OUTER END is a parallel map (S5.3), its iterations read the buffers it writes as
+//    they were before the loop, so those are copied first and the stored values read the copy.
+
+// Does `body` hold an OUTER fold with one of `ranges` free in it?
+bool encloses_outer_fold(UOp body, const std::vector<UOp>& ranges) {
+  for (UOp u : toposort(body)) {
+    if (u->op != Ops::REDUCE || !has_outer(u)) continue;
+    for (UOp r : free_loop_ranges(u))
+      if (std::find(ranges.begin(), ranges.end(), r) != ranges.end()) return true;
+  }
+  return false;
+}
+
+// `u` with its closed ranges (src[1..]) replaced by OUTER twins, also in `body`.
+UOp on_host(UOp u, UOp body) {
+  std::vector<std::pair<UOp, UOp>> twins;
+  std::vector<UOp> src{UOp()};
+  for (size_t i = 1; i < u->src.size(); ++i) {
+    twins.push_back({u->src[i], outer_twin(u->src[i])});
+    src.push_back(twins.back().second);
+  }
+  src[0] = substitute(body, twins);
+  return UOp::make(u->op, u->dtype, src, u->arg);
+}
+
+UOp host_enclosing_reduce(const Match& m) {
+  UOp red = m.node;
+  if (has_outer(red) || !encloses_outer_fold(red->src[0], {red->src.begin() + 1, red->src.end()})) return UOp();
+  return on_host(red, red->src[0]);
+}
+
+UOp group(std::vector<UOp> steps);
+
+UOp host_enclosing_end(const Match& m) {
+  UOp end = m.node;
+  std::vector<UOp> ranges(end->src.begin() + 1, end->src.end());
+  if (has_outer(end) || !encloses_outer_fold(end->src[0], ranges)) return UOp();
+  Context& ctx = m.context<Context>();
+  std::vector<UOp> copies;
+  std::vector<std::pair<UOp, UOp>> to_copy;  // written BUFFER -> its copy
+  for (UOp u : toposort(end->src[0])) {
+    UOp buf = u->op == Ops::STORE ? base_buffer(u->src[0]) : UOp();
+    if (!buf || std::any_of(to_copy.begin(), to_copy.end(), [&](auto& p) { return p.first == buf; })) continue;
+    int64_t n = buf->arg.tuple()->at(1).as<int64_t>();
+    UOp copy = buffer(ctx, "pre", buf->dtype, n);
+    UOp flat = UOp::index(n);
+    copies.push_back(UOp::make(Ops::RESHAPE, buf->dtype, {copy, flat}).store(UOp::make(Ops::RESHAPE, buf->dtype, {buf, flat})));
+    to_copy.push_back({buf, copy});
+  }
+  std::vector<std::pair<UOp, UOp>> reads_copy;  // every STORE's value reads the copies
+  for (UOp u : toposort(end->src[0]))
+    if (u->op == Ops::STORE) reads_copy.push_back({u, u->src[0].store(substitute(u->src[1], to_copy))});
+  copies.push_back(on_host(end, substitute(end->src[0], reads_copy)));
+  return group(copies);
+}
+
 UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
 
 UOp outer_reduce(const Match& m) {
@@ -193,6 +255,8 @@ const PatternMatcher& scan_rules() {
   static const PatternMatcher pm({
       {"assign scan becomes a loop", Pat::ops({Ops::ASSIGN}), assign_scan},
       {"assign becomes a store", Pat::ops({Ops::ASSIGN}), plain_assign},
+      {"a REDUCE around an OUTER fold runs on the host", Pat::ops({Ops::REDUCE}), host_enclosing_reduce},
+      {"an END around an OUTER fold runs on the host", Pat::ops({Ops::END}), host_enclosing_end},
       {"OUTER reduce becomes a loop", Pat::ops({Ops::REDUCE}), outer_reduce},
   });
   return pm;
