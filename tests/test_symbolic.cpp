@@ -357,3 +357,20 @@ TEST_CASE("simplify keeps bounds sound", "[symbolic][fixedpoint]") {
   CHECK(s.vmin() == 0);
   CHECK(s.vmax() == 40);
 }
+
+TEST_CASE("a rule never changes a tensor's shape: an unshaped result is broadcast back", "[symbolic]") {
+  // where(false, buf viewed as (2, 3), 3.25): the fold gives the unshaped 3.25, which as a
+  // (2, 3) output or under a reduction would lose its six elements (fuzz seed 108277).
+  UOp buf = UOp::make(Ops::BUFFER, dtypes::float32, {}, Arg(ArgTuple{Arg(std::string("b")), Arg(int64_t{6})}));
+  UOp view = UOp::make(Ops::RESHAPE, dtypes::float32, {buf, idx(2), idx(3)});
+  UOp c = UOp::cnst(dtypes::float32, 3.25);
+  Run r = run_rules(bool_const(false).where(view, c));
+  CHECK(r.fired == Names{"where on a constant condition"});
+  REQUIRE(r.out->op == Ops::EXPAND);
+  CHECK(r.out->shape.kind == ShapeInfo::Kind::Shaped);
+  CHECK(r.out->shape.dims == std::vector<UOp>{idx(2), idx(3)});
+  CHECK(r.out->src[0]->op == Ops::RESHAPE);
+  CHECK(r.out->src[0]->src[0] == c);
+  // the other branch has the node's shape: returned as it is
+  CHECK(run_rules(bool_const(true).where(view, c)).out == view);
+}

@@ -258,8 +258,33 @@ UOp split_div_mod(UOp x, UOp cu, bool div) {
 
 }  // namespace
 
+namespace {
+
+// A rewrite must not change a tensor's shape: `where(false, t, f) -> f` with an unshaped f, or
+// `x * 0 -> 0`, would turn a (2, 3) tensor into a scalar, and an output or a reduction over it
+// would lose its size. An unshaped result is broadcast back to the node's shape; any other
+// shape change is not made.
+std::vector<Rule> shape_preserving(std::vector<Rule> rules) {
+  for (Rule& r : rules)
+    r.fn = [fn = r.fn](const Match& m) {
+      UOp out = fn(m), u = m.node;
+      if (!out || u->shape.kind != ShapeInfo::Kind::Shaped) return out;
+      if (out->shape.kind == ShapeInfo::Kind::Shaped) return out->shape.dims == u->shape.dims ? out : UOp();
+      std::vector<UOp> ones{out}, full{UOp()};
+      for (UOp d : u->shape.dims) {
+        ones.push_back(UOp::index(1));
+        full.push_back(d);
+      }
+      full[0] = UOp::make(Ops::RESHAPE, out->dtype, ones);
+      return UOp::make(Ops::EXPAND, out->dtype, full);
+    };
+  return rules;
+}
+
+}  // namespace
+
 const PatternMatcher& symbolic_rules() {
-  static const PatternMatcher pm({
+  static const PatternMatcher pm(shape_preserving({
       {"fold constants", Pat::ops(alu_ops()), fold_constants},
       {"bounds are a single value", Pat::ops(alu_ops()), point_bounds},
       {"collect linear terms", Pat::ops({Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}), linear_form},
@@ -320,7 +345,7 @@ const PatternMatcher& symbolic_rules() {
            if (u->src[i]->op == Ops::CONST && (u->src[i].const_value() != 0) == identity) return u->src[1 - i];
          return UOp();
        }},
-  });
+  }));
   return pm;
 }
 
