@@ -239,6 +239,28 @@ const char* kEndAroundFold = R"(%0 = BUFFER float32 () ("tgt", 4)
 %25 = SINK void (%24) ("out",)
 )";
 
+// max over m < 3 (OUTER) of (tgt += 1)[0] + x[m]: the assign does not depend on m, so it runs
+// once (the interpreter evaluates it once), before the loop, not once per iteration.
+const char* kEffectInFold = R"(%0 = BUFFER float32 () ("tgt", 2)
+%1 = CONST index () 2
+%2 = RESHAPE float32 (%0, %1)
+%3 = CONST float32 () 1.0
+%4 = ADD float32 (%2, %3)
+%5 = ASSIGN float32 (%2, %4)
+%6 = CONST index () 0
+%7 = CONST index () 1
+%8 = SHRINK float32 (%5, %6, %7)
+%9 = BUFFER float32 () ("x", 3)
+%10 = CONST index () 3
+%11 = RESHAPE float32 (%9, %10)
+%12 = RANGE index (%10) (-1, AxisType.OUTER)
+%13 = ADD index (%12, %7)
+%14 = SHRINK float32 (%11, %12, %13)
+%15 = ADD float32 (%8, %14)
+%16 = REDUCE float32 (%15, %12) Ops.MAX
+%17 = SINK void (%16, %5) ("out", "tgt_after")
+)";
+
 interp::BufferMap floats(const std::vector<std::pair<std::string, std::vector<float>>>& named) {
   interp::BufferMap b;
   for (const auto& [n, v] : named) {
@@ -267,6 +289,21 @@ TEST_CASE("a REDUCE or an END around an OUTER fold runs on the host", "[compiled
     REQUIRE(outs.size() == 1);
     const float want[4] = {10, 11.25f, 22.5f, 33.75f};  // a sequential loop would give 10, 11.25, 13.75, 17.5
     for (int i = 0; i < 4; ++i) CHECK(interp::get_element(outs[0].value, i) == want[i]);
+  }
+}
+
+TEST_CASE("an effect in an OUTER fold that does not depend on it runs once, before the loop", "[compiled]") {
+  UOp root = parse_graph(kEffectInFold, "effect_in_fold.uop").root;
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    backend::RunOptions o;
+    o.backend = tier;
+    interp::BufferMap b = floats({{"x", {1.5f, -0.25f, 4.0f}}, {"tgt", {10, 20}}});
+    auto outs = backend::run_graph(root, b, o);
+    REQUIRE(outs.size() == 2);
+    CHECK(interp::get_element(outs[0].value, 0) == 15.0f);  // (10 + 1) + 4; once per iteration: 17
+    CHECK(interp::get_element(outs[1].value, 0) == 11.0f);
+    CHECK(interp::get_element(outs[1].value, 1) == 21.0f);
   }
 }
 

@@ -12,6 +12,7 @@
 // Other ASSIGNs become `AFTER(target, STORE(target, value))`.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
@@ -119,6 +120,7 @@ struct Fold {
   std::vector<UOp> ranges;  // all OUTER
   UOp x;                    // the contribution, over those ranges
   bool boxed;               // ADD of a PAD: only the box changes
+  std::vector<UOp> before;  // effects in x that do not depend on the ranges: run once, first
 };
 
 Fold fold_of(UOp reduce) {
@@ -126,12 +128,21 @@ Fold fold_of(UOp reduce) {
   // whose value also depends on a non-OUTER range would need one accumulator per binding.
   std::vector<UOp> inner = free_loop_ranges(reduce);
   if (!inner.empty()) throw Error(unsupported("an OUTER loop inside the non-OUTER range " + range_name(inner[0])));
-  // Effects inside a fold's value run once per evaluation in the interpreter's memo, not once
-  // per iteration: their interplay with the loop is not settled, so it is refused for now.
-  for (UOp u : toposort(reduce->src[0]))
-    if (u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::ASSIGN)
-      throw Error(unsupported(std::string("an effect (") + std::string(op_name(u->op)) + ") inside the value of an OUTER reduce"));
-  Fold f{reduce->arg.as<Ops>(), {}, reduce->src[0], false};
+  // Effects inside a fold's value run once per evaluation in the interpreter's memo. One that
+  // does not depend on the fold's ranges runs once in all: it becomes a step before the loop
+  // (the scheduler runs a kernel where it is first reached). One that does would run once per
+  // iteration, interleaved with the fold: not settled, refused for now.
+  Fold f{reduce->arg.as<Ops>(), {}, reduce->src[0], false, {}};
+  std::set<const UOpNode*> inside;  // nodes of the effects run before the loop
+  std::vector<UOp> order = toposort(reduce->src[0]);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // users before their sources
+    UOp u = *it;
+    if ((u->op != Ops::STORE && u->op != Ops::END && u->op != Ops::ASSIGN) || inside.count(u.get())) continue;
+    if (!free_ranges(u).empty())
+      throw Error(unsupported(std::string("an effect (") + std::string(op_name(u->op)) + ") inside the value of an OUTER reduce that depends on a loop"));
+    f.before.insert(f.before.begin(), u);
+    for (UOp v : toposort(u)) inside.insert(v.get());
+  }
   std::vector<std::pair<UOp, UOp>> twins;
   for (size_t i = 1; i < reduce->src.size(); ++i) {
     UOp t = outer_twin(reduce->src[i]);
@@ -207,6 +218,14 @@ UOp host_enclosing_end(const Match& m) {
 
 UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
 
+// init, the effects to run once, then the loop.
+std::vector<UOp> steps(UOp init, const Fold& f, UOp body) {
+  std::vector<UOp> out{init};
+  out.insert(out.end(), f.before.begin(), f.before.end());
+  out.push_back(body.end(f.ranges));
+  return out;
+}
+
 UOp outer_reduce(const Match& m) {
   UOp red = m.node;
   if (!has_outer(red)) return UOp();
@@ -221,7 +240,7 @@ UOp outer_reduce(const Match& m) {
   } else {
     body = acc.store(fold(f.op, acc, f.x));
   }
-  return acc.after({group({init, body.end(f.ranges)})});
+  return acc.after({group(steps(init, f, body))});
 }
 
 UOp assign_scan(const Match& m) {
@@ -243,7 +262,9 @@ UOp assign_scan(const Match& m) {
     init = group({init, written.store(UOp::cnst(dtypes::bool_, 0))});
     body = group({acc.store(fold(f.op, acc, f.x)), written.store(now), target.store(written.where(acc, target))});
   }
-  return target.after({group({init, body.end(f.ranges), target.store(acc)})});
+  std::vector<UOp> all = steps(init, f, body);
+  all.push_back(target.store(acc));
+  return target.after({group(all)});
 }
 
 UOp plain_assign(const Match& m) {
