@@ -35,7 +35,8 @@ interp::BufferMap copy(const interp::BufferMap& b) {
   return out;
 }
 
-// Inputs: the numpy-generated ones where reference/expected has them, else seeded uniform data.
+// Inputs: the numpy-generated ones where reference/expected has them, else seeded uniform data
+// for every buffer a caller names (floats in [-1, 1), ints in [-7, 7], bools about half true).
 interp::BufferMap inputs_for(const std::string& c, UOp root) {
   interp::BufferMap b;
   fs::path dir = source_root() / "reference" / "expected" / c;
@@ -53,9 +54,19 @@ interp::BufferMap inputs_for(const std::string& c, UOp root) {
   for (UOp u : toposort(root)) {
     if (u->op != Ops::BUFFER) continue;
     const std::string& name = u->arg.tuple()->at(0).as<std::string>();
-    if (b.count(name) || u->dtype != dtypes::float32) continue;
+    if (b.count(name) || name.rfind('_', 0) == 0) continue;
     auto s = std::make_shared<interp::Storage>(u->dtype, u->arg.tuple()->at(1).as<int64_t>());
-    for (int64_t i = 0; i < s->size; ++i) s->as<float>()[i] = rng.uniform() * 2 - 1;
+    for (int64_t i = 0; i < s->size; ++i) {
+      double x = rng.uniform() * 2 - 1;
+      switch (u->dtype.scalar) {
+        case Scalar::Float32: s->as<float>()[i] = static_cast<float>(x); break;
+        case Scalar::Float64: s->as<double>()[i] = x; break;
+        case Scalar::Int32: s->as<int32_t>()[i] = static_cast<int32_t>(x * 8); break;
+        case Scalar::Int64: case Scalar::Index: s->as<int64_t>()[i] = static_cast<int64_t>(x * 8); break;
+        case Scalar::Bool: s->as<uint8_t>()[i] = x > 0; break;
+        default: FAIL("no test data for dtype " << to_string(u->dtype));
+      }
+    }
     b[name] = interp::BufferData{u->dtype, s, nullptr};
   }
   return b;
