@@ -197,7 +197,7 @@ int cmd_fuzz(const Args& args) {
 
   auto t0 = Clock::now();
   uint64_t unsupported = 0;  // graphs the compiled path refuses with a clear message: counted, not findings
-  std::map<std::string, uint64_t> unsupported_kinds;
+  std::map<std::string, std::vector<uint64_t>> unsupported_kinds;  // kind -> seeds
   uint64_t graphs = 0, findings = 0, gen_errors = 0, runs_tcc = 0, runs_cc = 0, nodes_total = 0, attempts_extra = 0;
   std::map<std::string, uint64_t> op_count, form_count;
   std::map<std::string, std::vector<uint64_t>> by_category;
@@ -247,7 +247,7 @@ int cmd_fuzz(const Args& args) {
       if (got.error.find("(not supported by the compiled path yet)") != std::string::npos) {
         ++unsupported;
         std::string kind = got.error.substr(0, got.error.find(" (not supported"));
-        ++unsupported_kinds[kind.find("empty dimension") != std::string::npos ? "an empty dimension" : kind];
+        unsupported_kinds[kind.find("empty dimension") != std::string::npos ? "an empty dimension" : kind].push_back(seed);
         break;
       }
       found = true;
@@ -304,20 +304,20 @@ int cmd_fuzz(const Args& args) {
     std::cout << "nodes per graph: " << (graphs ? static_cast<double>(nodes_total) / static_cast<double>(graphs) : 0) << " on average; rejected generator tries: " << attempts_extra
               << "\n";
   }
-  if (!by_category.empty()) {
-    std::cout << "findings by category:\n";
-    for (const auto& [c, seeds] : by_category) {
-      std::cout << "  " << c << ": " << seeds.size() << " (seeds";
-      for (size_t k = 0; k < seeds.size() && k < 10; ++k) std::cout << " " << seeds[k];
+  // "  kind: N (seeds a b c ...)", the first 10 seeds of each kind
+  auto by_kind = [](const char* title, const auto& kinds) {
+    if (kinds.empty()) return;
+    std::cout << title << "\n";
+    for (const auto& [k, seeds] : kinds) {
+      std::cout << "  " << k << ": " << seeds.size() << " (seeds";
+      for (size_t i = 0; i < seeds.size() && i < 10; ++i) std::cout << " " << seeds[i];
       std::cout << (seeds.size() > 10 ? " ...)\n" : ")\n");
     }
-  }
+  };
+  by_kind("findings by category:", by_category);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f", secs);
-  if (unsupported) {
-    std::cout << "refused as not supported by the compiled path yet (not findings):\n";
-    for (const auto& [k, n] : unsupported_kinds) std::cout << "  " << k << ": " << n << "\n";
-  }
+  by_kind("refused as not supported by the compiled path yet (not findings):", unsupported_kinds);
   std::cout << "checked: " << runs_tcc << " tcc runs, " << runs_cc << " cc runs, " << unsupported << " graphs not supported\n";
   std::cout << "fuzz: " << graphs << " graphs, " << findings << " findings, " << gen_errors << " generator errors, " << buf << " s\n";
   return findings > 0 ? 1 : 0;
