@@ -220,6 +220,32 @@ const char* kReduceAroundFold = R"(%0 = BUFFER float32 () ("x", 2)
 %15 = SINK void (%14) ("out",)
 )";
 
+// max over a < 2 of sum over q < 3 of (max over m < 2 (OUTER) of x[m] * (q + 1)) + a: the sum
+// over q encloses the OUTER fold and becomes a host loop, so the max over a, which encloses that
+// sum, must too. With x = (1.5, -0.25): max over a of 1.5 * 6 + 3a = 12.
+const char* kReduceAroundHostReduce = R"(%0 = BUFFER float32 () ("x", 2)
+%1 = CONST index () 2
+%2 = RESHAPE float32 (%0, %1)
+%3 = CONST index () 3
+%4 = RANGE index (%1) (-1, AxisType.LOOP)
+%5 = RANGE index (%3) (-2, AxisType.LOOP)
+%6 = RANGE index (%1) (-3, AxisType.OUTER)
+%7 = CONST index () 1
+%8 = ADD index (%6, %7)
+%9 = SHRINK float32 (%2, %6, %8)
+%10 = ADD index (%5, %7)
+%11 = CAST float32 (%10)
+%12 = RESHAPE float32 (%11, %7)
+%13 = MUL float32 (%9, %12)
+%14 = REDUCE float32 (%13, %6) Ops.MAX
+%15 = CAST float32 (%4)
+%16 = RESHAPE float32 (%15, %7)
+%17 = ADD float32 (%14, %16)
+%18 = REDUCE float32 (%17, %5) Ops.ADD
+%19 = REDUCE float32 (%18, %4) Ops.MAX
+%20 = SINK void (%19) ("out",)
+)";
+
 // for r < 3 (LOOP, a parallel map): tgt[r+1] = tgt[r] + (r + 1) * S, S = sum over m < 2 (OUTER)
 // of x[m]. Run on the host, every read still sees tgt as it was before the loop.
 const char* kEndAroundFold = R"(%0 = BUFFER float32 () ("tgt", 4)
@@ -295,6 +321,10 @@ TEST_CASE("a REDUCE or an END around an OUTER fold runs on the host", "[compiled
       REQUIRE(outs.size() == 1);
       CHECK(interp::get_element(outs[0].value, 0) == want);  // exact: sums and products of dyadic values
     }
+    interp::BufferMap bn = floats({{"x", {1.5f, -0.25f}}});
+    auto nested = backend::run_graph(parse_graph(kReduceAroundHostReduce, "nested.uop").root, bn, o);
+    REQUIRE(nested.size() == 1);
+    CHECK(interp::get_element(nested[0].value, 0) == 12.0f);
     interp::BufferMap b = floats({{"x", {1.5f, -0.25f}}, {"tgt", {10, 20, 30, 40}}});
     auto outs = backend::run_graph(end, b, o);
     REQUIRE(outs.size() == 1);

@@ -163,13 +163,25 @@ Fold fold_of(UOp reduce) {
 //  - END: a non-OUTER END is a parallel map (S5.3), its iterations read the buffers it writes as
 //    they were before the loop, so those are copied first and the stored values read the copy.
 
-// Does `body` hold an OUTER fold with one of `ranges` free in it?
+// Does `body` hold a fold that runs on the host (an OUTER fold, or a REDUCE that itself encloses
+// one and so becomes one) with one of `ranges` free in it?
 bool encloses_outer_fold(UOp body, const std::vector<UOp>& ranges) {
-  for (UOp u : toposort(body)) {
-    if (u->op != Ops::REDUCE || !has_outer(u)) continue;
-    for (UOp r : free_loop_ranges(u))
-      if (std::find(ranges.begin(), ranges.end(), r) != ranges.end()) return true;
+  auto shares = [](UOp v, const std::vector<UOp>& rs) {
+    for (UOp r : free_loop_ranges(v))
+      if (std::find(rs.begin(), rs.end(), r) != rs.end()) return true;
+    return false;
+  };
+  std::set<const UOpNode*> on_host;  // REDUCEs in body that run on the host, sources first
+  std::vector<UOp> order = toposort(body);
+  for (UOp u : order) {
+    if (u->op != Ops::REDUCE) continue;
+    std::vector<UOp> own(u->src.begin() + 1, u->src.end());
+    bool host = has_outer(u);
+    for (UOp v : toposort(u->src[0])) host = host || (on_host.count(v.get()) && shares(v, own));
+    if (host) on_host.insert(u.get());
   }
+  for (UOp u : order)
+    if (on_host.count(u.get()) && shares(u, ranges)) return true;
   return false;
 }
 
