@@ -1,0 +1,93 @@
+// The kernel renderer's class, shared by its two source files (not part of the API: render.h):
+//   render.cpp       values, statements, placement of each statement in the loop nest;
+//   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
+//                    blocking, and tcc's unrolled inner loops (backends/README.md).
+#pragma once
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "render.h"
+#include "uop/error.h"
+#include "uop/text.h"
+
+namespace ow::backend::detail {
+
+inline bool is32(DType d) { return d.scalar == Scalar::Int32 || d.scalar == Scalar::Float32; }
+
+struct Scope {
+  UOp range;           // null for the function body
+  int id;
+  std::string header;  // "for (...) {"
+  std::vector<std::string> lines;
+};
+
+class KernelRenderer {
+ public:
+  KernelRenderer(UOp kernel, const RenderOptions& opts) : kernel_(kernel), opts_(opts) {}
+  RenderedKernel run();
+
+ private:
+  UOp kernel_;
+  RenderOptions opts_;
+  Printed printed_;
+  std::unordered_map<const UOpNode*, int> uses_;
+  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> free_;  // free ranges, sorted
+  std::vector<Scope> stack_;
+  int next_scope_ = 0;
+  std::unordered_map<const UOpNode*, std::pair<std::string, int>> named_;  // name, scope id
+  std::unordered_map<const UOpNode*, int> checked_;  // INDEX -> scope id of its bounds check
+  std::unordered_map<const UOpNode*, std::string> range_names_;
+  std::set<std::string> taken_range_names_;
+  std::vector<DType> params_;
+  std::vector<UOp> vars_;
+  // Values whose evaluation may raise an error or read memory (LOADs, integer IDIV/MOD by a
+  // divisor that may be 0, and everything computed from them): they are never hoisted out of a
+  // loop that may run zero times (the interpreter would not evaluate them at all).
+  std::unordered_set<const UOpNode*> touchy_;
+
+  [[noreturn]] void fail(UOp u, const std::string& msg) const {
+    throw Error(msg + " (at " + printed_.line(u) + ")");
+  }
+  std::string num(UOp u) const { return std::to_string(printed_.number.at(u.get())); }
+  int depth() const { return static_cast<int>(stack_.size()) - 1; }
+  void emit(int level, std::string line) { stack_[static_cast<size_t>(level)].lines.push_back(std::move(line)); }
+
+  void analyze(UOp ast);
+  std::string ctype(DType d, UOp at) const;
+  int level(UOp u) const;
+  int scope_level(int id) const;
+  std::string val(UOp u, int user_level, bool force_name = false);
+  std::string expr(UOp u, int level);
+  std::string literal(UOp u) const;
+  std::string range_var(UOp r);
+  std::string var_name(UOp v) const { return "var_" + c_identifier(v->arg.tuple()->at(0).as<std::string>()); }
+  std::string use_var(UOp v);
+  void open(UOp r);
+  void close(bool unroll = false);
+  bool depends(UOp u, UOp r) const { return std::binary_search(free_.at(u.get()).begin(), free_.at(u.get()).end(), r.get()); }
+  std::optional<int64_t> coefficient(UOp u, UOp r) const;
+  bool unsafe_div(UOp u) const;
+  bool may_fail(UOp u) const;
+  std::string identity(UOp u, Ops op) const;
+  std::string reduce(UOp u, int level);
+  std::vector<UOp> interchangeable(UOp end);
+  void interchange(UOp end, const std::vector<UOp>& reds);
+  std::vector<UOp> reduces_of(UOp value, UOp j) const;
+  int block_size(UOp end, size_t pos, const std::vector<UOp>& reds) const;
+  UOp open_block(UOp end, size_t pos, int block);
+  std::vector<UOp> in_block(UOp x, UOp r, UOp rb, int block);
+  bool column_blocked(UOp end);
+  void number_new(UOp root);
+  std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
+  void store(UOp st);
+  std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);
+  std::string alu(UOp u, int level);
+  std::string cast(UOp u, const std::string& x);
+  bool may_wrap(UOp u) const;
+};
+
+}  // namespace ow::backend::detail

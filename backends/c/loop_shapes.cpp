@@ -1,0 +1,387 @@
+// The loop shapes the C renderer picks for speed, each computing exactly what the plain loop
+// nest computes (backends/README.md, "The C the renderer writes"): tcc's unrolled inner loops,
+// the reduce interchange, and row and column blocking.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "kernel_renderer.h"
+#include "uop/pattern.h"
+
+namespace ow::backend::detail {
+
+// ---- tcc's unrolled inner loops ----
+
+namespace {
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Does `line` use the identifier `v` (as a whole word)?
+bool mentions(const std::string& line, const std::string& v) {
+  for (size_t at = line.find(v); at != std::string::npos; at = line.find(v, at + 1))
+    if ((at == 0 || !ident_char(line[at - 1])) && (at + v.size() == line.size() || !ident_char(line[at + v.size()]))) return true;
+  return false;
+}
+
+// `line` with every access b<k>[v] at exactly the loop variable rewritten to b<k>_at[u]; the
+// slots k found are added to `slots`.
+std::string pointer_accesses(const std::string& line, const std::string& v, int u, std::set<int>& slots) {
+  std::string out, key = "[" + v + "]";
+  size_t from = 0;
+  for (size_t at = line.find(key); at != std::string::npos; at = line.find(key, at + 1)) {
+    size_t d = at;
+    while (d > 0 && std::isdigit(static_cast<unsigned char>(line[d - 1]))) --d;
+    if (d == at || d == 0 || line[d - 1] != 'b' || (d >= 2 && ident_char(line[d - 2]))) continue;
+    slots.insert(std::stoi(line.substr(d, at - d)));
+    out += line.substr(from, at - from) + "_at[" + std::to_string(u) + "]";
+    from = at + key.size();
+  }
+  return out + line.substr(from);
+}
+
+}  // namespace
+
+// unroll: for tcc, which keeps every variable in memory, recomputes every address from scratch
+// and never unrolls. A loop with a constant extent >= 8 and a short body is also rendered for
+// tcc (#ifdef __TINYC__) unrolled by 8 with a remainder loop; iterations still run in order.
+// When the body uses the loop variable only in accesses b<k>[v], those go through pointers set
+// once per 8 iterations (b<k>_at = b<k> + v): about 1.5x faster elementwise loops under tcc.
+void KernelRenderer::close(bool unroll) {
+  Scope s = std::move(stack_.back());
+  stack_.pop_back();
+  const int64_t* ext = s.range && !s.range->src.empty() && s.range->src[0].is_const() ? s.range->src[0]->arg.get_if<int64_t>() : nullptr;
+  constexpr size_t kMaxUnrolledLines = 24;  // keeps tcc's compile time and the source readable
+  if (!unroll || !ext || *ext < 8 || s.lines.size() > kMaxUnrolledLines) {
+    emit(depth(), s.header);
+    for (std::string& l : s.lines) emit(depth(), "  " + l);
+    emit(depth(), "}");
+    return;
+  }
+  std::string v = range_var(s.range), v8 = v + "_8", n = std::to_string(*ext), n8 = std::to_string(*ext / 8 * 8);
+  std::set<int> slots;
+  std::vector<std::vector<std::string>> copies(8);
+  bool direct = true;  // every use of v is an access b<k>[v]
+  for (int u = 0; u < 8; ++u)
+    for (const std::string& l : s.lines) {
+      copies[u].push_back(pointer_accesses(l, v, u, slots));
+      direct = direct && !mentions(copies[u].back(), v);
+    }
+  emit(depth(), "#ifdef __TINYC__");
+  emit(depth(), "for (long long " + v8 + " = 0; " + v8 + " < " + n8 + "LL; " + v8 + " += 8) {");
+  for (int k : slots)
+    if (direct) {
+      std::string b = "b" + std::to_string(k), ty = ctype(params_.at(static_cast<size_t>(k)).base(), kernel_);
+      emit(depth(), "  " + ty + "* restrict " + b + "_at = " + b + " + " + v8 + ";");
+    }
+  bool braces = !direct || s.lines.size() > 1;  // a block per copy keeps its names apart
+  for (int u = 0; u < 8; ++u) {
+    if (braces) emit(depth(), "  {");
+    if (!direct) emit(depth(), "    long long " + v + " = " + v8 + (u ? " + " + std::to_string(u) : "") + ";");
+    for (const std::string& l : direct ? copies[u] : s.lines) emit(depth(), (braces ? "    " : "  ") + l);
+    if (braces) emit(depth(), "  }");
+  }
+  emit(depth(), "}");
+  if (n8 != n) {
+    emit(depth(), "for (long long " + v + " = " + n8 + "LL; " + v + " < " + n + "LL; " + v + "++) {");
+    for (const std::string& l : s.lines) emit(depth(), "  " + l);
+    emit(depth(), "}");
+  }
+  emit(depth(), "#else");
+  emit(depth(), s.header);
+  for (std::string& l : s.lines) emit(depth(), "  " + l);
+  emit(depth(), "}");
+  emit(depth(), "#endif");
+}
+
+// ---- reduce interchange ----
+//
+// A store nest `for (i...) for (j) { acc = id; for (k...) acc = acc OP x(i, j, k); out = f(acc); }`
+// is rendered as
+//   for (i...) { T acc[N]; for (j) acc[j] = id; for (k...) { <k-only values>; for (j) acc[j] = acc[j] OP x; }
+//                for (j) out = f(acc[j]); }
+// Each acc[j] folds the same terms in the same order from the same identity, so the result is
+// bit-identical; the inner j loop walks x's loads contiguously and is vectorizable. Conditions
+// (otherwise the plain rendering): j is the innermost store range with a constant extent
+// 1..kMaxAccElems; every REDUCE the stored value reaches that depends on j (the others are
+// rendered as usual) has no REDUCE in its body, reduce ranges whose extents do not depend on j,
+// nothing in its body that may fail (so the first error, if any, is the same one as in loop
+// order: it can only come from f, evaluated in j order as before), and every LOAD in its body
+// that depends on j is contiguous in j (coefficient 1; a row sum would become a strided walk).
+
+constexpr int64_t kMaxAccElems = 4096;
+constexpr int64_t kMaxAccBytes = 64 * 1024;  // all accumulator arrays of one store nest
+
+// The coefficient c of range r in index expression u = c*r + (terms without r); nullopt when u is
+// not of that form (or it overflows).
+std::optional<int64_t> KernelRenderer::coefficient(UOp u, UOp r) const {
+  if (!depends(u, r)) return 0;
+  if (u == r) return 1;
+  auto both = [&](bool sub) -> std::optional<int64_t> {
+    auto a = coefficient(u->src[0], r), b = coefficient(u->src[1], r);
+    int64_t c;
+    if (!a || !b || (sub ? __builtin_sub_overflow(*a, *b, &c) : __builtin_add_overflow(*a, *b, &c))) return std::nullopt;
+    return c;
+  };
+  switch (u->op) {
+    case Ops::ADD: return both(false);
+    case Ops::SUB: return both(true);
+    case Ops::NEG: {
+      auto a = coefficient(u->src[0], r);
+      if (!a || *a == INT64_MIN) return std::nullopt;
+      return -*a;
+    }
+    case Ops::MUL:
+      for (int s = 0; s < 2; ++s) {
+        UOp k = u->src[static_cast<size_t>(s)], x = u->src[static_cast<size_t>(1 - s)];
+        if (!k.is_const() || !k->arg.get_if<int64_t>()) continue;
+        auto a = coefficient(x, r);
+        int64_t c;
+        if (!a || __builtin_mul_overflow(*a, *k->arg.get_if<int64_t>(), &c)) return std::nullopt;
+        return c;
+      }
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// An integer IDIV/MOD whose divisor may be zero (the C checks it and fails).
+bool KernelRenderer::unsafe_div(UOp u) const {
+  if ((u->op != Ops::IDIV && u->op != Ops::MOD) || u->src.size() != 2 || !u->src[0]->dtype.is_int()) return false;
+  UOp den = u->src[1];
+  return !den.is_const() && !(den.vmin() > 0 || den.vmax() < -1);
+}
+
+// u itself may raise an error in the rendered C (a division check, or a bounds check that the
+// index bounds do not prove unnecessary).
+bool KernelRenderer::may_fail(UOp u) const {
+  if (unsafe_div(u)) return true;
+  if (!opts_.bounds_check || u->op != Ops::LOAD) return false;
+  UOp idx = u->src.at(0);
+  if (idx->op != Ops::INDEX || idx->src.size() < 2) return true;
+  int64_t size = idx->src[0]->dtype.size;
+  return !(size >= 0 && idx->src[1].vmin() >= 0 && idx->src[1].vmax() < size);
+}
+
+// The REDUCEs of END(STORE, ...) to render as accumulator arrays, or none when the interchange
+// does not apply (see above).
+std::vector<UOp> KernelRenderer::interchangeable(UOp end) {
+  if (end->src.size() < 2 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return {};
+  UOp j = end->src.back();
+  if (j->op != Ops::RANGE || j->src.empty() || !j->src[0].is_const() || !j->src[0]->arg.get_if<int64_t>()) return {};
+  int64_t n = *j->src[0]->arg.get_if<int64_t>();
+  if (n < 1 || n > kMaxAccElems) return {};
+  for (size_t i = 1; i + 1 < end->src.size(); ++i)
+    if (end->src[i] == j) return {};
+  std::vector<UOp> reds = reduces_of(end->src[0]->src[1], j);
+  int64_t bytes = 0;
+  for (UOp r : reds) {
+    const Ops* op = r->arg.get_if<Ops>();
+    if (!op || r->src.size() < 2 || r->dtype.ptr) return {};
+    bytes += n * static_cast<int64_t>(r->dtype.itemsize());
+    for (size_t s = 1; s < r->src.size(); ++s)
+      if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || depends(r->src[s]->src[0], j)) return {};
+    for (UOp u : toposort(r->src[0])) {
+      if (u->op == Ops::REDUCE || may_fail(u)) return {};
+      if (u->op == Ops::LOAD && u->src.size() == 1 && u->src[0]->op == Ops::INDEX && u->src[0]->src.size() >= 2 &&
+          depends(u->src[0]->src[1], j) && coefficient(u->src[0]->src[1], j) != 1)
+        return {};
+    }
+  }
+  if (bytes > kMaxAccBytes) return {};
+  return reds;
+}
+
+// The REDUCEs that depend on j reached from `value` through non-REDUCE nodes, in first-visit order.
+std::vector<UOp> KernelRenderer::reduces_of(UOp value, UOp j) const {
+  std::vector<UOp> reds, todo{value};
+  std::unordered_set<const UOpNode*> seen;
+  while (!todo.empty()) {
+    UOp u = todo.back();
+    todo.pop_back();
+    if (!seen.insert(u.get()).second || !depends(u, j)) continue;
+    if (u->op == Ops::REDUCE) {
+      reds.push_back(u);
+      continue;
+    }
+    for (size_t s = u->src.size(); s-- > 0;) todo.push_back(u->src[s]);
+  }
+  return reds;
+}
+
+// ---- blocking: B iterations of one store range rendered together ----
+//
+// Rows (an interchanged nest, the range i just outside j): the accumulator arrays of B rows
+// i = B*ib + u, u < B, fill in one pass over the reduce ranges, so a value that does not depend
+// on i (a row of b in a matmul) is loaded once for B rows (2x for cc's 512^3 matmul).
+// Columns (a plain nest whose stored value folds REDUCEs over j, its innermost range, e.g.
+// x @ W.T where the interchange would walk W with a stride): the B scalar accumulators of
+// j = B*jb + u fold in one pass, sharing the loads that do not depend on j, and their B chains
+// of additions run side by side instead of one after another (about 2x for a matvec on cc).
+// Each accumulator still folds the same terms in the same order: results are bit-identical.
+// B is 8 for columns, 4 for rows (or 4, 2 when the extent allows), else there is no blocking. Conditions: nothing in the
+// nest may fail (the first error would change); the reduce ranges do not depend on the blocked
+// range; the nest loads no buffer the kernel stores to (iterations now interleave); the store is
+// ungated, in bounds, and writes a distinct element for every binding of the blocked range and
+// those inside it (index = c*r + sum c_q*q + rest with |c| > sum |c_q|*(extent(q) - 1)), so the
+// order of the writes does not matter.
+
+int KernelRenderer::block_size(UOp end, size_t pos, const std::vector<UOp>& reds) const {
+  UOp r = end->src[pos], st = end->src[0], idx = st->src[0];
+  auto extent = [](UOp q) { return q->src.at(0).is_const() ? q->src[0]->arg.get_if<int64_t>() : nullptr; };
+  const int64_t* e = extent(r);
+  bool column = pos + 1 == end->src.size();  // more chains side by side: 8 columns
+  int block = !e || *e < 2 ? 1 : *e % 8 == 0 && column ? 8 : *e % 4 == 0 ? 4 : *e % 2 == 0 ? 2 : 1;
+  if (block == 1 || idx->op != Ops::INDEX || idx->src.size() != 2) return 1;
+  for (UOp red : reds)
+    for (size_t s = 1; s < red->src.size(); ++s)
+      if (depends(red->src[s], r)) return 1;
+  auto c = coefficient(idx->src[1], r);
+  if (!c || *c == 0 || *c == INT64_MIN) return 1;
+  int64_t spread = 0;  // how far the ranges inside r move the index
+  for (size_t q = pos + 1; q < end->src.size(); ++q) {
+    auto cq = coefficient(idx->src[1], end->src[q]);
+    const int64_t* nq = extent(end->src[q]);
+    if (!cq || !nq || *cq == INT64_MIN || std::abs(*cq) > (INT64_MAX / 4) / std::max<int64_t>(*nq, 1)) return 1;
+    spread += std::abs(*cq) * (*nq - 1);
+  }
+  if (std::abs(*c) <= spread) return 1;
+  int64_t size = idx->src[0]->dtype.size;
+  if (opts_.bounds_check && !(size >= 0 && idx->src[1].vmin() >= 0 && idx->src[1].vmax() < size)) return 1;
+  std::set<const UOpNode*> written;
+  for (UOp u : toposort(kernel_->src[0]))
+    if (u->op == Ops::STORE && !u->src.empty() && !u->src[0]->src.empty()) written.insert(u->src[0]->src[0].get());
+  for (UOp u : toposort(st)) {
+    if (may_fail(u)) return 1;
+    if (u->op == Ops::LOAD && !u->src.empty() && !u->src[0]->src.empty() && written.count(u->src[0]->src[0].get())) return 1;
+  }
+  return block;
+}
+
+// Opens the loop over blocks of end->src[pos] (named like it, with the block size appended).
+UOp KernelRenderer::open_block(UOp end, size_t pos, int block) {
+  UOp r = end->src[pos];
+  const ArgTuple& arg = *r->arg.tuple();
+  std::vector<int64_t> sub;
+  for (size_t k = 1; k + 1 < arg.size(); ++k) sub.push_back(arg[k].as<int64_t>());
+  sub.push_back(-block);  // a name no range of the lowering uses
+  UOp rb = UOp::range(*r->src[0]->arg.get_if<int64_t>() / block, arg[0].as<int64_t>(), range_axis(r), sub);
+  range_names_[rb.get()] = range_var(r) + "_" + std::to_string(block);
+  open(rb);
+  return rb;
+}
+
+// x for each iteration of the block: r -> block*rb + u. New nodes are analyzed and numbered.
+std::vector<UOp> KernelRenderer::in_block(UOp x, UOp r, UOp rb, int block) {
+  std::vector<UOp> out;
+  for (int u = 0; u < block; ++u) {
+    UOp xu = substitute(x, {{r, u ? rb * block + u : rb * block}});
+    analyze(xu);
+    number_new(xu);
+    out.push_back(xu);
+  }
+  return out;
+}
+
+// Nodes made while rendering (blocking) get numbers after the kernel's own.
+void KernelRenderer::number_new(UOp root) {
+  for (UOp u : toposort(root))
+    if (printed_.number.emplace(u.get(), printed_.order.size()).second) printed_.order.push_back(u);
+}
+
+namespace {
+
+// Distinct nodes, in order (a REDUCE that does not depend on the blocked range is one node in
+// every iteration of the block: one accumulator, folded once).
+std::vector<UOp> distinct(const std::vector<UOp>& xs) {
+  std::vector<UOp> out;
+  for (UOp x : xs)
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+  return out;
+}
+
+}  // namespace
+
+bool KernelRenderer::column_blocked(UOp end) {
+  if (end->src.size() < 2 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return false;
+  size_t pos = end->src.size() - 1;
+  UOp j = end->src[pos];
+  std::vector<UOp> reds = reduces_of(end->src[0]->src[1], j);
+  if (reds.empty()) return false;
+  for (UOp r : reds) {
+    if (!r->arg.get_if<Ops>() || r->src.size() < 2 || r->dtype.ptr) return false;
+    for (UOp u : toposort(r->src[0]))
+      if (u->op == Ops::REDUCE) return false;
+  }
+  int block = block_size(end, pos, reds);
+  if (block == 1) return false;
+  for (size_t i = 1; i < pos; ++i) open(end->src[i]);
+  UOp jb = open_block(end, pos, block);
+  std::vector<UOp> stores = in_block(end->src[0], j, jb, block);
+  int lv = depth();
+  for (UOp r : reds) {
+    Ops op = *r->arg.get_if<Ops>();
+    std::vector<UOp> accs;
+    for (UOp ru : in_block(r, j, jb, block)) accs.push_back(ru);
+    accs = distinct(accs);
+    for (UOp a : accs) emit(lv, ctype(r->dtype, r) + " acc" + num(a) + " = " + identity(r, op) + ";");
+    for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
+    for (UOp a : accs) {
+      std::string acc = "acc" + num(a), x = val(a->src[0], depth());
+      emit(depth(), acc + " = " + binop(op, r->dtype, acc, x, true, r) + ";");
+    }
+    for (size_t s = 1; s < r->src.size(); ++s) close(s == 1);
+    for (UOp a : accs) named_[a.get()] = {"acc" + num(a), stack_[static_cast<size_t>(lv)].id};
+  }
+  for (UOp st : stores) store(st);
+  close();
+  for (size_t i = 1; i < pos; ++i) close();
+  return true;
+}
+
+void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
+  UOp j = end->src.back();
+  size_t pos = end->src.size() - 2;  // i, the range just outside j
+  int block = end->src.size() < 3 ? 1 : block_size(end, pos, reds);
+  size_t outer = block > 1 ? pos : pos + 1;  // end->src[1..outer) open as usual
+  for (size_t i = 1; i < outer; ++i) open(end->src[i]);
+  std::vector<UOp> stores{end->src[0]};
+  std::vector<std::vector<UOp>> rows;  // rows[p]: REDUCE p in each row of the block
+  for (UOp r : reds) rows.push_back({r});
+  if (block > 1) {
+    UOp i = end->src[pos], ib = open_block(end, pos, block);
+    stores = in_block(end->src[0], i, ib, block);
+    for (size_t p = 0; p < reds.size(); ++p) rows[p] = in_block(reds[p], i, ib, block);
+  }
+  int lv = depth();
+  std::string jv = range_var(j), n = std::to_string(*j->src[0]->arg.get_if<int64_t>());
+  for (size_t p = 0; p < reds.size(); ++p) {
+    UOp r = reds[p];
+    Ops op = *r->arg.get_if<Ops>();
+    std::string ident = identity(r, op);
+    std::vector<UOp> accs = distinct(rows[p]);
+    std::vector<std::string> at;
+    for (UOp d : accs) {
+      std::string acc = "acc" + num(d);
+      at.push_back(acc + "[" + jv + "]");
+      emit(lv, ctype(r->dtype, r) + " " + acc + "[" + n + "];");
+    }
+    open(j);
+    for (const std::string& a : at) emit(depth(), a + " = " + ident + ";");
+    close();
+    for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
+    open(j);
+    for (size_t u = 0; u < accs.size(); ++u) {
+      std::string x = val(accs[u]->src[0], depth());
+      emit(depth(), at[u] + " = " + binop(op, r->dtype, at[u], x, true, r) + ";");
+    }
+    close(true);
+    for (size_t s = 1; s < r->src.size(); ++s) close();
+    for (size_t u = 0; u < accs.size(); ++u) named_[accs[u].get()] = {at[u], stack_[static_cast<size_t>(lv)].id};
+  }
+  open(j);
+  for (UOp st : stores) store(st);
+  close();
+  for (size_t i = 1; i < end->src.size() - 1; ++i) close();
+}
+
+}  // namespace ow::backend::detail
