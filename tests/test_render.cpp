@@ -86,6 +86,36 @@ size_t line_index(const std::vector<std::string>& ls, const std::string& needle)
 // The function's body (after the prelude).
 std::string body(const RenderedKernel& k) { return k.source.substr(k.source.find("\nint " + k.name + "(")); }
 
+// c = a @ b (b_t: a @ b transposed, b stored n x kn) as the kernels compute it: each element a
+// sum from 0.0f over k ascending, one rounding per product and per addition.
+std::vector<float> matmul_in_order(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t kn, int64_t n, bool b_t) {
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < kn; ++k) {
+        volatile float p = a[static_cast<size_t>(i * kn + k)] * b[static_cast<size_t>(b_t ? j * kn + k : k * n + j)];
+        acc = acc + p;
+      }
+      c[static_cast<size_t>(i * n + j)] = acc;
+    }
+  return c;
+}
+
+// Compiles k with tcc and with cc, runs it on (out, a, b) and checks out == want bit for bit.
+void check_exact(const RenderedKernel& k, std::vector<float> a, std::vector<float> b, const std::vector<float>& want) {
+  using Fn = int (*)(void**, const long long*, long long*);
+  for (const char* tier : {"tcc", "cc"}) {
+    INFO("compiler " << tier);
+    auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(k.source)->symbol(k.name));
+    std::vector<float> out(want.size(), -1.0f);
+    void* bufs[3] = {out.data(), a.data(), b.data()};
+    long long err[3] = {};
+    REQUIRE(fn(bufs, nullptr, err) == 0);
+    CHECK(std::memcmp(out.data(), want.data(), out.size() * 4) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("render: signature, parameters, no includes", "[render]") {
@@ -174,33 +204,17 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
   // with the same sums done here in the same order (k ascending from 0.0f).
   for (int64_t m : {8, 6, 5}) {
     const int64_t kn = 7, n = 11;
-    std::vector<float> a(static_cast<size_t>(m * kn)), b(static_cast<size_t>(kn * n)), want(static_cast<size_t>(m * n));
+    std::vector<float> a(static_cast<size_t>(m * kn)), b(static_cast<size_t>(kn * n));
     for (size_t q = 0; q < a.size(); ++q) a[q] = 0.31f * float(q) - 2.7f;
     for (size_t q = 0; q < b.size(); ++q) b[q] = 1.0f / float(q + 2);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        float acc = 0.0f;
-        for (int64_t k = 0; k < kn; ++k) {
-          volatile float p = a[static_cast<size_t>(i * kn + k)] * b[static_cast<size_t>(k * n + j)];
-          acc = acc + p;
-        }
-        want[static_cast<size_t>(i * n + j)] = acc;
-      }
+    std::vector<float> want = matmul_in_order(a, b, m, kn, n, false);
     for (bool check : {false, true}) {
       RenderedKernel k = render_kernel(matmul_kernel(m, kn, n), {check});
       INFO("rows " << m << ", bounds checks " << check << "\n" << k.source);
       REQUIRE(interchanged(k));
       const char* loop = m == 8 ? "for (long long r_0_4 = 0; r_0_4 < 2LL; r_0_4++) {" : m == 6 ? "for (long long r_0_2 = 0; r_0_2 < 3LL; r_0_2++) {" : "for (long long r_0 = 0; r_0 < 5LL; r_0++) {";
       CHECK(body(k).find(loop) != std::string::npos);
-      for (const char* tier : {"tcc", "cc"}) {
-        INFO("compiler " << tier);
-        auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(k.source)->symbol(k.name));
-        std::vector<float> out(static_cast<size_t>(m * n), -1.0f);
-        void* bufs[3] = {out.data(), a.data(), b.data()};
-        long long err[3] = {};
-        REQUIRE(fn(bufs, nullptr, err) == 0);
-        CHECK(std::memcmp(out.data(), want.data(), out.size() * 4) == 0);
-      }
+      check_exact(k, a, b, want);
     }
   }
   {
@@ -238,7 +252,6 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
 }
 
 TEST_CASE("render: column blocking of dot products (a times b transposed), exact on tcc and cc", "[render][tcc]") {
-  using Fn = int (*)(void**, const long long*, long long*);
   // out[i][j] = sum_k a[i*7+k] * b[j*7+k], 3 rows; columns: 8 -> blocks of 8, 12 -> 4, 6 -> 2,
   // 5 -> none. Compared bit for bit with the same sums done here in the same order.
   for (int64_t n : {8, 12, 6, 5}) {
@@ -247,18 +260,10 @@ TEST_CASE("render: column blocking of dot products (a times b transposed), exact
     UOp i = UOp::range(m, 0), j = UOp::range(n, 1), k = UOp::range(kn, 2, AxisType::REDUCE);
     UOp dot = (a.index({i * kn + k}).load() * b.index({j * kn + k}).load()).reduce({k}, Ops::ADD);
     UOp kern = kernel("bt", {out.index({i * n + j}).store(dot).end({i, j})}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", n * kn)});
-    std::vector<float> av(static_cast<size_t>(m * kn)), bv(static_cast<size_t>(n * kn)), want(static_cast<size_t>(m * n));
+    std::vector<float> av(static_cast<size_t>(m * kn)), bv(static_cast<size_t>(n * kn));
     for (size_t q = 0; q < av.size(); ++q) av[q] = 0.29f * float(q) - 1.9f;
     for (size_t q = 0; q < bv.size(); ++q) bv[q] = 1.0f / float(q + 3);
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t c = 0; c < n; ++c) {
-        float acc = 0.0f;
-        for (int64_t q = 0; q < kn; ++q) {
-          volatile float p = av[static_cast<size_t>(r * kn + q)] * bv[static_cast<size_t>(c * kn + q)];
-          acc = acc + p;
-        }
-        want[static_cast<size_t>(r * n + c)] = acc;
-      }
+    std::vector<float> want = matmul_in_order(av, bv, m, kn, n, true);
     for (bool check : {false, true}) {
       RenderedKernel rk = render_kernel(kern, {check});
       INFO("columns " << n << ", bounds checks " << check << "\n" << rk.source);
@@ -266,15 +271,7 @@ TEST_CASE("render: column blocking of dot products (a times b transposed), exact
       int64_t blk = n == 5 ? 1 : n == 6 ? 2 : n == 12 ? 4 : 8;
       if (blk > 1) CHECK(body(rk).find("for (long long r_1_" + std::to_string(blk) + " = 0; r_1_" + std::to_string(blk) + " < " + std::to_string(n / blk) + "LL;") != std::string::npos);
       else CHECK(body(rk).find("r_1_") == std::string::npos);
-      for (const char* tier : {"tcc", "cc"}) {
-        INFO("compiler " << tier);
-        auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(rk.source)->symbol(rk.name));
-        std::vector<float> o(static_cast<size_t>(m * n), -1.0f);
-        void* bufs[3] = {o.data(), av.data(), bv.data()};
-        long long err[3] = {};
-        REQUIRE(fn(bufs, nullptr, err) == 0);
-        CHECK(std::memcmp(o.data(), want.data(), o.size() * 4) == 0);
-      }
+      check_exact(rk, av, bv, want);
     }
   }
 }
