@@ -48,6 +48,7 @@ class KernelRenderer {
   // divisor that may be 0, and everything computed from them): they are never hoisted out of a
   // loop that may run zero times (the interpreter would not evaluate them at all).
   std::unordered_set<const UOpNode*> touchy_;
+  bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
 
   [[noreturn]] void fail(UOp u, const std::string& msg) const {
     throw Error(msg + " (at " + printed_.line(u) + ")");

@@ -349,6 +349,7 @@ void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
   for (UOp r : reds) rows.push_back({r});
   if (block > 1) {
     UOp i = end->src[pos], ib = open_block(end, pos, block);
+    jam_rows_ = true;
     stores = in_block(end->src[0], i, ib, block);
     for (size_t p = 0; p < reds.size(); ++p) rows[p] = in_block(reds[p], i, ib, block);
   }
