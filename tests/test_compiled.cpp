@@ -298,6 +298,24 @@ const char* kEffectInFold = R"(%0 = BUFFER float32 () ("tgt", 2)
 %17 = SINK void (%16, %5) ("out", "tgt_after")
 )";
 
+// A vmap over an OUTER range: out = REDUCE(ADD, PAD(2 * x[r], (r, 3 - r)), r), each iteration
+// writing its own slot: computed as one kernel loop, no host loop.
+const char* kOuterVmap = R"(%0 = BUFFER float32 () ("x", 4)
+%1 = CONST index () 4
+%2 = RESHAPE float32 (%0, %1)
+%3 = RANGE index (%1) (-1, AxisType.OUTER)
+%4 = CONST index () 1
+%5 = ADD index (%3, %4)
+%6 = SHRINK float32 (%2, %3, %5)
+%7 = CONST float32 () 2.0
+%8 = MUL float32 (%6, %7)
+%9 = CONST index () 3
+%10 = SUB index (%9, %3)
+%11 = PAD float32 (%8, %3, %10)
+%12 = REDUCE float32 (%11, %3) Ops.ADD
+%13 = SINK void (%12) ("out",)
+)";
+
 interp::BufferMap floats(const std::vector<std::pair<std::string, std::vector<float>>>& named) {
   interp::BufferMap b;
   for (const auto& [n, v] : named) {
@@ -330,6 +348,22 @@ TEST_CASE("a REDUCE or an END around an OUTER fold runs on the host", "[compiled
     REQUIRE(outs.size() == 1);
     const float want[4] = {10, 11.25f, 22.5f, 33.75f};  // a sequential loop would give 10, 11.25, 13.75, 17.5
     for (int i = 0; i < 4; ++i) CHECK(interp::get_element(outs[0].value, i) == want[i]);
+  }
+}
+
+TEST_CASE("an OUTER vmap with one slot per iteration runs as a kernel loop", "[compiled]") {
+  UOp root = parse_graph(kOuterVmap, "outer_vmap.uop").root;
+  for (UOp u : toposort(lower::lower(root))) CHECK_FALSE((u->op == Ops::RANGE && range_axis(u) == AxisType::OUTER));
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    backend::RunOptions o;
+    o.backend = tier;
+    interp::BufferMap b = floats({{"x", {1.5f, -0.0f, -0.25f, 3.0f}}});
+    auto outs = backend::run_graph(root, b, o);
+    REQUIRE(outs.size() == 1);
+    const float want[4] = {3.0f, 0.0f, -0.5f, 6.0f};
+    for (int i = 0; i < 4; ++i) CHECK(interp::get_element(outs[0].value, i) == want[i]);
+    CHECK_FALSE(std::signbit(interp::get_element(outs[0].value, 1)));  // 0 + (2 * -0.0) is +0.0
   }
 }
 

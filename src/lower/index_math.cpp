@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "uop/error.h"
 #include "uop/symbolic.h"
@@ -110,6 +111,76 @@ std::vector<UOp> free_outer_ranges(UOp u) {
   for (UOp r : free_ranges(u))
     if (range_axis(r) == AxisType::OUTER) out.push_back(r);
   return sorted_ranges(out);
+}
+
+UOp bind_ranges(UOp root, const std::vector<std::pair<UOp, UOp>>& map) {
+  std::unordered_map<const UOpNode*, UOp> repl;
+  for (auto& [k, v] : map) repl[k.get()] = v;
+  auto closes_one = [&](UOp u) {
+    if (u->op != Ops::BUFFERIZE && u->op != Ops::REDUCE && u->op != Ops::END) return false;
+    return std::any_of(u->src.begin() + 1, u->src.end(), [&](UOp r) { return std::any_of(map.begin(), map.end(), [&](auto& m) { return m.first == r; }); });
+  };
+  for (UOp u : toposort(root)) {
+    if (repl.count(u.get())) continue;
+    if (closes_one(u)) {
+      repl[u.get()] = u;
+      continue;
+    }
+    std::vector<UOp> src;
+    for (UOp s : u->src) src.push_back(repl.at(s.get()));
+    repl[u.get()] = u.replace_src(std::move(src));
+  }
+  return repl.at(root.get());
+}
+
+bool has_outer(UOp reduce) {
+  return std::any_of(reduce->src.begin() + 1, reduce->src.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
+}
+
+bool has_effect_or_outer_fold(UOp body) {
+  for (UOp u : toposort(body)) {
+    if (u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::ASSIGN) return true;
+    if (u->op == Ops::REDUCE && has_outer(u)) return true;
+  }
+  return false;
+}
+
+namespace {
+bool mentions(UOp u, UOp r) {
+  for (UOp v : toposort(u))
+    if (v == r) return true;
+  return false;
+}
+
+// The constant k with `e == sign * r + k`, if e has that form.
+std::optional<int64_t> offset_from(UOp e, UOp r, int64_t sign) {
+  UOp k = simplify(e - r * sign);
+  if (k->op != Ops::CONST || !k->dtype.is_int()) return std::nullopt;
+  return static_cast<int64_t>(k.const_value());
+}
+}  // namespace
+
+std::optional<SlotMap> slot_map(UOp reduce) {
+  if (reduce->op != Ops::REDUCE || reduce->src.size() != 2 || reduce->arg.as<Ops>() != Ops::ADD) return std::nullopt;
+  UOp pad = reduce->src[0], r = reduce->src[1];
+  auto slots = static_size(r->src[0]);
+  if (pad->op != Ops::PAD || !is_shaped(pad->src[0]) || !slots) return std::nullopt;
+  SlotMap map{pad->src[0], r, 0, 0};
+  std::vector<UOp> dims = dims_of(map.y);
+  bool found = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    UOp b = pad->src[1 + 2 * i], e = pad->src[2 + 2 * i];
+    if (mentions(dims[i], r)) return std::nullopt;
+    if (!mentions(b, r) && !mentions(e, r)) continue;
+    // slot r is [before + r, before + r + 1) and the last slot still fits: after_0 + 1 >= slots
+    auto before = offset_from(b, r, 1), after = offset_from(e, r, -1);
+    if (found || static_size(dims[i]) != 1 || !before || !after || *before < 0 || *after + 1 < *slots) return std::nullopt;
+    found = true;
+    map.axis = i;
+    map.before = *before;
+  }
+  if (!found) return std::nullopt;  // every iteration adds into the same place: a real fold
+  return map;
 }
 
 }  // namespace ow::lower

@@ -40,6 +40,27 @@ bool is_store_value(UOp u);
 // The fold identity of a reduce op (SEMANTICS S3): 0, 1, or the lowest value for MAX.
 UOp reduce_identity(Ops op, DType dt);
 
+// `root` with each range in `map` replaced by its value (an index expression), except inside
+// the nodes that close such a range (BUFFERIZE, REDUCE, END): those stay as they are, so a
+// realized value holding every binding of r is indexed at r's value, not rebuilt around it.
+UOp bind_ranges(UOp root, const std::vector<std::pair<UOp, UOp>>& map);
+
+// A vmap: `REDUCE(ADD, PAD(y(r), ...), r)` over one range where the pad gives each iteration its
+// own slot, [before + r, before + r + 1) along `axis`, and moves nothing else with r. Element
+// i of that axis is then `0 + y(r = i - before)` inside the slots and 0 outside.
+struct SlotMap {
+  UOp y, range;
+  size_t axis;
+  int64_t before;
+};
+std::optional<SlotMap> slot_map(UOp reduce);
+
+// Does a REDUCE or END close an OUTER range?
+bool has_outer(UOp reduce);
+
+// Does `body` run an effect (STORE, END, ASSIGN) or an OUTER fold of its own?
+bool has_effect_or_outer_fold(UOp body);
+
 // Ranges sorted by their printed identity (free_ranges orders by address, which is not stable).
 std::vector<UOp> sorted_ranges(std::vector<UOp> rs);
 std::vector<UOp> free_loop_ranges(UOp u);  // free non-OUTER ranges, sorted

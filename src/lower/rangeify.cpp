@@ -100,7 +100,7 @@ UOp through_expand(const IndexParts& p, Context&) {
       in[i] = UOp::index(0);
     }
   }
-  if (!collect.empty()) src = substitute(src, collect);
+  if (!collect.empty()) src = bind_ranges(src, collect);
   return make_index(src, in, p.gate);
 }
 
@@ -157,7 +157,26 @@ UOp through_reduce_axis(const IndexParts& p, Context& ctx) {
   return zero_unless(p.gate, elem.reduce(l.ranges, op));
 }
 
+// A vmap's element reads only its own slot's y: `0 + y(r = i - before)` (the other slots add
+// the pad's zeros after it, which changes nothing; the first add turns -0.0 into +0.0).
+UOp through_slot_map(const IndexParts& p, const SlotMap& map) {
+  UOp pad = p.x->src[0];
+  std::vector<UOp> in = p.idx, dims = dims_of(map.y);
+  UOp gate = p.gate, slots = dim_extent(map.range->src[0]);
+  for (size_t i = 0; i < in.size(); ++i) {
+    UOp b = i == map.axis ? UOp::index(map.before) : pad->src[1 + 2 * i];
+    UOp n = i == map.axis ? slots : dim_extent(dims[i]);
+    gate = gate_and(gate, in_range(p.idx[i], b, simplify(b + n)));
+    in[i] = i == map.axis ? UOp::index(0) : simplify(p.idx[i] - b);
+  }
+  UOp r = simplify(p.idx[map.axis] - map.before);
+  UOp elem = make_index(bind_ranges(map.y, {{map.range, r}}), in, gate);
+  UOp zero = reduce_identity(Ops::ADD, p.x->dtype);
+  return gate.where(UOp::make(Ops::ADD, p.x->dtype, {zero, elem}), zero);
+}
+
 UOp through_reduce(const IndexParts& p, Context&) {
+  if (auto map = slot_map(p.x); map && !has_effect_or_outer_fold(map->y)) return through_slot_map(p, *map);
   std::vector<UOp> ranges(p.x->src.begin() + 1, p.x->src.end());
   UOp elem = make_index(p.x->src[0], p.idx, p.gate);
   return zero_unless(p.gate, elem.reduce(ranges, p.x->arg.as<Ops>()));

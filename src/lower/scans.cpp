@@ -25,9 +25,6 @@ namespace ow::lower {
 
 namespace {
 
-bool has_outer(UOp reduce) {
-  return std::any_of(reduce->src.begin() + 1, reduce->src.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
-}
 
 
 UOp fold(Ops op, UOp acc, UOp x) { return UOp::make(op, acc->dtype, {acc, x}); }
@@ -51,13 +48,16 @@ UOp scratch(Context& ctx, const std::string& prefix, DType dt, UOp like) {
   return UOp::make(Ops::RESHAPE, dt, src);
 }
 
-// The same range, as an OUTER range: folding in order must be sequential.
-UOp outer_twin(UOp r) {
-  if (range_axis(r) == AxisType::OUTER) return r;
+// The same range with another axis type.
+UOp twin(UOp r, AxisType axis) {
+  if (range_axis(r) == axis) return r;
   ArgTuple t = *r->arg.tuple();
-  t.back() = Arg(AxisType::OUTER);
+  t.back() = Arg(axis);
   return r.with_arg(Arg(t));
 }
+
+// The same range, as an OUTER range: folding in order must be sequential.
+UOp outer_twin(UOp r) { return twin(r, AxisType::OUTER); }
 
 UOp shrink(UOp x, const std::vector<std::pair<UOp, UOp>>& box) {
   std::vector<UOp> src{x};
@@ -238,6 +238,20 @@ std::vector<UOp> steps(UOp init, const Fold& f, UOp body) {
   return out;
 }
 
+// ---- an OUTER reduce that is a map runs as a kernel loop ----
+//
+// A vmap (see SlotMap) whose body runs no effect and no OUTER fold of its own reads nothing the
+// loop writes: folding in order and computing every slot at once agree, so its range may run
+// inside a kernel. rangeify then computes each slot directly, and the slots run as one batch
+// instead of one host iteration each: a vmapped matvec becomes a matmul.
+UOp outer_map(const Match& m) {
+  UOp red = m.node;
+  auto map = slot_map(red);
+  if (!map || range_axis(map->range) != AxisType::OUTER || has_effect_or_outer_fold(map->y)) return UOp();
+  UOp loop = twin(map->range, AxisType::LOOP);
+  return UOp::make(Ops::REDUCE, red->dtype, {substitute(red->src[0], {{map->range, loop}}), loop}, red->arg);
+}
+
 UOp outer_reduce(const Match& m) {
   UOp red = m.node;
   if (!has_outer(red)) return UOp();
@@ -290,6 +304,7 @@ const PatternMatcher& scan_rules() {
       {"assign becomes a store", Pat::ops({Ops::ASSIGN}), plain_assign},
       {"a REDUCE around an OUTER fold runs on the host", Pat::ops({Ops::REDUCE}), host_enclosing_reduce},
       {"an END around an OUTER fold runs on the host", Pat::ops({Ops::END}), host_enclosing_end},
+      {"an OUTER reduce of one slot per iteration is a map", Pat::ops({Ops::REDUCE}), outer_map},
       {"OUTER reduce becomes a loop", Pat::ops({Ops::REDUCE}), outer_reduce},
   });
   return pm;
