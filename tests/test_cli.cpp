@@ -306,7 +306,7 @@ TEST_CASE("ow lower --dump-after all prints the graph after every pass, ending i
   INFO(r.err);
   REQUIRE(r.rc == 0);
   size_t at = 0;
-  for (const char* pass : {"cleanup", "scans", "realize", "rangeify", "kernelize", "schedule"}) {
+  for (const char* pass : {"cleanup", "empty", "scans", "realize", "rangeify", "kernelize", "schedule"}) {
     size_t p = r.out.find(std::string("# ---- after ") + pass, at);
     CHECK(p != std::string::npos);  // present, and in pipeline order
     if (p != std::string::npos) at = p;
@@ -329,7 +329,7 @@ TEST_CASE("ow check --passes: every pass keeps the outputs of the seed's scan", 
   Result r = run_ow({"check", case_file("scan_with_assign").string(), "--passes"});
   INFO(r.out << r.err);
   CHECK(r.rc == 0);
-  for (const char* pass : {"cleanup", "scans", "realize", "rangeify", "kernelize", "schedule"})
+  for (const char* pass : {"cleanup", "empty", "scans", "realize", "rangeify", "kernelize", "schedule"})
     CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
 }
 
