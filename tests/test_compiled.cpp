@@ -337,6 +337,15 @@ const char* kEmptyDims = R"(%0 = BUFFER float32 () ("x", 6)
 %16 = SINK void (%6, %7, %8, %12, %5, %15) ("max", "sum", "pad", "prod", "empty", "t")
 )";
 
+interp::BufferMap floats(const std::vector<std::pair<std::string, std::vector<float>>>& named);
+
+// The outputs of `root` on one tier: interp, tcc, cc or check.
+std::vector<interp::Output> run_on(const char* tier, UOp root, interp::BufferMap inputs) {
+  backend::RunOptions o;
+  o.backend = tier;
+  return backend::run_graph(root, inputs, o);
+}
+
 interp::BufferMap floats(const std::vector<std::pair<std::string, std::vector<float>>>& named) {
   interp::BufferMap b;
   for (const auto& [n, v] : named) {
@@ -377,10 +386,7 @@ TEST_CASE("an OUTER vmap with one slot per iteration runs as a kernel loop", "[c
   for (UOp u : toposort(lower::lower(root))) CHECK_FALSE((u->op == Ops::RANGE && range_axis(u) == AxisType::OUTER));
   for (const char* tier : {"interp", "tcc", "cc", "check"}) {
     INFO(tier);
-    backend::RunOptions o;
-    o.backend = tier;
-    interp::BufferMap b = floats({{"x", {1.5f, -0.0f, -0.25f, 3.0f}}});
-    auto outs = backend::run_graph(root, b, o);
+    auto outs = run_on(tier, root, floats({{"x", {1.5f, -0.0f, -0.25f, 3.0f}}}));
     REQUIRE(outs.size() == 1);
     const float want[4] = {3.0f, 0.0f, -0.5f, 6.0f};
     for (int i = 0; i < 4; ++i) CHECK(interp::get_element(outs[0].value, i) == want[i]);
@@ -392,10 +398,7 @@ TEST_CASE("empty tensors and loops without values lower to what they mean", "[co
   UOp root = parse_graph(kEmptyDims, "empty_dims.uop").root;
   for (const char* tier : {"interp", "tcc", "cc", "check"}) {
     INFO(tier);
-    backend::RunOptions o;
-    o.backend = tier;
-    interp::BufferMap b = floats({{"x", {1, 2, 3, 4, 5, 6}}, {"t", {}}});
-    auto outs = backend::run_graph(root, b, o);
+    auto outs = run_on(tier, root, floats({{"x", {1, 2, 3, 4, 5, 6}}, {"t", {}}}));
     REQUIRE(outs.size() == 6);
     // a fold over nothing is its identity (SEMANTICS S3); a pad of nothing is all fill
     const std::vector<std::vector<double>> want{{-INFINITY, -INFINITY}, {0, 0}, {0, 0, 0, 0}, {1, 1, 1, 1, 1, 1}, {}, {}};
@@ -412,10 +415,7 @@ TEST_CASE("an effect in an OUTER fold that does not depend on it runs once, befo
   UOp root = parse_graph(kEffectInFold, "effect_in_fold.uop").root;
   for (const char* tier : {"interp", "tcc", "cc", "check"}) {
     INFO(tier);
-    backend::RunOptions o;
-    o.backend = tier;
-    interp::BufferMap b = floats({{"x", {1.5f, -0.25f, 4.0f}}, {"tgt", {10, 20}}});
-    auto outs = backend::run_graph(root, b, o);
+    auto outs = run_on(tier, root, floats({{"x", {1.5f, -0.25f, 4.0f}}, {"tgt", {10, 20}}}));
     REQUIRE(outs.size() == 2);
     CHECK(interp::get_element(outs[0].value, 0) == 15.0f);  // (10 + 1) + 4; once per iteration: 17
     CHECK(interp::get_element(outs[1].value, 0) == 11.0f);

@@ -31,18 +31,6 @@ bool runs_effect(UOp u) {
 UOp nothing() { return UOp::make(Ops::GROUP, dtypes::void_, {}); }
 bool is_nothing(UOp u) { return u->op == Ops::GROUP && u->src.empty(); }
 
-// `value` (a CONST) broadcast to the shape of `like`: RESHAPE to all ones, then EXPAND.
-UOp broadcast(UOp value, UOp like) {
-  if (!is_shaped(like)) return value;
-  std::vector<UOp> ones{value}, full{UOp()};
-  for (UOp d : like->shape.dims) {
-    ones.push_back(UOp::index(1));
-    full.push_back(d);
-  }
-  full[0] = UOp::make(Ops::RESHAPE, value->dtype, ones);
-  return UOp::make(Ops::EXPAND, value->dtype, full);
-}
-
 bool is_broadcast_const(UOp u) {
   while (u->op == Ops::EXPAND || u->op == Ops::RESHAPE) u = u->src[0];
   return u->op == Ops::CONST;
@@ -52,13 +40,13 @@ UOp empty_value_is_zeros(const Match& m) {
   UOp u = m.node;
   if (u->dtype.is_void() || u->op == Ops::BUFFER || is_effect(u)) return UOp();
   if (!has_empty_dim(u) || is_broadcast_const(u) || runs_effect(u)) return UOp();
-  return broadcast(UOp::cnst(u->dtype, 0), u);
+  return broadcast(UOp::cnst(u->dtype, 0), u->shape.dims);
 }
 
 UOp reduce_axis_over_nothing(const Match& m) {
   UOp u = m.node, src = u->src[0];
   if (has_empty_dim(u) || !has_empty_dim(src) || runs_effect(src)) return UOp();
-  return broadcast(reduce_identity(u->arg.tuple()->at(0).as<Ops>(), u->dtype), u);
+  return broadcast(reduce_identity(u->arg.tuple()->at(0).as<Ops>(), u->dtype), u->shape.dims);
 }
 
 bool any_range_without_values(UOp u) {
@@ -68,7 +56,8 @@ bool any_range_without_values(UOp u) {
 UOp reduce_over_nothing(const Match& m) {
   UOp u = m.node;
   if (!any_range_without_values(u)) return UOp();
-  return broadcast(reduce_identity(u->arg.as<Ops>(), u->dtype), u);
+  UOp identity = reduce_identity(u->arg.as<Ops>(), u->dtype);
+  return is_shaped(u) ? broadcast(identity, u->shape.dims) : identity;
 }
 
 UOp end_over_nothing(const Match& m) {

@@ -76,15 +76,7 @@ std::vector<std::pair<UOp, UOp>> pad_box(UOp pad) {
   return box;
 }
 
-UOp ones_like(UOp x) {
-  std::vector<UOp> ones{UOp::cnst(dtypes::bool_, 1)}, full{UOp()};
-  for (UOp d : dims_of(x)) {
-    ones.push_back(UOp::index(1));
-    full.push_back(d);
-  }
-  full[0] = UOp::make(Ops::RESHAPE, dtypes::bool_, ones);
-  return UOp::make(Ops::EXPAND, dtypes::bool_, full);
-}
+UOp ones_like(UOp x) { return broadcast(UOp::cnst(dtypes::bool_, 1), dims_of(x)); }
 
 // The footprint of a contribution (S6.1: its elements that are not a PAD's fill), as a bool
 // tensor; null when every element is real data. Mirrors the interpreter's footprint masks.

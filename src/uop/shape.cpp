@@ -225,4 +225,14 @@ std::string render_shape(const std::vector<UOp>& dims) {
   return s + (dims.size() == 1 ? ",)" : ")");
 }
 
+UOp broadcast(UOp value, const std::vector<UOp>& dims) {
+  std::vector<UOp> ones{value}, full{UOp()};
+  for (UOp d : dims) {
+    ones.push_back(UOp::index(1));
+    full.push_back(d);
+  }
+  full[0] = UOp::make(Ops::RESHAPE, value->dtype, ones);
+  return UOp::make(Ops::EXPAND, value->dtype, full);
+}
+
 }  // namespace ow

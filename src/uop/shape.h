@@ -18,6 +18,9 @@ bool is_static(const std::vector<UOp>& dims);
 std::optional<std::vector<int64_t>> static_dims(const std::vector<UOp>& dims);
 std::string render_shape(const std::vector<UOp>& dims);  // "(3, rm1, 10)"
 
+// An unshaped value seen with shape `dims`: EXPAND(RESHAPE(value, 1, ..., 1), dims...).
+UOp broadcast(UOp value, const std::vector<UOp>& dims);
+
 // Largest element count we accept for one shape or buffer (2^32): bigger is an error, not an OOM.
 inline constexpr int64_t kMaxElements = int64_t{1} << 32;
 

@@ -4,6 +4,8 @@
 #include <array>
 #include <limits>
 
+#include "uop/shape.h"
+
 namespace ow {
 
 namespace {
@@ -270,13 +272,7 @@ std::vector<Rule> shape_preserving(std::vector<Rule> rules) {
       UOp out = fn(m), u = m.node;
       if (!out || u->shape.kind != ShapeInfo::Kind::Shaped) return out;
       if (out->shape.kind == ShapeInfo::Kind::Shaped) return out->shape.dims == u->shape.dims ? out : UOp();
-      std::vector<UOp> ones{out}, full{UOp()};
-      for (UOp d : u->shape.dims) {
-        ones.push_back(UOp::index(1));
-        full.push_back(d);
-      }
-      full[0] = UOp::make(Ops::RESHAPE, out->dtype, ones);
-      return UOp::make(Ops::EXPAND, out->dtype, full);
+      return broadcast(out, u->shape.dims);
     };
   return rules;
 }
