@@ -4,7 +4,8 @@
 //  - an empty value has no element anyone can read: any value of that shape will do, so it
 //    becomes zeros (a broadcast CONST), and whatever it read is no longer evaluated — unless
 //    that includes an effect, which must still run (those stay, and are refused below);
-//  - a reduction over nothing is its identity (SEMANTICS S3: a fold starts from it);
+//  - a reduction over nothing is its identity (SEMANTICS S3: a fold starts from it), and a pad
+//    of nothing is all fill (so no later pass makes an empty box of it);
 //  - a store into an empty target, and an END over a range with no values, do nothing.
 // What is still empty afterwards (an effect that reaches an empty value) is refused up front.
 #include <algorithm>
@@ -49,6 +50,12 @@ UOp reduce_axis_over_nothing(const Match& m) {
   return broadcast(reduce_identity(u->arg.tuple()->at(0).as<Ops>(), u->dtype), u->shape.dims);
 }
 
+UOp pad_of_nothing(const Match& m) {
+  UOp u = m.node;
+  if (has_empty_dim(u) || !has_empty_dim(u->src[0]) || runs_effect(u->src[0])) return UOp();
+  return broadcast(UOp::cnst(u->dtype, 0), u->shape.dims);
+}
+
 bool any_range_without_values(UOp u) {
   return std::any_of(u->src.begin() + 1, u->src.end(), [](UOp r) { return r->op == Ops::RANGE && is_empty_dim(r->src[0]); });
 }
@@ -83,6 +90,7 @@ UOp drop_nothing(const Match& m) {
 const PatternMatcher& empty_rules() {
   static const PatternMatcher pm({
       {"a reduction over an empty axis is its identity", Pat::ops({Ops::REDUCE_AXIS}), reduce_axis_over_nothing},
+      {"a pad of an empty value is all fill", Pat::ops({Ops::PAD}), pad_of_nothing},
       {"a REDUCE over a range without values is its identity", Pat::ops({Ops::REDUCE}), reduce_over_nothing},
       {"an END over a range without values, or of nothing, does nothing", Pat::ops({Ops::END}), end_over_nothing},
       {"a store into an empty target does nothing", Pat::ops({Ops::STORE, Ops::ASSIGN}), store_into_nothing},
