@@ -394,6 +394,24 @@ TEST_CASE("an OUTER vmap with one slot per iteration runs as a kernel loop", "[c
   }
 }
 
+TEST_CASE("a vmapped matvec reads its weights through a copy with the reduced axis outermost", "[compiled]") {
+  UOp root = parse_graph(slurp(source_root() / "reference" / "cases" / "vmap_mlp_32x128.uop"), "vmap_mlp_32x128.uop").root;
+  UOp realized;
+  lower::lower(root, [&](const lower::Pass& p, UOp g) {
+    if (p.name == "realize") realized = g;
+  });
+  std::vector<std::string> copied;
+  for (UOp u : toposort(realized)) {
+    if (u->op != Ops::CONTIGUOUS || u->src[0]->op != Ops::PERMUTE) continue;
+    CHECK(to_string(u->src[0]->arg) == "(2, 0, 1)");  // (1, j, k) read as (k, 1, j): j contiguous
+    UOp b = u->src[0];
+    while (b->op != Ops::BUFFER) b = b->src[0];
+    copied.push_back(b->arg.tuple()->at(0).as<std::string>());
+  }
+  std::sort(copied.begin(), copied.end());
+  CHECK(copied == std::vector<std::string>{"w1", "w2"});  // the input img is read once: no copy
+}
+
 TEST_CASE("empty tensors and loops without values lower to what they mean", "[compiled]") {
   UOp root = parse_graph(kEmptyDims, "empty_dims.uop").root;
   for (const char* tier : {"interp", "tcc", "cc", "check"}) {

@@ -4,10 +4,14 @@
 //  - reductions that something else reads (else every reader would recompute them);
 //  - the value of a STORE that reads the buffer it writes (a kernel must not read what it
 //    overwrites: the value is computed into a temporary first, then copied).
+#include <algorithm>
+
 #include "lower/index_math.h"
 #include "lower/lower.h"
 #include "uop/error.h"
+#include "uop/shape.h"
 #include "uop/symbolic.h"
+#include "uop/verify.h"
 
 namespace ow::lower {
 
@@ -28,6 +32,86 @@ bool reads_buffer(UOp value, UOp buffer) {
 
 bool is_reduction(UOp u) { return (u->op == Ops::REDUCE_AXIS || u->op == Ops::REDUCE) && is_shaped(u); }
 
+// ---- a reduction reads a strided input through a transposed copy ----
+//
+// `sum_k x[k] * W[j, k]` reads W along k, its contiguous axis: every output j is a dot product
+// of a strided stream, which no C compiler vectorizes without reordering the sum. Reading a
+// copy laid out with the reduced axes first makes j the contiguous axis instead; the renderer
+// then runs k outside j with j vectorized, and each output still sums in the same order, so
+// results stay bit for bit. The copy costs one pass over W, so it is made only where W is
+// reused: broadcast along an axis, or read again for every binding of a loop (a vmap).
+
+// The stride of each axis of `view` in the buffer it reads, where constant.
+std::vector<std::optional<int64_t>> strides(UOp view) {
+  Context probe;  // its fresh ranges never reach the program
+  std::vector<UOp> dims = dims_of(view), idx;
+  for (UOp d : dims) idx.push_back(probe.fresh_range(d, AxisType::LOOP));
+  UOp at = rewrite(make_index(view, idx, UOp()), index_rules(), probe, "stride probe");
+  auto p = index_parts(at);
+  std::vector<std::optional<int64_t>> out(dims.size());
+  if (!p || p->x->op != Ops::BUFFER || p->gate || p->idx.size() != 1) return out;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    UOp step = simplify(substitute(p->idx[0], {{idx[i], idx[i] + 1}}) - p->idx[0]);
+    if (step->op == Ops::CONST) out[i] = static_cast<int64_t>(step.const_value());
+  }
+  return out;
+}
+
+bool plain_view_of_buffer(UOp v) {
+  for (; v->op != Ops::BUFFER; v = v->src[0])
+    if (v->op != Ops::RESHAPE && v->op != Ops::PERMUTE && v->op != Ops::SHRINK) return false;
+  return true;
+}
+
+// `view` (a plain view of a BUFFER, the same rank as the reduce source) as a view of a copy with
+// the reduced axes outermost, if that makes a strided kept axis contiguous; else null.
+UOp transposed_copy(UOp view, const std::vector<int64_t>& reduced, bool reused) {
+  UOp base = view->op == Ops::EXPAND ? view->src[0] : view;
+  if (!plain_view_of_buffer(base) || !free_ranges(base).empty() || !(reused || base != view)) return UOp();
+  auto sd = static_dims(dims_of(base));
+  if (!sd) return UOp();
+  auto st = strides(base);
+  bool contiguous_reduce = false, strided_kept = false;
+  int64_t count = 1;
+  std::vector<int64_t> perm(reduced.begin(), reduced.end());
+  for (size_t i = 0; i < st.size(); ++i) {
+    count *= (*sd)[i];
+    bool red = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) != reduced.end();
+    if (red) contiguous_reduce = contiguous_reduce || ((*sd)[i] > 1 && st[i] == 1);
+    else {
+      perm.push_back(static_cast<int64_t>(i));
+      strided_kept = strided_kept || ((*sd)[i] > 1 && st[i] && *st[i] > 1);
+    }
+  }
+  if (!contiguous_reduce || !strided_kept || count < 1024) return UOp();
+  ArgTuple to, back(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    to.push_back(Arg(perm[i]));
+    back[static_cast<size_t>(perm[i])] = Arg(static_cast<int64_t>(i));
+  }
+  UOp copy = contiguous(UOp::make(Ops::PERMUTE, base->dtype, {base}, Arg(to)));
+  UOp seen = UOp::make(Ops::PERMUTE, base->dtype, {copy}, Arg(back));
+  if (base == view) return seen;
+  std::vector<UOp> src = view->src;  // the EXPAND stays outside: only the unbroadcast data is copied
+  src[0] = seen;
+  return view.replace_src(src);
+}
+
+UOp reduce_reads_transposed(const Match& m) {
+  UOp red = m.node, body = red->src[0];
+  std::vector<int64_t> reduced;
+  for (const Arg& a : *red->arg.tuple()->at(1).tuple()) reduced.push_back(a.as<int64_t>());
+  bool reused = !free_loop_ranges(red).empty();
+  std::vector<std::pair<UOp, UOp>> swap;
+  for (UOp u : toposort(body)) {
+    if (!is_alu(u->op)) continue;
+    for (UOp s : u->src)
+      if (is_shaped(s) && dims_of(s) == dims_of(body) && std::none_of(swap.begin(), swap.end(), [&](auto& p) { return p.first == s; }))
+        if (UOp t = transposed_copy(s, reduced, reused)) swap.push_back({s, t});
+  }
+  return swap.empty() ? UOp() : red.replace_src({substitute(body, swap)});
+}
+
 const PatternMatcher& realize_rules() {
   static const PatternMatcher pm = PatternMatcher({
       {"outputs are realized", Pat::ops({Ops::SINK}),
@@ -39,6 +123,7 @@ const PatternMatcher& realize_rules() {
          }
          return m.node.replace_src(src);
        }},
+      {"a reduction reads a strided, reused input through a transposed copy", Pat::ops({Ops::REDUCE_AXIS}), reduce_reads_transposed},
       {"reductions are realized where they are read", Pat::any(),
        [](const Match& m) {
          Ops op = m.node->op;
