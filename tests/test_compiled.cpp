@@ -394,8 +394,10 @@ TEST_CASE("an OUTER vmap with one slot per iteration runs as a kernel loop", "[c
   }
 }
 
-TEST_CASE("a vmapped matvec reads its weights through a copy with the reduced axis outermost", "[compiled]") {
-  UOp root = parse_graph(slurp(source_root() / "reference" / "cases" / "vmap_mlp_32x128.uop"), "vmap_mlp_32x128.uop").root;
+namespace {
+// The buffers the realize pass reads through a transposed copy, sorted; each copy's permutation
+// must be `perm`.
+std::vector<std::string> transposed_copies(UOp root, const std::string& perm) {
   UOp realized;
   lower::lower(root, [&](const lower::Pass& p, UOp g) {
     if (p.name == "realize") realized = g;
@@ -403,13 +405,36 @@ TEST_CASE("a vmapped matvec reads its weights through a copy with the reduced ax
   std::vector<std::string> copied;
   for (UOp u : toposort(realized)) {
     if (u->op != Ops::CONTIGUOUS || u->src[0]->op != Ops::PERMUTE) continue;
-    CHECK(to_string(u->src[0]->arg) == "(2, 0, 1)");  // (1, j, k) read as (k, 1, j): j contiguous
+    CHECK(to_string(u->src[0]->arg) == perm);
     UOp b = u->src[0];
     while (b->op != Ops::BUFFER) b = b->src[0];
     copied.push_back(b->arg.tuple()->at(0).as<std::string>());
   }
   std::sort(copied.begin(), copied.end());
-  CHECK(copied == std::vector<std::string>{"w1", "w2"});  // the input img is read once: no copy
+  return copied;
+}
+
+// c[m, n] = sum_k a[m, k] * b[k, n] on 32 x 32 matrices, with b given as is (A @ B) or as its
+// transpose bt[n, k] (A @ B^T).
+std::string matmul_uop(bool b_transposed) {
+  std::string b_view = b_transposed ? "%6 = RESHAPE float32 (%5, %1, %1)\n%7 = PERMUTE float32 (%6) (1, 0)\n%8 = RESHAPE float32 (%7, %2, %1, %1)\n"
+                                    : "%6 = RESHAPE float32 (%5, %1, %1)\n%7 = PERMUTE float32 (%6) (0, 1)\n%8 = RESHAPE float32 (%7, %2, %1, %1)\n";
+  return "%0 = BUFFER float32 () (\"a\", 1024)\n%1 = CONST index () 32\n%2 = CONST index () 1\n"
+         "%3 = RESHAPE float32 (%0, %1, %1, %2)\n%4 = EXPAND float32 (%3, %1, %1, %1)\n"
+         "%5 = BUFFER float32 () (\"b\", 1024)\n" + b_view +
+         "%9 = EXPAND float32 (%8, %1, %1, %1)\n%10 = MUL float32 (%4, %9)\n"
+         "%11 = REDUCE_AXIS float32 (%10) (Ops.ADD, (1,))\n%12 = SINK void (%11) (\"c\",)\n";
+}
+}  // namespace
+
+TEST_CASE("a reduction reads a strided, reused input through a copy with the reduced axis outermost", "[compiled]") {
+  UOp vmap = parse_graph(slurp(source_root() / "reference" / "cases" / "vmap_mlp_32x128.uop"), "vmap_mlp_32x128.uop").root;
+  // (1, j, k) read as (k, 1, j): j contiguous; the input img is read once per row: no copy
+  CHECK(transposed_copies(vmap, "(2, 0, 1)") == std::vector<std::string>{"w1", "w2"});
+  // A @ B^T: bt (m, k, n) is read along k; as (k, m, n), n is contiguous. A @ B already reads b
+  // along n, a kept axis: no copy.
+  CHECK(transposed_copies(parse_graph(matmul_uop(true), "abt.uop").root, "(1, 0, 2)") == std::vector<std::string>{"b"});
+  CHECK(transposed_copies(parse_graph(matmul_uop(false), "ab.uop").root, "").empty());
 }
 
 TEST_CASE("empty tensors and loops without values lower to what they mean", "[compiled]") {

@@ -64,26 +64,24 @@ bool plain_view_of_buffer(UOp v) {
 }
 
 // `view` (a plain view of a BUFFER, the same rank as the reduce source) as a view of a copy with
-// the reduced axes outermost, if that makes a strided kept axis contiguous; else null.
-UOp transposed_copy(UOp view, const std::vector<int64_t>& reduced, bool reused) {
+// the reduced axes outermost, if it reads `last` (the innermost output axis, the one the renderer
+// vectorizes) with a stride and a reduced axis contiguously; else null.
+UOp transposed_copy(UOp view, const std::vector<int64_t>& reduced, size_t last, bool reused) {
   UOp base = view->op == Ops::EXPAND ? view->src[0] : view;
   if (!plain_view_of_buffer(base) || !free_ranges(base).empty() || !(reused || base != view)) return UOp();
   auto sd = static_dims(dims_of(base));
   if (!sd) return UOp();
   auto st = strides(base);
-  bool contiguous_reduce = false, strided_kept = false;
+  bool contiguous_reduce = false;
   int64_t count = 1;
   std::vector<int64_t> perm(reduced.begin(), reduced.end());
   for (size_t i = 0; i < st.size(); ++i) {
     count *= (*sd)[i];
-    bool red = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) != reduced.end();
-    if (red) contiguous_reduce = contiguous_reduce || ((*sd)[i] > 1 && st[i] == 1);
-    else {
-      perm.push_back(static_cast<int64_t>(i));
-      strided_kept = strided_kept || ((*sd)[i] > 1 && st[i] && *st[i] > 1);
-    }
+    if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) == reduced.end()) perm.push_back(static_cast<int64_t>(i));
+    else contiguous_reduce = contiguous_reduce || ((*sd)[i] > 1 && st[i] == 1);
   }
-  if (!contiguous_reduce || !strided_kept || count < 1024) return UOp();
+  bool strided_last = (*sd)[last] > 1 && st[last] && *st[last] > 1;
+  if (!contiguous_reduce || !strided_last || count < 1024) return UOp();
   ArgTuple to, back(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) {
     to.push_back(Arg(perm[i]));
@@ -97,18 +95,34 @@ UOp transposed_copy(UOp view, const std::vector<int64_t>& reduced, bool reused) 
   return view.replace_src(src);
 }
 
+// The innermost output axis of a reduction that has more than one element, if any.
+std::optional<size_t> innermost_kept_axis(UOp body, const std::vector<int64_t>& reduced) {
+  auto sd = static_dims(dims_of(body));
+  for (size_t i = sd ? sd->size() : 0; i-- > 0;)
+    if ((*sd)[i] > 1 && std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) == reduced.end()) return i;
+  return std::nullopt;
+}
+
 UOp reduce_reads_transposed(const Match& m) {
   UOp red = m.node, body = red->src[0];
   std::vector<int64_t> reduced;
   for (const Arg& a : *red->arg.tuple()->at(1).tuple()) reduced.push_back(a.as<int64_t>());
-  bool reused = !free_loop_ranges(red).empty();
-  std::vector<std::pair<UOp, UOp>> swap;
+  auto last = innermost_kept_axis(body, reduced);
+  if (!last) return UOp();
+  std::vector<UOp> views;  // the operands that read a buffer through a view
   for (UOp u : toposort(body)) {
     if (!is_alu(u->op)) continue;
     for (UOp s : u->src)
-      if (is_shaped(s) && dims_of(s) == dims_of(body) && std::none_of(swap.begin(), swap.end(), [&](auto& p) { return p.first == s; }))
-        if (UOp t = transposed_copy(s, reduced, reused)) swap.push_back({s, t});
+      if (is_shaped(s) && dims_of(s) == dims_of(body) && base_buffer(s) && std::find(views.begin(), views.end(), s) == views.end()) views.push_back(s);
   }
+  // Some operand already reads the innermost output axis contiguously (A @ B reads B along its
+  // rows): the renderer vectorizes that axis as it is, and a copy would only cost.
+  for (UOp v : views)
+    if (strides(v)[*last] == 1) return UOp();
+  bool reused = !free_loop_ranges(red).empty();
+  std::vector<std::pair<UOp, UOp>> swap;
+  for (UOp v : views)
+    if (UOp t = transposed_copy(v, reduced, *last, reused)) swap.push_back({v, t});
   return swap.empty() ? UOp() : red.replace_src({substitute(body, swap)});
 }
 
