@@ -437,6 +437,29 @@ TEST_CASE("a reduction reads a strided, reused input through a copy with the red
   CHECK(transposed_copies(parse_graph(matmul_uop(false), "ab.uop").root, "").empty());
 }
 
+TEST_CASE("A @ B^T through the transposed copy computes the matrix product", "[compiled]") {
+  // small integers: every product and partial sum is exact in float32, so any order agrees
+  std::vector<float> a(1024), bt(1024);
+  for (int i = 0; i < 32; ++i)
+    for (int k = 0; k < 32; ++k) {
+      a[static_cast<size_t>(i * 32 + k)] = static_cast<float>((i + 2 * k) % 5 - 2);
+      bt[static_cast<size_t>(i * 32 + k)] = static_cast<float>((3 * i + k) % 7 - 3);
+    }
+  UOp root = parse_graph(matmul_uop(true), "abt.uop").root;
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    auto outs = run_on(tier, root, floats({{"a", a}, {"b", bt}}));
+    REQUIRE(outs.size() == 1);
+    REQUIRE(outs[0].value.numel() == 1024);
+    for (int m = 0; m < 32; ++m)
+      for (int n = 0; n < 32; ++n) {
+        double want = 0;  // c[m, n] = sum_k a[m, k] * b[k, n], with b[k, n] = bt[n, k]
+        for (int k = 0; k < 32; ++k) want += a[static_cast<size_t>(m * 32 + k)] * bt[static_cast<size_t>(n * 32 + k)];
+        REQUIRE(interp::get_element(outs[0].value, m * 32 + n) == want);
+      }
+  }
+}
+
 TEST_CASE("empty tensors and loops without values lower to what they mean", "[compiled]") {
   UOp root = parse_graph(kEmptyDims, "empty_dims.uop").root;
   for (const char* tier : {"interp", "tcc", "cc", "check"}) {
