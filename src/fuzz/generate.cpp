@@ -44,12 +44,6 @@ bool same_shape(const Tensor& t, const Shape& s) {
   return true;
 }
 
-bool mentions(UOp root, UOp node) {
-  for (UOp u : toposort(root))
-    if (u == node) return true;
-  return false;
-}
-
 bool depends_on(const Tensor& t, UOp r) {
   for (UOp f : free_ranges(t.uop()))
     if (f == r) return true;

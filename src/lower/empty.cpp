@@ -22,13 +22,6 @@ namespace {
 bool is_empty_dim(UOp d) { return d->op == Ops::CONST && d.const_value() == 0; }
 bool has_empty_dim(UOp u) { return is_shaped(u) && std::any_of(u->shape.dims.begin(), u->shape.dims.end(), is_empty_dim); }
 
-bool is_effect(UOp u) { return u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::ASSIGN; }
-bool runs_effect(UOp u) {
-  for (UOp v : toposort(u))
-    if (is_effect(v)) return true;
-  return false;
-}
-
 UOp nothing() { return UOp::make(Ops::GROUP, dtypes::void_, {}); }
 bool is_nothing(UOp u) { return u->op == Ops::GROUP && u->src.empty(); }
 

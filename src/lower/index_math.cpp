@@ -137,21 +137,21 @@ bool has_outer(UOp reduce) {
   return std::any_of(reduce->src.begin() + 1, reduce->src.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
 }
 
+bool is_effect(UOp u) { return u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::ASSIGN; }
+
+bool runs_effect(UOp u) {
+  for (UOp v : toposort(u))
+    if (is_effect(v)) return true;
+  return false;
+}
+
 bool has_effect_or_outer_fold(UOp body) {
-  for (UOp u : toposort(body)) {
-    if (u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::ASSIGN) return true;
-    if (u->op == Ops::REDUCE && has_outer(u)) return true;
-  }
+  for (UOp u : toposort(body))
+    if (is_effect(u) || (u->op == Ops::REDUCE && has_outer(u))) return true;
   return false;
 }
 
 namespace {
-bool mentions(UOp u, UOp r) {
-  for (UOp v : toposort(u))
-    if (v == r) return true;
-  return false;
-}
-
 // The constant k with `e == sign * r + k`, if e has that form.
 std::optional<int64_t> offset_from(UOp e, UOp r, int64_t sign) {
   UOp k = simplify(e - r * sign);

@@ -58,7 +58,11 @@ std::optional<SlotMap> slot_map(UOp reduce);
 // Does a REDUCE or END close an OUTER range?
 bool has_outer(UOp reduce);
 
-// Does `body` run an effect (STORE, END, ASSIGN) or an OUTER fold of its own?
+// The tensor-level effects: STORE, END, ASSIGN. runs_effect: is one reachable from u?
+bool is_effect(UOp u);
+bool runs_effect(UOp u);
+
+// Does `body` run an effect or an OUTER fold of its own?
 bool has_effect_or_outer_fold(UOp body);
 
 // Ranges sorted by their printed identity (free_ranges orders by address, which is not stable).

@@ -63,15 +63,17 @@ bool plain_view_of_buffer(UOp v) {
   return true;
 }
 
-// `view` (a plain view of a BUFFER, the same rank as the reduce source) as a view of a copy with
-// the reduced axes outermost, if it reads `last` (the innermost output axis, the one the renderer
-// vectorizes) with a stride and a reduced axis contiguously; else null.
-UOp transposed_copy(UOp view, const std::vector<int64_t>& reduced, size_t last, bool reused) {
+// `view` (a plain view of a BUFFER, the same rank as the reduce source, with strides `st`) as a
+// view of a copy with the reduced axes outermost, if it reads `last` (the innermost output axis,
+// the one the renderer vectorizes) with a stride and a reduced axis contiguously; else null.
+// An EXPAND on top stays outside the copy; its broadcast axes have size 1 below it, so their
+// strides in `st` (0) are never consulted.
+UOp transposed_copy(UOp view, const std::vector<std::optional<int64_t>>& st, const std::vector<int64_t>& reduced, size_t last,
+                    bool reused) {
   UOp base = view->op == Ops::EXPAND ? view->src[0] : view;
   if (!plain_view_of_buffer(base) || !free_ranges(base).empty() || !(reused || base != view)) return UOp();
   auto sd = static_dims(dims_of(base));
   if (!sd) return UOp();
-  auto st = strides(base);
   bool contiguous_reduce = false;
   int64_t count = 1;
   std::vector<int64_t> perm(reduced.begin(), reduced.end());
@@ -117,12 +119,15 @@ UOp reduce_reads_transposed(const Match& m) {
   }
   // Some operand already reads the innermost output axis contiguously (A @ B reads B along its
   // rows): the renderer vectorizes that axis as it is, and a copy would only cost.
-  for (UOp v : views)
-    if (strides(v)[*last] == 1) return UOp();
+  std::vector<std::vector<std::optional<int64_t>>> st;
+  for (UOp v : views) {
+    st.push_back(strides(v));
+    if (st.back()[*last] == 1) return UOp();
+  }
   bool reused = !free_loop_ranges(red).empty();
   std::vector<std::pair<UOp, UOp>> swap;
-  for (UOp v : views)
-    if (UOp t = transposed_copy(v, reduced, *last, reused)) swap.push_back({v, t});
+  for (size_t k = 0; k < views.size(); ++k)
+    if (UOp t = transposed_copy(views[k], st[k], reduced, *last, reused)) swap.push_back({views[k], t});
   return swap.empty() ? UOp() : red.replace_src({substitute(body, swap)});
 }
 

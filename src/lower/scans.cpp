@@ -25,8 +25,6 @@ namespace ow::lower {
 
 namespace {
 
-
-
 UOp fold(Ops op, UOp acc, UOp x) { return UOp::make(op, acc->dtype, {acc, x}); }
 
 UOp buffer(Context& ctx, const std::string& prefix, DType dt, int64_t n) {
@@ -129,7 +127,7 @@ Fold fold_of(UOp reduce) {
   std::vector<UOp> order = toposort(reduce->src[0]);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {  // users before their sources
     UOp u = *it;
-    if ((u->op != Ops::STORE && u->op != Ops::END && u->op != Ops::ASSIGN) || inside.count(u.get())) continue;
+    if (!is_effect(u) || inside.count(u.get())) continue;
     if (!free_ranges(u).empty())
       throw Error(unsupported(std::string("an effect (") + std::string(op_name(u->op)) + ") inside the value of an OUTER reduce that depends on a loop"));
     f.before.insert(f.before.begin(), u);

@@ -209,6 +209,12 @@ std::vector<UOp> toposort(const std::vector<UOp>& roots) {
 
 std::vector<UOp> toposort(UOp root) { return toposort(std::vector<UOp>{root}); }
 
+bool mentions(UOp root, UOp node) {
+  for (UOp u : toposort(root))
+    if (u == node) return true;
+  return false;
+}
+
 std::string range_name(UOp r) {
   const ArgTuple* t = r->arg.tuple();
   if (!t || t->empty()) return "?";
