@@ -201,9 +201,12 @@ TEST_CASE("render: reduce interchange for a matmul", "[render]") {
 TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc", "[render][tcc]") {
   using Fn = int (*)(void**, const long long*, long long*);
   // rows: 8 -> blocks of 4, 6 -> blocks of 2, 5 -> none. Irregular inputs, compared bit for bit
-  // with the same sums done here in the same order (k ascending from 0.0f).
-  for (int64_t m : {8, 6, 5}) {
-    const int64_t kn = 7, n = 11;
+  // with the same sums done here in the same order (k ascending from 0.0f). Without bounds
+  // checks tcc folds each row with ow_axpy_f32 (8 floats per step): 11 columns take one step
+  // and 3 one at a time, 3 columns only the latter, 16 two steps.
+  for (int64_t m : {8, 6, 5})
+  for (int64_t n : {11, 3, 16}) {
+    const int64_t kn = 7;
     std::vector<float> a(static_cast<size_t>(m * kn)), b(static_cast<size_t>(kn * n));
     for (size_t q = 0; q < a.size(); ++q) a[q] = 0.31f * float(q) - 2.7f;
     for (size_t q = 0; q < b.size(); ++q) b[q] = 1.0f / float(q + 2);
@@ -216,6 +219,7 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
       CHECK(body(k).find(loop) != std::string::npos);
       // GCC's unroll-and-jam, asked for per kernel, only where rows are blocked
       CHECK((k.source.find("__attribute__((optimize(\"loop-unroll-and-jam\")))") != std::string::npos) == (m != 5));
+      CHECK((body(k).find("ow_axpy_f32(" + std::to_string(n) + "LL, ") != std::string::npos) == !check);
       check_exact(k, a, b, want);
     }
   }
@@ -251,6 +255,59 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
   INFO(ro.source);
   CHECK(interchanged(ro));
   CHECK(body(ro).find("r_0_") == std::string::npos);
+}
+
+TEST_CASE("render: tcc's vectorized axpy rows, float64 and factors in either order, exact", "[render][tcc]") {
+  using Fn = int (*)(void**, const long long*, long long*);
+  // out[i*21+j] = sum_k b[k*21+j] * a[i*5+k] in float64 (the load first: either order is an
+  // axpy), 3 rows; ow_axpy_f64 takes 4 doubles per step: 21 = 5 steps + 1. The inputs include
+  // -0.0, an infinity and values whose products round, compared bit for bit with the sums done
+  // here in order.
+  const int64_t m = 3, kn = 5, n = 21;
+  UOp out = global(0, m * n, dtypes::float64), a = global(1, m * kn, dtypes::float64), b = global(2, kn * n, dtypes::float64);
+  UOp i = UOp::range(m, 0), j = UOp::range(n, 1), k = UOp::range(kn, 2, AxisType::REDUCE);
+  UOp prod = b.index({k * n + j}).load() * a.index({i * kn + k}).load();
+  UOp st = out.index({i * n + j}).store(prod.reduce({k}, Ops::ADD)).end({i, j});
+  RenderedKernel rk = render_kernel(kernel("mm64", {st}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}));
+  INFO(rk.source);
+  CHECK(body(rk).find("ow_axpy_f64(21LL, ") != std::string::npos);
+  std::vector<double> av(static_cast<size_t>(m * kn)), bv(static_cast<size_t>(kn * n)), want(static_cast<size_t>(m * n));
+  for (size_t q = 0; q < av.size(); ++q) av[q] = 0.1 * double(q) - 0.7;
+  for (size_t q = 0; q < bv.size(); ++q) bv[q] = 1.0 / double(q + 3);
+  av[4] = -0.0;
+  bv[7] = INFINITY;  // column 7: -inf in rows 0 and 1 (a[0] = -0.7, a[5] = -0.2), +inf in row 2
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      double acc = 0.0;
+      for (int64_t q = 0; q < kn; ++q) {
+        volatile double p = bv[static_cast<size_t>(q * n + c)] * av[static_cast<size_t>(r * kn + q)];
+        acc = acc + p;
+      }
+      want[static_cast<size_t>(r * n + c)] = acc;
+    }
+  for (const char* tier : {"tcc", "cc"}) {
+    INFO("compiler " << tier);
+    auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(rk.source)->symbol(rk.name));
+    std::vector<double> o(want.size(), -1.0);
+    void* bufs[3] = {o.data(), av.data(), bv.data()};
+    long long err[3] = {};
+    REQUIRE(fn(bufs, nullptr, err) == 0);
+    for (size_t q = 0; q < o.size(); ++q) {
+      INFO("element " << q << ": " << o[q] << " vs " << want[q]);
+      CHECK(((std::isnan(o[q]) && std::isnan(want[q])) || std::memcmp(&o[q], &want[q], 8) == 0));
+    }
+  }
+  // Not an axpy: a MAX fold, and a product of two loads that both move with j.
+  UOp mx = b.index({k * n + j}).load().reduce({k}, Ops::MAX);
+  RenderedKernel rm = render_kernel(kernel("mx", {out.index({i * n + j}).store(mx).end({i, j})}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}));
+  INFO(rm.source);
+  CHECK(interchanged(rm));
+  CHECK(body(rm).find("ow_axpy") == std::string::npos);
+  UOp sq = (b.index({k * n + j}).load() * b.index({k * n + j}).load()).reduce({k}, Ops::ADD);
+  RenderedKernel rs = render_kernel(kernel("sq", {out.index({i * n + j}).store(sq).end({i, j})}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}));
+  INFO(rs.source);
+  CHECK(interchanged(rs));
+  CHECK(body(rs).find("ow_axpy") == std::string::npos);
 }
 
 TEST_CASE("render: column blocking of dot products (a times b transposed), exact on tcc and cc", "[render][tcc]") {
@@ -508,12 +565,13 @@ TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc
   using Fn = int (*)(void**, const long long*, long long*);
   for (bool check : {false, true}) {
     // (3x4) by (4x9), a = 1..12 and b = 1..36 row-major: c[i][j] = c0[i] + c1[i] * j. For tcc
-    // the j fold is unrolled by 8 with a remainder loop (1 iteration).
+    // the j fold is a call to ow_axpy_f32, or with bounds checks unrolled by 8 with a remainder
+    // loop (1 iteration).
     RenderedKernel k = render_kernel(matmul_kernel(3, 4, 9), {check});
     INFO(k.source);
     REQUIRE(interchanged(k));
     auto fn = reinterpret_cast<Fn>(cc->compile(k.source)->symbol(k.name));
-    CHECK(body(k).find("#ifdef __TINYC__") != std::string::npos);
+    CHECK(body(k).find(check ? "r_1_8 += 8" : "ow_axpy_f32(9LL, ") != std::string::npos);
     float c[27] = {}, a[12], b[36];
     for (int q = 0; q < 12; ++q) a[q] = static_cast<float>(q + 1);
     for (int q = 0; q < 36; ++q) b[q] = static_cast<float>(q + 1);

@@ -77,6 +77,7 @@ class KernelRenderer {
   std::string reduce(UOp u, int level);
   std::vector<UOp> interchangeable(UOp end);
   void interchange(UOp end, const std::vector<UOp>& reds);
+  std::vector<std::string> axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j);
   std::vector<UOp> reduces_of(UOp value, UOp j) const;
   int block_size(UOp end, size_t pos, const std::vector<UOp>& reds) const;
   UOp open_block(UOp end, size_t pos, int block);

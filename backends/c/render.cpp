@@ -60,6 +60,11 @@ static inline int ow_idiv_i32(int a, int b) { return b == -1 ? (int)-(unsigned)a
 static inline long long ow_idiv_i64(long long a, long long b) { return b == -1 ? (long long)-(unsigned long long)a : a / b; }
 static inline int ow_mod_i32(int a, int b) { return b == -1 ? 0 : a % b; }
 static inline long long ow_mod_i64(long long a, long long b) { return b == -1 ? 0 : a % b; }
+#ifdef __TINYC__
+/* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */
+void ow_axpy_f32(long long n, float s, const float* x, float* acc);
+void ow_axpy_f64(long long n, double s, const double* x, double* acc);
+#endif
 static inline int ow_fail(long long* err, long long kind, long long node, long long value) { err[0] = kind; err[1] = node; err[2] = value; return (int)kind; }
 )C";
 

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "backends/compiler.h"
+#include "backends/tcc/vector_loops.h"
 #include "uop/error.h"
 
 namespace ow::backend {
@@ -84,6 +85,9 @@ const Symbol symbols[] = {
     {"trunc", fn(static_cast<double (*)(double)>(::trunc))},
     {"fmax", fn(static_cast<double (*)(double, double)>(::fmax))},
     {"fmin", fn(static_cast<double (*)(double, double)>(::fmin))},
+    // Vectorized loops (vector_loops.h): the renderer calls them under #ifdef __TINYC__.
+    {"ow_axpy_f32", fn(ow_axpy_f32)},
+    {"ow_axpy_f64", fn(ow_axpy_f64)},
 };
 
 void on_error(void* opaque, const char* msg) {
