@@ -35,6 +35,8 @@ ParsedGraph load_graph(const std::string& path, bool strict = false);
 // Inputs (tools/inputs.cpp): --in NAME=PATH.npy options, or seeded random data for every
 // buffer of a graph that was not given (names starting with '_' are temporaries).
 std::pair<std::string, std::string> name_eq_path(const std::string& s, const char* opt);
+// Adds --in (and, with `seed`, --seed S for the data of the inputs not given) to a command.
+void add_input_options(po::options_description& opts, bool seed);
 interp::BufferMap load_inputs(const po::variables_map& vm);
 void fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed);
 interp::BufferMap copy_buffers(const interp::BufferMap& b);

@@ -39,9 +39,8 @@ void explain_firings(const PassTrace& t, size_t examples) {
 int cmd_explain(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
-      "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
-      "seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in")(
       "examples", po::value<size_t>()->default_value(3), "firings shown per rule");
+  add_input_options(opts, true);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;

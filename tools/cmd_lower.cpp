@@ -73,10 +73,9 @@ int cmd_check(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "passes", "evaluate the graph after every lowering pass and name the first that changes an output")(
-      "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
-      "seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in")(
       "compiler", po::value<std::vector<std::string>>()->composing(), "without --passes: compiled tiers to check against the interpreter (default: tcc and cc)")(
       "bounds-check", "compiled kernels check every memory access");
+  add_input_options(opts, true);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;

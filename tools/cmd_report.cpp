@@ -516,9 +516,8 @@ int cmd_report(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "output,o", po::value<std::string>()->required(), "the HTML file to write")(
-      "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
-      "seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in")(
       "timings", "print how long each phase took (stderr)");
+  add_input_options(opts, true);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;

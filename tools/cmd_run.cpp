@@ -52,7 +52,6 @@ void print_values(const std::string& name, const interp::Value& v) {
 int cmd_run(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
-      "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
       "out", po::value<std::vector<std::string>>()->composing(), "save a named output: NAME=PATH.npy (repeatable)")(
       "trace", po::value<std::string>()->implicit_value("text"),
       "print every evaluation step with its range bindings (to stderr). --trace=json: one JSON object per step per "
@@ -63,6 +62,7 @@ int cmd_run(const Args& args) {
       "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
       "bounds-check", "compiled kernels check every memory access");
+  add_input_options(opts, false);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;

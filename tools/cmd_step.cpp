@@ -16,8 +16,8 @@ namespace {
 int cmd_step(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
-      "in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)")(
       "lowered", "step through the lowered program (lower::lower) instead: each kernel launch is a step");
+  add_input_options(opts, false);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;

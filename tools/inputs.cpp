@@ -14,6 +14,11 @@ std::pair<std::string, std::string> name_eq_path(const std::string& s, const cha
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
+void add_input_options(po::options_description& opts, bool seed) {
+  opts.add_options()("in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)");
+  if (seed) opts.add_options()("seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in");
+}
+
 interp::BufferMap load_inputs(const po::variables_map& vm) {
   interp::BufferMap buffers;
   if (!vm.count("in")) return buffers;
