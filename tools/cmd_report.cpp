@@ -38,6 +38,7 @@ constexpr size_t kMaxLayoutNodes = 1500;  // larger graphs get no Graphviz drawi
 constexpr int64_t kMaxCells = 64;         // heat maps are at most 64 x 64 cells
 constexpr size_t kMaxFrames = 64;         // and at most 64 iterations per buffer
 constexpr size_t kExamples = 5;           // firings shown per rule
+constexpr size_t kMaxSteps = 400;         // rewrite steps one can walk through per pass
 constexpr int kLayoutMillis = 2500;       // Graphviz gets this long for all stages together
 constexpr uint64_t kMaxEvals = 300000;    // interpreter budget for validating one pass
 
@@ -229,6 +230,16 @@ void write_firings(Json& j, const PassTrace& t) {
     j.end_arr().end_obj();
   }
   j.end_arr();
+  // Every firing in the order it happened: the node it rewrote, numbered as in the graph the pass
+  // received (-1: a node an earlier firing of this pass made), and what it became.
+  j.key("steps").begin_arr();
+  for (size_t i = 0; i < t.firings.size() && i < kMaxSteps; ++i) {
+    const Firing& f = t.firings[i];
+    auto at = in.number.find(f.before.get());
+    j.begin_obj().field("rule", f.rule).field("node", at == in.number.end() ? -1.0 : static_cast<double>(at->second));
+    j.field("before", compact_node(f.before, in, 200)).field("after", compact_node(f.after, out, 200)).end_obj();
+  }
+  j.end_arr().field("totalSteps", static_cast<double>(t.firings.size()));
 }
 
 void write_stage(Json& j, const Stage& s, const std::map<size_t, std::string>* values) {
@@ -244,7 +255,7 @@ void write_stage(Json& j, const Stage& s, const std::map<size_t, std::string>* v
     for (auto& [n, v] : *values) j.field(std::to_string(n), v);
   j.end_obj();
   if (s.trace) write_firings(j, *s.trace);
-  else j.key("firings").begin_arr().end_arr();
+  else j.key("firings").begin_arr().end_arr().key("steps").begin_arr().end_arr().field("totalSteps", 0.0);
   j.end_obj();
 }
 

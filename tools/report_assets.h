@@ -25,6 +25,11 @@ main { display: flex; gap: 12px; padding: 12px 16px; align-items: flex-start; }
 #graph svg { display: block; width: 100%; height: auto; }
 #graph g.node { cursor: pointer; }
 #graph g.node.selected polygon, #graph g.node.selected path { stroke: #d62728; stroke-width: 3px; }
+#graph g.node.rewritten polygon, #graph g.node.rewritten path, #graph g.node.rewritten ellipse { stroke: #ff7f0e; stroke-width: 5px; }
+#stepbar { display: flex; gap: 6px; align-items: flex-start; margin: 4px 0; }
+#stepbar button { font: inherit; padding: 1px 8px; border: 1px solid #8796a5; border-radius: 4px; background: #fff; cursor: pointer; }
+#stepbar button:disabled { opacity: .4; cursor: default; }
+#step-text { flex: 1; margin: 0; white-space: pre-wrap; }
 .verdict { padding: 4px 8px; border-radius: 4px; margin: 6px 0; white-space: pre-wrap; font-family: monospace; font-size: 12px; }
 .verdict.ok { background: #e3f4e1; } .verdict.bad { background: #fbe3e0; }
 pre { background: #fff; border: 1px solid #dde; padding: 6px 8px; overflow: auto; font-size: 12px; margin: 4px 0; }
@@ -47,7 +52,9 @@ inline const char* kReportJs = R"JS(
 "use strict";
 const data = JSON.parse(document.getElementById("ow-data").textContent);
 const $ = (id) => document.getElementById(id);
-let current = 0;
+let current = 0;  // the pass shown
+let step = -1;    // -1: the graph after the pass; k >= 0: its k-th rewrite, on the graph it received
+let shown = 0;    // the stage whose graph is drawn (the previous one while stepping)
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -67,9 +74,15 @@ function buildPassBar() {
   });
   $("prev").addEventListener("click", () => showStage(current - 1));
   $("next").addEventListener("click", () => showStage(current + 1));
+  $("step-prev").addEventListener("click", () => showStep(step - 1));
+  $("step-next").addEventListener("click", () => showStep(step + 1));
   document.addEventListener("keydown", (e) => {
     if (e.key === "ArrowLeft") showStage(current - 1);
     else if (e.key === "ArrowRight") showStage(current + 1);
+    else if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      showStep(step + (e.key === "ArrowDown" ? 1 : -1));
+    }
   });
 }
 
@@ -84,28 +97,62 @@ function showStage(i) {
   v.textContent = i === 0 ? s.verdict : "interpreter: " + s.verdict;
   v.className = "verdict " + (s.ok ? "ok" : "bad");
   document.querySelectorAll("#pass-buttons button").forEach((b, k) => b.classList.toggle("current", k === i));
-  showGraph(s);
+  step = -1;
+  showGraph(i, null);
   showFirings(s, i);
+  showStepBar();
   showNode(null);
 }
 
-function showGraph(s) {
-  const g = $("graph");
+// Rewrite k of the current pass (-1: back to the pass's result). Rules rewrite the graph the pass
+// received, so that graph is drawn with the rewritten node outlined.
+function showStep(k) {
+  const s = data.stages[current];
+  if (current === 0 || k < -1 || k >= s.steps.length) return;
+  step = k;
+  showGraph(k < 0 ? current : current - 1, k < 0 ? null : s.steps[k].node);
+  showStepBar();
+  showNode(null);
+}
+
+function showStepBar() {
+  const s = data.stages[current], t = $("step-text");
+  $("step-prev").disabled = step < 0;
+  $("step-next").disabled = current === 0 || step + 1 >= s.steps.length;
+  if (current === 0) t.textContent = "the input graph: no pass has rewritten it yet";
+  else if (step < 0) t.textContent = s.totalSteps ? `the graph after this pass; down arrow: its ${s.totalSteps} rewrite(s) one by one` : "no rule fired in this pass";
+  else {
+    const r = s.steps[step];
+    const where = r.node >= 0 ? `%${r.node} is outlined in the graph this pass received` : "a node an earlier rewrite of this pass made (not in the graph it received)";
+    const cut = step + 1 === s.steps.length && s.totalSteps > s.steps.length ? `\n(the first ${s.steps.length} of ${s.totalSteps} rewrites are shown)` : "";
+    t.textContent = `rewrite ${step + 1} of ${s.totalSteps}: ${r.rule}\n${r.before}\n  -> ${r.after}\n${where}${cut}`;
+  }
+}
+
+function showGraph(i, outline) {
+  shown = i;
+  const s = data.stages[i], g = $("graph");
   g.innerHTML = s.svg;
   if (!s.svg) g.append(el("p", { class: "note" }, s.note || "no drawing"), el("pre", {}, s.lines.join("\n")));
-  g.querySelectorAll("g.node").forEach((n) => n.addEventListener("click", () => {
-    g.querySelectorAll("g.node.selected").forEach((x) => x.classList.remove("selected"));
-    n.classList.add("selected");
-    showNode(Number(n.querySelector("title").textContent));
-  }));
+  g.querySelectorAll("g.node").forEach((n) => {
+    if (outline !== null && Number(n.querySelector("title").textContent) === outline) {
+      n.classList.add("rewritten");
+      n.scrollIntoView({ block: "nearest", inline: "nearest" });
+    }
+    n.addEventListener("click", () => {
+      g.querySelectorAll("g.node.selected").forEach((x) => x.classList.remove("selected"));
+      n.classList.add("selected");
+      showNode(Number(n.querySelector("title").textContent));
+    });
+  });
 }
 
 function showNode(n) {
-  const s = data.stages[current];
+  const s = data.stages[shown];
   $("node-line").textContent = n === null ? "click a node in the graph" : (s.lines[n] || `node ${n}`);
   const value = n === null ? undefined : s.values[String(n)];
   $("node-value").textContent = value !== undefined ? value
-    : n === null ? "" : current === 0 ? "(no value outside a range binding)" : "(values are shown for the input graph)";
+    : n === null ? "" : shown === 0 ? "(no value outside a range binding)" : "(values are shown for the input graph)";
 }
 
 function showFirings(s, i) {
@@ -197,8 +244,8 @@ inline std::string report_page(const std::string& title, const std::string& json
   std::string t = html_escape(title);
   return std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ow report: ") + t + "</title>\n<style>" + kReportCss +
          "</style></head>\n<body>\n<header><h1>ow report: " + t + "</h1><div class=\"sub\" id=\"subtitle\"></div></header>\n" +
-         R"HTML(<nav id="passbar"><button id="prev" title="previous pass (left arrow)">&larr;</button><span id="pass-name"></span><span id="pass-index"></span><button id="next" title="next pass (right arrow)">&rarr;</button><span id="pass-buttons"></span><span id="pass-hint">&larr; / &rarr; keys move between passes</span></nav>
-<main><section id="graph-pane"><div id="pass-what"></div><div id="verdict" class="verdict"></div><div id="graph"></div></section>
+         R"HTML(<nav id="passbar"><button id="prev" title="previous pass (left arrow)">&larr;</button><span id="pass-name"></span><span id="pass-index"></span><button id="next" title="next pass (right arrow)">&rarr;</button><span id="pass-buttons"></span><span id="pass-hint">&larr; / &rarr; keys move between passes, &uarr; / &darr; between the rewrites of a pass</span></nav>
+<main><section id="graph-pane"><div id="pass-what"></div><div id="verdict" class="verdict"></div><div id="stepbar"><button id="step-prev" title="previous rewrite (up arrow)">&uarr;</button><button id="step-next" title="next rewrite (down arrow)">&darr;</button><pre id="step-text"></pre></div><div id="graph"></div></section>
 <aside id="side"><h3>Node</h3><pre id="node-line"></pre><pre id="node-value"></pre><h3>Rules fired in this pass</h3><div id="firings"></div></aside></main>
 <section><h2>Host loops: buffers after each iteration</h2><div id="timeline"></div></section>
 <section><h2>Host schedule</h2><pre id="host"></pre><p id="check"></p><h2>Kernels (generated C)</h2><div id="kernels"></div></section>

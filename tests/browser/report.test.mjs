@@ -37,6 +37,18 @@ try {
   await page.keyboard.press("ArrowRight");
   const second = await page.textContent("#pass-name");
   check("ArrowRight moves to the next pass", first !== second && second.length > 0, `${first} -> ${second}`);
+  // The pass after the input (cleanup) rewrites REDUCE_BACKWARD first: ArrowDown walks its
+  // rewrites on the graph the pass received, the rewritten node outlined; ArrowUp walks back.
+  await page.keyboard.press("ArrowDown");
+  const step1 = await page.textContent("#step-text");
+  check("ArrowDown shows the pass's first rewrite", /^rewrite 1 of \d+: /.test(step1) && step1.includes("REDUCE_BACKWARD"), step1);
+  const outlined = await page.locator("#graph g.node.rewritten title").allTextContents();
+  check("the rewritten node is outlined in the graph the pass received", outlined.length === 1 && step1.includes(`%${outlined[0]} is outlined`), outlined.join(","));
+  await page.keyboard.press("ArrowDown");
+  check("ArrowDown moves to the next rewrite", /^rewrite 2 of /.test(await page.textContent("#step-text")));
+  await page.keyboard.press("ArrowUp");
+  await page.keyboard.press("ArrowUp");
+  check("ArrowUp back to the pass's result", (await page.locator("#graph g.node.rewritten").count()) === 0 && /^the graph after this pass/.test(await page.textContent("#step-text")));
   await page.keyboard.press("ArrowLeft");
   check("ArrowLeft moves back", (await page.textContent("#pass-name")) === first);
 
