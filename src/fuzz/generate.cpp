@@ -264,7 +264,8 @@ class Gen {
     if (k < 46) return where(s, d, depth);
     if (k < 52) return cast(s, d, depth);
     if (k < 70) return movement(s, d, depth);
-    if (k < 78) return reduce_axis(s, d, depth);
+    if (k < 75) return reduce_axis(s, d, depth);
+    if (k < 78) return matmul(s, d, depth);
     if (k < 81) {
       form("contiguous");
       return expr(s, d, depth - 1).contiguous();
@@ -477,6 +478,21 @@ class Gen {
     Tensor x = expr(s2, d, depth - 1);
     Tensor r(UOp::make(Ops::REDUCE_AXIS, d, {x.uop()}, Arg(ArgTuple{Arg(op), Arg(axes)})));
     return keep ? r : r.reshape(dims(s));
+  }
+
+  // x @ w with x (..., k) and w (k, n) or, as in a Linear layer, the transpose of a (n, k) one:
+  // the reductions the renderer interchanges, blocks and (for tcc) hands to the axpy loops.
+  Tensor matmul(const Shape& s, DType d, int depth) {
+    if (s.empty() || d == dtypes::bool_) return reduce_axis(s, d, depth);
+    form("matmul");
+    int64_t k = std::max<int64_t>(rand_dim(), 1), n = s.back();
+    Shape xs = s;
+    xs.back() = k;
+    if (numel(xs) * n > o_.max_elems || k * n > o_.max_elems) return expr(s, d, depth - 1);
+    auto operand = [&](const Shape& os) { return chance(0.5) ? input(os, d) : expr(os, d, depth - 1); };
+    Tensor x = operand(xs);
+    Tensor w = chance(0.5) ? operand({k, n}) : operand({n, k}).T();
+    return x.matmul(w);
   }
 
   // ---- range forms (pure) ----
