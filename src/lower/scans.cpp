@@ -111,35 +111,86 @@ struct Fold {
   UOp x;                    // the contribution, over those ranges
   bool boxed;               // ADD of a PAD: only the box changes
   std::vector<UOp> before;  // effects in x that do not depend on the ranges: run once, first
+  std::vector<UOp> each;    // effects in x that do: run in every iteration, before its fold
 };
+
+// The interpreter reruns an effect when the binding of its free ranges changes (its memo key).
+// Bindings advance row-major (S1.4), so a key changes in every iteration exactly when it holds
+// every range or the innermost range with more than one value; one that depends only on outer
+// ranges would rerun in some iterations only (extents may be symbolic, so that is refused
+// rather than guarded).
+template <class Uses>
+bool reruns_every_iteration(Uses uses, const std::vector<UOp>& ranges) {
+  if (std::all_of(ranges.begin(), ranges.end(), uses)) return true;
+  for (size_t i = ranges.size(); i-- > 0;) {
+    std::optional<int64_t> n = static_size(ranges[i]);
+    if (n && *n == 1) continue;  // one value: never changes
+    return uses(ranges[i]) && (n || i == 0);  // a symbolic extent may be 1 at run time
+  }
+  return true;  // a single iteration
+}
+
+// The BUFFER nodes `u` reads or writes.
+std::set<const UOpNode*> buffers_in(UOp u) {
+  std::set<const UOpNode*> out;
+  for (UOp v : toposort(u))
+    if (v->op == Ops::BUFFER) out.insert(v.get());
+  return out;
+}
+
+// The effects in `x` that depend on one of `ranges` (run per iteration) and those that do not
+// (run once before the loop), in the order the interpreter runs them. An effect that runs once
+// runs what it holds once; an effect per iteration may hold effects of either kind, so its
+// sources are sorted too.
+void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
+  std::set<const UOpNode*> once;  // nodes of the effects run before the loop
+  std::vector<UOp> order = execution_order(x);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // users before their sources
+    UOp u = *it;
+    if (!is_effect(u) || once.count(u.get())) continue;
+    std::vector<UOp> free = free_ranges(u);
+    auto uses = [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); };
+    if (std::any_of(ranges.begin(), ranges.end(), uses)) {
+      if (!reruns_every_iteration(uses, ranges))
+        throw Error(unsupported(std::string("an effect (") + std::string(op_name(u->op)) + ") inside an OUTER fold that depends on some of its ranges but not on the innermost one: it runs only in some iterations"));
+      f.each.insert(f.each.begin(), u);
+    } else {
+      f.before.insert(f.before.begin(), u);
+      for (UOp v : toposort(u)) once.insert(v.get());
+    }
+  }
+  // An effect run once moves ahead of the per-iteration effects the interpreter runs before it
+  // in iteration 0: only safe when they touch different buffers.
+  std::set<const UOpNode*> touched;  // by per-iteration effects run so far
+  for (UOp u : order) {
+    if (std::find(f.each.begin(), f.each.end(), u) != f.each.end()) touched.merge(buffers_in(u));
+    if (std::find(f.before.begin(), f.before.end(), u) == f.before.end()) continue;
+    for (const UOpNode* b : buffers_in(u))
+      if (touched.count(b)) throw Error(unsupported("an effect (" + std::string(op_name(u->op)) + ") inside an OUTER fold that runs once but after an effect of the first iteration on the same buffer"));
+  }
+}
 
 Fold fold_of(UOp reduce) {
   // A host loop runs once per program, not once per binding of a kernel's loop: an OUTER fold
   // whose value also depends on a non-OUTER range would need one accumulator per binding.
   std::vector<UOp> inner = free_loop_ranges(reduce);
   if (!inner.empty()) throw Error(unsupported("an OUTER loop inside the non-OUTER range " + range_name(inner[0])));
-  // Effects inside a fold's value run once per evaluation in the interpreter's memo. One that
-  // does not depend on the fold's ranges runs once in all: it becomes a step before the loop
-  // (the scheduler runs a kernel where it is first reached). One that does would run once per
-  // iteration, interleaved with the fold: not settled, refused for now.
-  Fold f{reduce->arg.as<Ops>(), {}, reduce->src[0], false, {}};
-  std::set<const UOpNode*> inside;  // nodes of the effects run before the loop
-  std::vector<UOp> order = toposort(reduce->src[0]);
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // users before their sources
-    UOp u = *it;
-    if (!is_effect(u) || inside.count(u.get())) continue;
-    if (!free_ranges(u).empty())
-      throw Error(unsupported(std::string("an effect (") + std::string(op_name(u->op)) + ") inside the value of an OUTER reduce that depends on a loop"));
-    f.before.insert(f.before.begin(), u);
-    for (UOp v : toposort(u)) inside.insert(v.get());
-  }
+  // Effects inside a fold's value run as the interpreter's memo runs them: one that depends on
+  // the fold's ranges once per iteration, before that iteration's contribution is read; one that
+  // does not once in all, as a step before the loop (the scheduler runs a kernel where it is
+  // first reached, and the explicit steps reach it first).
+  Fold f{reduce->arg.as<Ops>(), {}, reduce->src[0], false, {}, {}};
+  sort_effects(reduce->src[0], {reduce->src.begin() + 1, reduce->src.end()}, f);
   std::vector<std::pair<UOp, UOp>> twins;
   for (size_t i = 1; i < reduce->src.size(); ++i) {
     UOp t = outer_twin(reduce->src[i]);
     if (t != reduce->src[i]) twins.push_back({reduce->src[i], t});
     f.ranges.push_back(t);
   }
-  if (!twins.empty()) f.x = substitute(f.x, twins);
+  if (!twins.empty()) {
+    f.x = substitute(f.x, twins);
+    for (UOp& e : f.each) e = substitute(e, twins);
+  }
   f.boxed = f.op == Ops::ADD && f.x->op == Ops::PAD;
   return f;
 }
@@ -220,10 +271,15 @@ UOp host_enclosing_end(const Match& m) {
 
 UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
 
-// init, the effects to run once, then the loop.
+// init, the effects to run once, then the loop: each iteration runs its effects, then `body`.
 std::vector<UOp> steps(UOp init, const Fold& f, UOp body) {
   std::vector<UOp> out{init};
   out.insert(out.end(), f.before.begin(), f.before.end());
+  if (!f.each.empty()) {
+    std::vector<UOp> iteration = f.each;
+    iteration.push_back(body);
+    body = group(iteration);
+  }
   out.push_back(body.end(f.ranges));
   return out;
 }

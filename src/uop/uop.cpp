@@ -181,7 +181,9 @@ UOp operator+(int64_t a, UOp b) { return b.const_like(a) + b; }
 UOp operator-(int64_t a, UOp b) { return b.const_like(a) - b; }
 UOp operator*(int64_t a, UOp b) { return b.const_like(a) * b; }
 
-std::vector<UOp> toposort(const std::vector<UOp>& roots) {
+namespace {
+
+std::vector<UOp> postorder(const std::vector<UOp>& roots, bool after_deps_first) {
   std::vector<UOp> order;
   std::unordered_map<const UOpNode*, bool> seen;  // false: on the stack, true: emitted
   std::vector<std::pair<UOp, size_t>> stack;
@@ -192,7 +194,9 @@ std::vector<UOp> toposort(const std::vector<UOp>& roots) {
     while (!stack.empty()) {
       auto& [u, next] = stack.back();
       if (next < u->src.size()) {
-        UOp c = u->src[next++];
+        size_t i = next++;
+        if (after_deps_first && u->op == Ops::AFTER) i = (i + 1) % u->src.size();  // deps, then the value
+        UOp c = u->src[i];
         if (!seen.count(c.get())) {
           seen[c.get()] = false;
           stack.emplace_back(c, 0);
@@ -207,7 +211,11 @@ std::vector<UOp> toposort(const std::vector<UOp>& roots) {
   return order;
 }
 
-std::vector<UOp> toposort(UOp root) { return toposort(std::vector<UOp>{root}); }
+}  // namespace
+
+std::vector<UOp> toposort(const std::vector<UOp>& roots) { return postorder(roots, false); }
+std::vector<UOp> toposort(UOp root) { return postorder({root}, false); }
+std::vector<UOp> execution_order(UOp root) { return postorder({root}, true); }
 
 bool mentions(UOp root, UOp node) {
   for (UOp u : toposort(root))

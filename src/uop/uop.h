@@ -126,6 +126,9 @@ struct UOpNode {
 // Every node reachable from root, children before parents; iterative, so deep graphs are fine.
 std::vector<UOp> toposort(UOp root);
 std::vector<UOp> toposort(const std::vector<UOp>& roots);
+// toposort in the order the interpreter first runs effects: an AFTER's dependencies before its
+// value, every other node's sources in order (SEMANTICS S5.1).
+std::vector<UOp> execution_order(UOp root);
 bool mentions(UOp root, UOp node);  // is node reachable from root (root itself included)?
 
 // A range's printed name: ids joined by '_', negatives as m<n>: (-1) -> m1, (3, 0) -> 3_0.
