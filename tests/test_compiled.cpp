@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <tuple>
 
@@ -328,6 +329,52 @@ const char* kEffectEachIteration = R"(%0 = BUFFER float32 () ("c", 1)
 %24 = SINK void (%13, %23) ("sum", "prefix")
 )";
 
+// An effect that depends on no range, run by an AFTER on a view that does: x[r] after c += 1,
+// plus c, summed over r (S5.4: the AFTER runs its effect once per binding of its own ranges).
+const char* kEffectRunByRangedView = R"(%0 = BUFFER float32 () ("c", 1)
+%1 = RESHAPE float32 (%0)
+%2 = CONST index () 4
+%3 = RANGE index (%2) (-1, AxisType.OUTER)
+%4 = BUFFER float32 () ("x", 4)
+%5 = RESHAPE float32 (%4, %2)
+%6 = CONST index () 1
+%7 = ADD index (%3, %6)
+%8 = SHRINK float32 (%5, %3, %7)
+%9 = RESHAPE float32 (%8)
+%10 = CONST float32 () 1.0
+%11 = ADD float32 (%1, %10)
+%12 = STORE void (%1, %11)
+%13 = AFTER float32 (%9, %12)
+%14 = ADD float32 (%13, %1)
+%15 = REDUCE float32 (%14, %3) Ops.ADD
+%16 = SINK void (%15) ("sum",)
+)";
+
+// A parallel map (END over a LOOP range) whose stored value runs its own effect, c += x[r]:
+// every read inside the loop sees c as it was before the loop (S5.3), writes still land.
+const char* kEffectInParallelStore = R"(%0 = BUFFER float32 () ("c", 1)
+%1 = RESHAPE float32 (%0)
+%2 = CONST index () 4
+%3 = RANGE index (%2) (-1, AxisType.LOOP)
+%4 = BUFFER float32 () ("x", 4)
+%5 = RESHAPE float32 (%4, %2)
+%6 = CONST index () 1
+%7 = ADD index (%3, %6)
+%8 = SHRINK float32 (%5, %3, %7)
+%9 = RESHAPE float32 (%8)
+%10 = ADD float32 (%1, %9)
+%11 = STORE void (%1, %10)
+%12 = AFTER float32 (%1, %11)
+%13 = BUFFER float32 () ("o", 4)
+%14 = RESHAPE float32 (%13, %2)
+%15 = SHRINK float32 (%14, %3, %7)
+%16 = RESHAPE float32 (%15)
+%17 = STORE void (%16, %12)
+%18 = END void (%17, %3)
+%19 = AFTER float32 (%14, %18)
+%20 = SINK void (%19) ("o",)
+)";
+
 // A fold over r1 (2 values) and r2 (3 values) whose effect c += x[r] depends on one of them:
 // `r` is m2 (the innermost: the effect runs in all 6 iterations) or m1 (it runs only when r1
 // changes: at 2 of them).
@@ -557,6 +604,17 @@ TEST_CASE("an effect in an OUTER fold that depends on it runs in every iteration
     // c runs through 10 + 1.5, -0.25, 4, 1.5, -0.25, 4: 11.5 11.25 15.25 16.75 16.5 20.5
     auto in2 = run_on(tier, inner, floats({{"x", {1.5f, -0.25f, 4.0f}}, {"c", {10}}}));
     CHECK(interp::get_element(in2[0].value, 0) == 91.75f);
+    // A REDUCE over a LOOP range folds in order too (S3.1): the same sums.
+    UOp loop = parse_graph(std::regex_replace(std::string(kEffectEachIteration), std::regex("OUTER"), "LOOP"), "loop.uop").root;
+    auto l = run_on(tier, loop, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}, {"d", {10}}}));
+    CHECK(interp::get_element(l[0].value, 0) == 55.25f);
+    for (int i = 0; i < 4; ++i) CHECK(interp::get_element(l[1].value, i) == prefix[i]);
+    // (1.5 - 0.25 + 4 + 2) + (11 + 12 + 13 + 14): c += 1 runs in every iteration
+    auto v = run_on(tier, parse_graph(kEffectRunByRangedView, "ranged_view.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}}));
+    CHECK(interp::get_element(v[0].value, 0) == 57.25f);
+    // o[r] = c after c += x[r], reading the c of before the loop: 10 everywhere
+    auto p = run_on(tier, parse_graph(kEffectInParallelStore, "parallel_store.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}, {"o", {0, 0, 0, 0}}}));
+    for (int i = 0; i < 4; ++i) CHECK(interp::get_element(p[0].value, i) == 10.0f);
   }
   // Depending on the outer range only, the effect runs at (0, 0) and (1, 0): 3 * 11.5 + 3 * 11.25.
   UOp outer = parse_graph(effect_in_2d_fold("%3"), "effect_outer.uop").root;

@@ -138,35 +138,50 @@ std::set<const UOpNode*> buffers_in(UOp u) {
   return out;
 }
 
-// The effects in `x` that depend on one of `ranges` (run per iteration) and those that do not
-// (run once before the loop), in the order the interpreter runs them. An effect that runs once
-// runs what it holds once; an effect per iteration may hold effects of either kind, so its
-// sources are sorted too.
+// The effects in `x`, each with the node that runs it: an AFTER runs its dependencies, an
+// ASSIGN itself (S5.1), each time that node is evaluated, so once per binding of the runner's
+// free ranges (S5.4). In the order the interpreter runs them.
+std::vector<std::pair<UOp, UOp>> effects_and_runners(UOp x) {
+  std::vector<std::pair<UOp, UOp>> out;
+  for (UOp u : execution_order(x)) {
+    if (u->op == Ops::ASSIGN) out.push_back({u, u});
+    for (size_t i = 1; u->op == Ops::AFTER && i < u->src.size(); ++i)
+      if (is_effect(u->src[i]) || u->src[i]->op == Ops::GROUP) out.push_back({u->src[i], u});
+  }
+  return out;
+}
+
+// Sorts the effects in `x` into those that run in every iteration (their runner depends on one
+// of `ranges`) and those that run once (before the loop). An effect run once runs what it holds
+// once; one per iteration may hold effects of either kind (through AFTERs in its values), and
+// those are sorted in their own right.
 void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
+  std::vector<std::pair<UOp, UOp>> effects = effects_and_runners(x);
   std::set<const UOpNode*> once;  // nodes of the effects run before the loop
-  std::vector<UOp> order = execution_order(x);
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // users before their sources
-    UOp u = *it;
-    if (!is_effect(u) || once.count(u.get())) continue;
-    std::vector<UOp> free = free_ranges(u);
+  for (auto it = effects.rbegin(); it != effects.rend(); ++it) {  // users before their sources
+    auto [e, runner] = *it;
+    if (once.count(e.get())) continue;
+    if (std::count_if(effects.begin(), effects.end(), [&](auto& p) { return p.first == e; }) > 1)
+      throw Error(unsupported(std::string("an effect (") + std::string(op_name(e->op)) + ") inside an OUTER fold that two nodes run (the interpreter runs it for each)"));
+    std::vector<UOp> free = free_ranges(runner);
     auto uses = [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); };
     if (std::any_of(ranges.begin(), ranges.end(), uses)) {
       if (!reruns_every_iteration(uses, ranges))
-        throw Error(unsupported(std::string("an effect (") + std::string(op_name(u->op)) + ") inside an OUTER fold that depends on some of its ranges but not on the innermost one: it runs only in some iterations"));
-      f.each.insert(f.each.begin(), u);
+        throw Error(unsupported(std::string("an effect (") + std::string(op_name(e->op)) + ") inside an OUTER fold that depends on some of its ranges but not on the innermost one: it runs only in some iterations"));
+      f.each.insert(f.each.begin(), e);
     } else {
-      f.before.insert(f.before.begin(), u);
-      for (UOp v : toposort(u)) once.insert(v.get());
+      f.before.insert(f.before.begin(), e);
+      for (UOp v : toposort(e)) once.insert(v.get());
     }
   }
   // An effect run once moves ahead of the per-iteration effects the interpreter runs before it
   // in iteration 0: only safe when they touch different buffers.
   std::set<const UOpNode*> touched;  // by per-iteration effects run so far
-  for (UOp u : order) {
-    if (std::find(f.each.begin(), f.each.end(), u) != f.each.end()) touched.merge(buffers_in(u));
-    if (std::find(f.before.begin(), f.before.end(), u) == f.before.end()) continue;
-    for (const UOpNode* b : buffers_in(u))
-      if (touched.count(b)) throw Error(unsupported("an effect (" + std::string(op_name(u->op)) + ") inside an OUTER fold that runs once but after an effect of the first iteration on the same buffer"));
+  for (auto [e, runner] : effects) {
+    if (std::find(f.each.begin(), f.each.end(), e) != f.each.end()) touched.merge(buffers_in(e));
+    if (std::find(f.before.begin(), f.before.end(), e) == f.before.end()) continue;
+    for (const UOpNode* b : buffers_in(e))
+      if (touched.count(b)) throw Error(unsupported("an effect (" + std::string(op_name(e->op)) + ") inside an OUTER fold that runs once but after an effect of the first iteration on the same buffer"));
   }
 }
 
@@ -195,14 +210,16 @@ Fold fold_of(UOp reduce) {
   return f;
 }
 
-// ---- loops around an OUTER fold run on the host ----
+// ---- loops around an OUTER fold or a per-iteration effect run on the host ----
 //
 // A REDUCE or END over non-OUTER ranges whose body holds an OUTER fold depending on one of
-// them would need that fold once per binding, inside a kernel. Running the enclosing loop on the
-// host instead (its ranges become OUTER twins) nests the fold in a host loop like any other:
+// them would need that fold once per binding, inside a kernel; one whose values run an effect
+// per iteration would need that effect ordered with the iterations. Running the enclosing loop
+// on the host instead (its ranges become OUTER twins) nests both in a host loop like any other:
 //  - REDUCE: same result, a REDUCE folds in row-major order whatever its ranges' axes (S3);
 //  - END: a non-OUTER END is a parallel map (S5.3), its iterations read the buffers it writes as
-//    they were before the loop, so those are copied first and the stored values read the copy.
+//    they were before the loop, so those are copied first and every read in the body reads
+//    the copy.
 
 // Does `body` hold a fold that runs on the host (an OUTER fold, or a REDUCE that itself encloses
 // one and so becomes one) with one of `ranges` free in it?
@@ -238,6 +255,24 @@ UOp on_host(UOp u, UOp body) {
   return UOp::make(u->op, u->dtype, src, u->arg);
 }
 
+// Does `body` run an effect that depends on one of `ranges` (so once per iteration, S5.4)?
+bool effect_per_iteration(UOp body, const std::vector<UOp>& ranges) {
+  for (UOp u : toposort(body)) {
+    if (!is_effect(u)) continue;
+    for (UOp r : free_ranges(u))
+      if (std::find(ranges.begin(), ranges.end(), r) != ranges.end()) return true;
+  }
+  return false;
+}
+
+// A REDUCE folds in order whatever its ranges' axes (S3.1): one whose value runs an effect in
+// every iteration is a sequential loop, as an OUTER fold is, and runs on the host.
+UOp host_reduce_with_effects(const Match& m) {
+  UOp red = m.node;
+  if (has_outer(red) || !effect_per_iteration(red->src[0], {red->src.begin() + 1, red->src.end()})) return UOp();
+  return on_host(red, red->src[0]);
+}
+
 UOp host_enclosing_reduce(const Match& m) {
   UOp red = m.node;
   if (has_outer(red) || !encloses_outer_fold(red->src[0], {red->src.begin() + 1, red->src.end()})) return UOp();
@@ -246,27 +281,43 @@ UOp host_enclosing_reduce(const Match& m) {
 
 UOp group(std::vector<UOp> steps);
 
+// Does a value stored in `body` run an effect of its own in every iteration?
+bool stores_run_effects(UOp body, const std::vector<UOp>& ranges) {
+  for (UOp u : toposort(body))
+    if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && effect_per_iteration(u->src[1], ranges)) return true;
+  return false;
+}
+
+// `u` with every read of a buffer in `copies` reading the copy instead; writes (STORE and ASSIGN
+// targets) still go to the buffer, as in the interpreter's snapshots of a parallel loop.
+UOp read_copies(UOp u, const std::map<const UOpNode*, UOp>& copies, std::map<const UOpNode*, UOp>& memo) {
+  if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+  if (auto it = copies.find(u.get()); it != copies.end()) return memo[u.get()] = it->second;
+  bool writes = u->op == Ops::STORE || u->op == Ops::ASSIGN;
+  std::vector<UOp> src;
+  for (size_t i = 0; i < u->src.size(); ++i) src.push_back(writes && i == 0 ? u->src[0] : read_copies(u->src[i], copies, memo));
+  return memo[u.get()] = src == u->src ? u : u.replace_src(src);
+}
+
 UOp host_enclosing_end(const Match& m) {
   UOp end = m.node;
   std::vector<UOp> ranges(end->src.begin() + 1, end->src.end());
-  if (has_outer(end) || !encloses_outer_fold(end->src[0], ranges)) return UOp();
+  if (has_outer(end) || !(encloses_outer_fold(end->src[0], ranges) || stores_run_effects(end->src[0], ranges))) return UOp();
   Context& ctx = m.context<Context>();
-  std::vector<UOp> copies;
-  std::vector<std::pair<UOp, UOp>> to_copy;  // written BUFFER -> its copy
+  std::vector<UOp> steps;
+  std::map<const UOpNode*, UOp> copies;  // written BUFFER -> its copy
   for (UOp u : toposort(end->src[0])) {
-    UOp buf = u->op == Ops::STORE ? base_buffer(u->src[0]) : UOp();
-    if (!buf || std::any_of(to_copy.begin(), to_copy.end(), [&](auto& p) { return p.first == buf; })) continue;
+    UOp buf = u->op == Ops::STORE || u->op == Ops::ASSIGN ? base_buffer(u->src[0]) : UOp();
+    if (!buf || copies.count(buf.get())) continue;
     int64_t n = buf->arg.tuple()->at(1).as<int64_t>();
     UOp copy = buffer(ctx, "pre", buf->dtype, n);
     UOp flat = UOp::index(n);
-    copies.push_back(UOp::make(Ops::RESHAPE, buf->dtype, {copy, flat}).store(UOp::make(Ops::RESHAPE, buf->dtype, {buf, flat})));
-    to_copy.push_back({buf, copy});
+    steps.push_back(UOp::make(Ops::RESHAPE, buf->dtype, {copy, flat}).store(UOp::make(Ops::RESHAPE, buf->dtype, {buf, flat})));
+    copies[buf.get()] = copy;
   }
-  std::vector<std::pair<UOp, UOp>> reads_copy;  // every STORE's value reads the copies
-  for (UOp u : toposort(end->src[0]))
-    if (u->op == Ops::STORE) reads_copy.push_back({u, u->src[0].store(substitute(u->src[1], to_copy))});
-  copies.push_back(on_host(end, substitute(end->src[0], reads_copy)));
-  return group(copies);
+  std::map<const UOpNode*, UOp> memo;
+  steps.push_back(on_host(end, read_copies(end->src[0], copies, memo)));
+  return group(steps);
 }
 
 UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
@@ -348,6 +399,7 @@ const PatternMatcher& scan_rules() {
   static const PatternMatcher pm({
       {"assign scan becomes a loop", Pat::ops({Ops::ASSIGN}), assign_scan},
       {"assign becomes a store", Pat::ops({Ops::ASSIGN}), plain_assign},
+      {"a REDUCE with effects in every iteration runs on the host", Pat::ops({Ops::REDUCE}), host_reduce_with_effects},
       {"a REDUCE around an OUTER fold runs on the host", Pat::ops({Ops::REDUCE}), host_enclosing_reduce},
       {"an END around an OUTER fold runs on the host", Pat::ops({Ops::END}), host_enclosing_end},
       {"an OUTER reduce of one slot per iteration is a map", Pat::ops({Ops::REDUCE}), outer_map},
