@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <tuple>
 
@@ -299,20 +298,19 @@ const char* kEffectInFold = R"(%0 = BUFFER float32 () ("tgt", 2)
 %17 = SINK void (%16, %5) ("out", "tgt_after")
 )";
 
+// The scalar view %1 of a buffer c, and %9 = x[r] for a range r over 4 values with `axis`.
+std::string c_and_x_of_r(const std::string& axis) {
+  return "%0 = BUFFER float32 () (\"c\", 1)\n%1 = RESHAPE float32 (%0)\n%2 = CONST index () 4\n"
+         "%3 = RANGE index (%2) (-1, AxisType." + axis + ")\n%4 = BUFFER float32 () (\"x\", 4)\n"
+         "%5 = RESHAPE float32 (%4, %2)\n%6 = CONST index () 1\n%7 = ADD index (%3, %6)\n"
+         "%8 = SHRINK float32 (%5, %3, %7)\n%9 = RESHAPE float32 (%8)\n";
+}
+
 // Effects that depend on the fold's range run in every iteration, before its contribution is
 // read: c += x[r] then read c, summed ("sum": the sum of the running sums), and the same on d
 // placed in slot r ("prefix": the running sums themselves, a scan through a side buffer).
-const char* kEffectEachIteration = R"(%0 = BUFFER float32 () ("c", 1)
-%1 = RESHAPE float32 (%0)
-%2 = CONST index () 4
-%3 = RANGE index (%2) (-1, AxisType.OUTER)
-%4 = BUFFER float32 () ("x", 4)
-%5 = RESHAPE float32 (%4, %2)
-%6 = CONST index () 1
-%7 = ADD index (%3, %6)
-%8 = SHRINK float32 (%5, %3, %7)
-%9 = RESHAPE float32 (%8)
-%10 = ADD float32 (%1, %9)
+std::string effect_each_iteration(const std::string& axis) {
+  return c_and_x_of_r(axis) + R"(%10 = ADD float32 (%1, %9)
 %11 = STORE void (%1, %10)
 %12 = AFTER float32 (%1, %11)
 %13 = REDUCE float32 (%12, %3) Ops.ADD
@@ -328,20 +326,12 @@ const char* kEffectEachIteration = R"(%0 = BUFFER float32 () ("c", 1)
 %23 = REDUCE float32 (%22, %3) Ops.ADD
 %24 = SINK void (%13, %23) ("sum", "prefix")
 )";
+}
 
 // An effect that depends on no range, run by an AFTER on a view that does: x[r] after c += 1,
 // plus c, summed over r (S5.4: the AFTER runs its effect once per binding of its own ranges).
-const char* kEffectRunByRangedView = R"(%0 = BUFFER float32 () ("c", 1)
-%1 = RESHAPE float32 (%0)
-%2 = CONST index () 4
-%3 = RANGE index (%2) (-1, AxisType.OUTER)
-%4 = BUFFER float32 () ("x", 4)
-%5 = RESHAPE float32 (%4, %2)
-%6 = CONST index () 1
-%7 = ADD index (%3, %6)
-%8 = SHRINK float32 (%5, %3, %7)
-%9 = RESHAPE float32 (%8)
-%10 = CONST float32 () 1.0
+std::string effect_run_by_ranged_view() {
+  return c_and_x_of_r("OUTER") + R"(%10 = CONST float32 () 1.0
 %11 = ADD float32 (%1, %10)
 %12 = STORE void (%1, %11)
 %13 = AFTER float32 (%9, %12)
@@ -349,20 +339,12 @@ const char* kEffectRunByRangedView = R"(%0 = BUFFER float32 () ("c", 1)
 %15 = REDUCE float32 (%14, %3) Ops.ADD
 %16 = SINK void (%15) ("sum",)
 )";
+}
 
 // A parallel map (END over a LOOP range) whose stored value runs its own effect, c += x[r]:
 // every read inside the loop sees c as it was before the loop (S5.3), writes still land.
-const char* kEffectInParallelStore = R"(%0 = BUFFER float32 () ("c", 1)
-%1 = RESHAPE float32 (%0)
-%2 = CONST index () 4
-%3 = RANGE index (%2) (-1, AxisType.LOOP)
-%4 = BUFFER float32 () ("x", 4)
-%5 = RESHAPE float32 (%4, %2)
-%6 = CONST index () 1
-%7 = ADD index (%3, %6)
-%8 = SHRINK float32 (%5, %3, %7)
-%9 = RESHAPE float32 (%8)
-%10 = ADD float32 (%1, %9)
+std::string effect_in_parallel_store() {
+  return c_and_x_of_r("LOOP") + R"(%10 = ADD float32 (%1, %9)
 %11 = STORE void (%1, %10)
 %12 = AFTER float32 (%1, %11)
 %13 = BUFFER float32 () ("o", 4)
@@ -374,6 +356,7 @@ const char* kEffectInParallelStore = R"(%0 = BUFFER float32 () ("c", 1)
 %19 = AFTER float32 (%14, %18)
 %20 = SINK void (%19) ("o",)
 )";
+}
 
 // A fold over r1 (2 values) and r2 (3 values) whose effect c += x[r] depends on one of them:
 // `r` is m2 (the innermost: the effect runs in all 6 iterations) or m1 (it runs only when r1
@@ -591,7 +574,7 @@ TEST_CASE("an effect in an OUTER fold that does not depend on it runs once, befo
 }
 
 TEST_CASE("an effect in an OUTER fold that depends on it runs in every iteration [S5.4]", "[compiled]") {
-  UOp root = parse_graph(kEffectEachIteration, "effect_each_iteration.uop").root;
+  UOp root = parse_graph(effect_each_iteration("OUTER"), "effect_each_iteration.uop").root;
   UOp inner = parse_graph(effect_in_2d_fold("%5"), "effect_inner.uop").root;
   for (const char* tier : {"interp", "tcc", "cc", "check"}) {
     INFO(tier);
@@ -605,15 +588,15 @@ TEST_CASE("an effect in an OUTER fold that depends on it runs in every iteration
     auto in2 = run_on(tier, inner, floats({{"x", {1.5f, -0.25f, 4.0f}}, {"c", {10}}}));
     CHECK(interp::get_element(in2[0].value, 0) == 91.75f);
     // A REDUCE over a LOOP range folds in order too (S3.1): the same sums.
-    UOp loop = parse_graph(std::regex_replace(std::string(kEffectEachIteration), std::regex("OUTER"), "LOOP"), "loop.uop").root;
+    UOp loop = parse_graph(effect_each_iteration("LOOP"), "loop.uop").root;
     auto l = run_on(tier, loop, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}, {"d", {10}}}));
     CHECK(interp::get_element(l[0].value, 0) == 55.25f);
     for (int i = 0; i < 4; ++i) CHECK(interp::get_element(l[1].value, i) == prefix[i]);
     // (1.5 - 0.25 + 4 + 2) + (11 + 12 + 13 + 14): c += 1 runs in every iteration
-    auto v = run_on(tier, parse_graph(kEffectRunByRangedView, "ranged_view.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}}));
+    auto v = run_on(tier, parse_graph(effect_run_by_ranged_view(), "ranged_view.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}}));
     CHECK(interp::get_element(v[0].value, 0) == 57.25f);
     // o[r] = c after c += x[r], reading the c of before the loop: 10 everywhere
-    auto p = run_on(tier, parse_graph(kEffectInParallelStore, "parallel_store.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}, {"o", {0, 0, 0, 0}}}));
+    auto p = run_on(tier, parse_graph(effect_in_parallel_store(), "parallel_store.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}, {"o", {0, 0, 0, 0}}}));
     for (int i = 0; i < 4; ++i) CHECK(interp::get_element(p[0].value, i) == 10.0f);
   }
   // Depending on the outer range only, the effect runs at (0, 0) and (1, 0): 3 * 11.5 + 3 * 11.25.
