@@ -159,7 +159,7 @@ void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
   std::vector<std::pair<UOp, UOp>> effects = effects_and_runners(x);
   std::set<const UOpNode*> once;  // nodes of the effects run before the loop
   for (auto it = effects.rbegin(); it != effects.rend(); ++it) {  // users before their sources
-    auto [e, runner] = *it;
+    UOp e = it->first, runner = it->second;  // named, not bound: clang's lambdas cannot capture bindings
     if (once.count(e.get())) continue;
     if (std::count_if(effects.begin(), effects.end(), [&](auto& p) { return p.first == e; }) > 1)
       throw Error(unsupported(std::string("an effect (") + std::string(op_name(e->op)) + ") inside an OUTER fold that two nodes run (the interpreter runs it for each)"));
@@ -177,7 +177,8 @@ void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
   // An effect run once moves ahead of the per-iteration effects the interpreter runs before it
   // in iteration 0: only safe when they touch different buffers.
   std::set<const UOpNode*> touched;  // by per-iteration effects run so far
-  for (auto [e, runner] : effects) {
+  for (const auto& effect : effects) {
+    UOp e = effect.first;
     if (std::find(f.each.begin(), f.each.end(), e) != f.each.end()) touched.merge(buffers_in(e));
     if (std::find(f.before.begin(), f.before.end(), e) == f.before.end()) continue;
     for (const UOpNode* b : buffers_in(e))
