@@ -61,7 +61,8 @@ TEST_CASE("fuzz: the generator covers the ops and range forms", "[fuzz]") {
                  Ops::WHERE, Ops::CONTIGUOUS, Ops::ASSIGN, Ops::STORE, Ops::END, Ops::AFTER, Ops::RANGE, Ops::IDIV, Ops::MOD, Ops::MAX})
     CHECK(ops[op] > 0);
   for (const char* f : {"vmap-pad-reduce", "vmap-collect", "index-by-range", "slice-by-range", "assign-scan-rows", "assign-overlap-whole",
-                        "assign-overlap-window", "scan-store-outer", "fold-outer", "axis-OUTER", "axis-LOOP", "axis-REDUCE", "axis-GLOBAL", "matmul"})
+                        "assign-overlap-window", "scan-store-outer", "fold-outer", "axis-OUTER", "axis-LOOP", "axis-REDUCE", "axis-GLOBAL", "matmul",
+                        "effect-in-fold-outer", "effect-in-fold-other"})
     CHECK(forms[f] > 0);
 }
 

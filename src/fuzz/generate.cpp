@@ -67,7 +67,8 @@ class Gen {
       DType d = rand_dtype();
       int depth = 2 + static_cast<int>(pick(4));
       uint64_t k = pick(100);
-      Tensor t = k < 50 ? expr(s, d, depth) : k < 68 ? assign_form(s, d, depth) : k < 80 ? scan(s, d, depth) : k < 90 ? fold(s, d, depth) : effect_then_expr(s, d, depth);
+      Tensor t = k < 48 ? expr(s, d, depth) : k < 64 ? assign_form(s, d, depth) : k < 76 ? scan(s, d, depth) : k < 85 ? fold(s, d, depth)
+               : k < 92 ? effect_in_fold(s, d, depth) : effect_then_expr(s, d, depth);
       outs.push_back(t.uop());
       names.emplace_back("out" + std::to_string(i));
     }
@@ -579,6 +580,29 @@ class Gen {
     Tensor val = chance(0.8) ? combine(acc_i, v) : v;
     Tensor st = acc_i.store(val).end({R.r});
     return acc.after({st.uop()});
+  }
+
+  // REDUCE(g(side'), i) with side' = side.after(side.store(h(side, x[i]))): the side buffer is
+  // written in every iteration before the contribution reads it, or once when h does not
+  // depend on i (SEMANTICS S5.4); any axis, a REDUCE folds in order whatever its axis.
+  Tensor effect_in_fold(const Shape& s, DType, int depth) {
+    DType d = effect_dtype();
+    Tensor side = target(s, d);
+    Range R = new_range(range_extent(), true);
+    form(range_axis(R.r) == AxisType::OUTER ? "effect-in-fold-outer" : "effect-in-fold-other");
+    scope_.push_back(R);
+    special_ = {side};
+    Tensor h = expr(s, d, depth - 1);
+    special_.clear();
+    if (chance(0.75)) h = ensure_dep(h, s, d, R);
+    Tensor val = chance(0.8) ? combine(side, h) : h;
+    Tensor after = side.after({side.store(val).uop()});
+    special_ = {after};
+    Tensor g = expr(s, d, depth - 1);
+    special_.clear();
+    if (!mentions(g.uop(), after.uop())) g = combine(g, after);
+    scope_.pop_back();
+    return g.reduce({R.r}, rand_reduce_op(rng_, false));
   }
 
   // out[t(i)].store(f(i == 0 ? init : out[t(i-1)], x[i])).end(i), then out.after(that)

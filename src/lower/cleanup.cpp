@@ -32,6 +32,18 @@ const PatternMatcher& view_rules() {
 namespace {
 UOp first_src(const Match& m) { return m.node->src[0]; }
 
+// An AFTER runs its effects once per binding of its free ranges (SEMANTICS S5.4). Naming them
+// as dependencies keeps that count when later rewrites simplify a range out of its sources
+// (an empty reduction becomes a constant, r * 0 becomes 0).
+UOp name_effect_ranges(const Match& m) {
+  UOp a = m.node;
+  if (!std::any_of(a->src.begin() + 1, a->src.end(), [](UOp d) { return runs_effect(d); })) return UOp();
+  std::vector<UOp> src = a->src;
+  for (UOp r : sorted_ranges(free_ranges(a)))
+    if (std::find(src.begin() + 1, src.end(), r) == src.end()) src.push_back(r);
+  return src.size() == a->src.size() ? UOp() : a.replace_src(src);
+}
+
 const PatternMatcher& cleanup_rules() {
   static const PatternMatcher pm = PatternMatcher({
       {"DETACH is the identity", Pat::ops({Ops::DETACH}), first_src},
@@ -54,6 +66,11 @@ const PatternMatcher& cleanup_rules() {
 }
 }  // namespace
 
-UOp cleanup(UOp root, Context& ctx) { return rewrite(root, cleanup_rules(), ctx, "cleanup"); }
+UOp cleanup(UOp root, Context& ctx) {
+  // Ranges are named first, from the top, before any simplification below an AFTER.
+  static const PatternMatcher naming({{"an AFTER that runs effects names its ranges", Pat::ops({Ops::AFTER}), name_effect_ranges}});
+  root = rewrite(root, naming, ctx, "cleanup", /*parents_first=*/true);
+  return rewrite(root, cleanup_rules(), ctx, "cleanup");
+}
 
 }  // namespace ow::lower

@@ -256,13 +256,12 @@ UOp on_host(UOp u, UOp body) {
   return UOp::make(u->op, u->dtype, src, u->arg);
 }
 
-// Does `body` run an effect that depends on one of `ranges` (so once per iteration, S5.4)?
+// Does `body` run an effect whose runner depends on one of `ranges` (so once per iteration,
+// S5.4)?
 bool effect_per_iteration(UOp body, const std::vector<UOp>& ranges) {
-  for (UOp u : toposort(body)) {
-    if (!is_effect(u)) continue;
-    for (UOp r : free_ranges(u))
+  for (const auto& effect : effects_and_runners(body))
+    for (UOp r : free_ranges(effect.second))
       if (std::find(ranges.begin(), ranges.end(), r) != ranges.end()) return true;
-  }
   return false;
 }
 
