@@ -329,22 +329,25 @@ std::string effect_each_iteration(const std::string& axis) {
 }
 
 // An effect that depends on no range, run by an AFTER on a view that does: x[r] after c += 1,
-// plus c, summed over r (S5.4: the AFTER runs its effect once per binding of its own ranges).
+// plus c after c += 1, summed over r (S5.4: an AFTER runs its effects once per binding of its
+// own ranges, and two runners in one iteration run the store once).
 std::string effect_run_by_ranged_view() {
   return c_and_x_of_r("OUTER") + R"(%10 = CONST float32 () 1.0
 %11 = ADD float32 (%1, %10)
 %12 = STORE void (%1, %11)
 %13 = AFTER float32 (%9, %12)
-%14 = ADD float32 (%13, %1)
+%16 = AFTER float32 (%1, %12)
+%14 = ADD float32 (%13, %16)
 %15 = REDUCE float32 (%14, %3) Ops.ADD
-%16 = SINK void (%15) ("sum",)
+%17 = SINK void (%15) ("sum",)
 )";
 }
 
-// A parallel map (END over a LOOP range) whose stored value runs its own effect, c += x[r]:
-// every read inside the loop sees c as it was before the loop (S5.3), writes still land.
-std::string effect_in_parallel_store() {
-  return c_and_x_of_r("LOOP") + R"(%10 = ADD float32 (%1, %9)
+// An END whose stored value runs its own effect, c += x[r], then o and c read after it: two
+// AFTERs reach the END, which runs once (S5.4). Over a LOOP range, a parallel map: every read
+// inside the loop sees c as it was before the loop (S5.3), writes still land.
+std::string effect_in_stored_value(const std::string& axis) {
+  return c_and_x_of_r(axis) + R"(%10 = ADD float32 (%1, %9)
 %11 = STORE void (%1, %10)
 %12 = AFTER float32 (%1, %11)
 %13 = BUFFER float32 () ("o", 4)
@@ -354,7 +357,8 @@ std::string effect_in_parallel_store() {
 %17 = STORE void (%16, %12)
 %18 = END void (%17, %3)
 %19 = AFTER float32 (%14, %18)
-%20 = SINK void (%19) ("o",)
+%20 = AFTER float32 (%1, %18)
+%21 = SINK void (%19, %20) ("o", "c")
 )";
 }
 
@@ -595,9 +599,15 @@ TEST_CASE("an effect in an OUTER fold that depends on it runs in every iteration
     // (1.5 - 0.25 + 4 + 2) + (11 + 12 + 13 + 14): c += 1 runs in every iteration
     auto v = run_on(tier, parse_graph(effect_run_by_ranged_view(), "ranged_view.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}}));
     CHECK(interp::get_element(v[0].value, 0) == 57.25f);
-    // o[r] = c after c += x[r], reading the c of before the loop: 10 everywhere
-    auto p = run_on(tier, parse_graph(effect_in_parallel_store(), "parallel_store.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}, {"o", {0, 0, 0, 0}}}));
+    // o[r] = c after c += x[r], reading the c of before the loop: 10 everywhere; c ends as the
+    // last write left it, 10 + 2 (running the END again for the second AFTER would give 14)
+    auto p = run_on(tier, parse_graph(effect_in_stored_value("LOOP"), "parallel_store.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}, {"o", {0, 0, 0, 0}}}));
     for (int i = 0; i < 4; ++i) CHECK(interp::get_element(p[0].value, i) == 10.0f);
+    CHECK(interp::get_element(p[1].value, 0) == 12.0f);
+    // sequentially, o holds the running sums and c the total, 17.25 (twice through: 24.5)
+    auto q = run_on(tier, parse_graph(effect_in_stored_value("OUTER"), "sequential_store.uop").root, floats({{"x", {1.5f, -0.25f, 4.0f, 2.0f}}, {"c", {10}}, {"o", {0, 0, 0, 0}}}));
+    for (int i = 0; i < 4; ++i) CHECK(interp::get_element(q[0].value, i) == prefix[i]);
+    CHECK(interp::get_element(q[1].value, 0) == 17.25f);
   }
   // Depending on the outer range only, the effect runs at (0, 0) and (1, 0): 3 * 11.5 + 3 * 11.25.
   UOp outer = parse_graph(effect_in_2d_fold("%3"), "effect_outer.uop").root;

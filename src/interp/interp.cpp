@@ -158,6 +158,7 @@ class Interpreter {
     bool had;
     int64_t old;
     Bind(Interpreter& in, UOp range, int64_t v) : I(in), r(range) {
+      I.iterations_.push_back(++I.iteration_count_);
       auto it = I.env_.find(r.get());
       had = it != I.env_.end();
       old = had ? it->second : 0;
@@ -166,6 +167,7 @@ class Interpreter {
       else for (auto& p : I.env_order_) if (p.first == r) p.second = v;
     }
     ~Bind() {
+      I.iterations_.pop_back();
       if (had) {
         I.env_[r.get()] = old;
         for (auto& p : I.env_order_) if (p.first == r) p.second = old;
@@ -232,8 +234,15 @@ class Interpreter {
     return v;
   }
 
-  // Runs a node for its effects.
+  // Runs a node for its effects. A STORE or END runs at most once per iteration of the loops
+  // around it (S5.4): two nodes that reach it in the same iteration run it once. (KERNELs of a
+  // host schedule are exempt: equal launches are one node, and each listed launch runs.)
   void exec(UOp u) {
+    if (u->op == Ops::STORE || u->op == Ops::END) {
+      auto [it, first] = ran_in_.try_emplace(u.get(), iterations_);
+      if (!first && it->second == iterations_) return;
+      it->second = iterations_;
+    }
     switch (u->op) {
       case Ops::END: run_end(u); return;
       case Ops::STORE: run_store(u); return;
@@ -734,6 +743,9 @@ class Interpreter {
   std::unordered_map<const UOpNode*, std::unique_ptr<Kernel>> kernels_;  // compiled once per KERNEL node
   std::unordered_map<const UOpNode*, int64_t> env_;
   std::vector<std::pair<UOp, int64_t>> env_order_;
+  std::vector<uint64_t> iterations_;  // a fresh number for every binding made, innermost last
+  uint64_t iteration_count_ = 0;
+  std::unordered_map<const UOpNode*, std::vector<uint64_t>> ran_in_;  // effect -> iterations_ when it last ran
   uint64_t epoch_ = 1;
   uint64_t evals_ = 0;
   size_t depth_ = 0;

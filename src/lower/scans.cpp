@@ -158,12 +158,14 @@ std::vector<std::pair<UOp, UOp>> effects_and_runners(UOp x) {
 void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
   std::vector<std::pair<UOp, UOp>> effects = effects_and_runners(x);
   std::set<const UOpNode*> once;  // nodes of the effects run before the loop
+  std::set<const UOpNode*> sorted;
   for (auto it = effects.rbegin(); it != effects.rend(); ++it) {  // users before their sources
-    UOp e = it->first, runner = it->second;  // named, not bound: clang's lambdas cannot capture bindings
-    if (once.count(e.get())) continue;
-    if (std::count_if(effects.begin(), effects.end(), [&](auto& p) { return p.first == e; }) > 1)
-      throw Error(unsupported(std::string("an effect (") + std::string(op_name(e->op)) + ") inside an OUTER fold that two nodes run (the interpreter runs it for each)"));
-    std::vector<UOp> free = free_ranges(runner);
+    UOp e = it->first;
+    if (once.count(e.get()) || !sorted.insert(e.get()).second) continue;
+    // Several runners run it once per iteration between them: it reruns when any of them does.
+    std::vector<UOp> free;
+    for (const auto& [effect, runner] : effects)
+      if (effect == e) for (UOp r : free_ranges(runner)) free.push_back(r);
     auto uses = [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); };
     if (std::any_of(ranges.begin(), ranges.end(), uses)) {
       if (!reruns_every_iteration(uses, ranges))
