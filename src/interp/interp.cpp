@@ -240,8 +240,10 @@ class Interpreter {
   void exec(UOp u) {
     if (u->op == Ops::STORE || u->op == Ops::END) {
       auto [it, first] = ran_in_.try_emplace(u.get(), iterations_);
-      if (!first && it->second == iterations_) return;
-      it->second = iterations_;
+      if (!first) {
+        if (it->second == iterations_) return;
+        it->second = iterations_;
+      }
     }
     switch (u->op) {
       case Ops::END: run_end(u); return;

@@ -114,11 +114,11 @@ struct Fold {
   std::vector<UOp> each;    // effects in x that do: run in every iteration, before its fold
 };
 
-// The interpreter reruns an effect when the binding of its free ranges changes (its memo key).
-// Bindings advance row-major (S1.4), so a key changes in every iteration exactly when it holds
-// every range or the innermost range with more than one value; one that depends only on outer
-// ranges would rerun in some iterations only (extents may be symbolic, so that is refused
-// rather than guarded).
+// The interpreter reruns an effect when the binding of its runner's free ranges changes (the
+// runner's memo key, S5.4). Bindings advance row-major (S1.4), so a key changes in every
+// iteration exactly when it holds every range or the innermost range with more than one value;
+// one that depends only on outer ranges would rerun in some iterations only (extents may be
+// symbolic, so that is refused rather than guarded).
 template <class Uses>
 bool reruns_every_iteration(Uses uses, const std::vector<UOp>& ranges) {
   if (std::all_of(ranges.begin(), ranges.end(), uses)) return true;
