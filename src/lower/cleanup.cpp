@@ -12,16 +12,12 @@ namespace ow::lower {
 const PatternMatcher& view_rules() {
   static const PatternMatcher pm({
       // AFTER commutes with views, so reads of a buffer after its writes index the buffer itself.
-      // An AFTER runs its effects once per binding of its free ranges (SEMANTICS S5.4): ranges
-      // only the view mentions become dependencies of the moved AFTER, so it keeps them all.
+      // (An AFTER that runs effects keeps its ranges: cleanup named them as dependencies first.)
       {"AFTER moves above a view", Pat::op(Ops::AFTER, {Pat::ops({Ops::RESHAPE, Ops::SHRINK, Ops::PERMUTE, Ops::FLIP, Ops::EXPAND, Ops::PAD}, "v")}).any_len(),
        [](const Match& m) {
          UOp v = m["v"];
          std::vector<UOp> deps(m.node->src.begin() + 1, m.node->src.end());
          std::vector<UOp> src = v->src;
-         std::vector<UOp> kept = free_ranges(v->src[0].after(deps));
-         for (UOp r : sorted_ranges(free_ranges(m.node)))
-           if (std::find(kept.begin(), kept.end(), r) == kept.end()) deps.push_back(r);
          src[0] = v->src[0].after(deps);
          return UOp::make(v->op, v->dtype, src, v->arg);
        }},
