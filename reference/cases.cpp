@@ -150,6 +150,19 @@ UOp vmap_mlp(int64_t rows, int64_t width) {
                                      [=](const Tensor& x) { return x.linear(w2.T()); }, [](const Tensor& x) { return x.relu(); }});
 }
 
+// test_vmap_gemm_grad (tinygrad: skipped as "broken"): gradients of the vmapped MLP's mean with
+// respect to both weights; the true derivative sums every OUTER iteration's contribution.
+UOp vmap_gemm_grad() {
+  Tensor w1 = input({16, 16}, "w1"), w2 = input({16, 16}, "w2");
+  w1.requires_grad();
+  w2.requires_grad();
+  UOp out = vmap_layers({4, 16}, {[=](const Tensor& x) { return x.linear(w1.T()); }, [](const Tensor& x) { return x.relu(); },
+                                  [=](const Tensor& x) { return x.linear(w2.T()); }, [](const Tensor& x) { return x.relu(); }});
+  Tensor o(out->src[0]);
+  o.mean().backward();
+  return outputs({{"out", o}, {"w1_grad", *w1.grad()}, {"w2_grad", *w2.grad()}});
+}
+
 const std::map<std::string, F>& table() {
   static const std::map<std::string, F> t = {
       {"reduce", reduce},
@@ -173,6 +186,7 @@ const std::map<std::string, F>& table() {
       {"vmap_inner_outer_fuse_grad", [] { return vmap_inner(AxisType::OUTER, true, true); }},
       {"vmap_convs", vmap_convs},
       {"vmap_gemm", [] { return vmap_mlp(4, 16); }},
+      {"vmap_gemm_grad", vmap_gemm_grad},
       {"scan_big_64x128", [] { return scan_with_assign(64, 128); }},
       {"scan_big_16x256", [] { return scan_with_assign(16, 256); }},
       {"vmap_mlp_32x128", [] { return vmap_mlp(32, 128); }},

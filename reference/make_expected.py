@@ -56,6 +56,7 @@ SEEDS = {
     "vmap_inner_outer_fuse_grad": 1012,
     "vmap_convs": 1013,
     "vmap_gemm": 1014,
+    "vmap_gemm_grad": 1015,
 }
 
 
@@ -220,6 +221,25 @@ def case_vmap_gemm(rng):
     return {"img": img, "w1": w1, "w2": w2}, {"out": out}
 
 
+def case_vmap_gemm_grad(rng):
+    # test_vmap_gemm_grad: d mean(out) / d w for out = relu(relu(img @ w1^T) @ w2^T), summed over
+    # every row (the OUTER range's iterations), by the chain rule written out in float64.
+    img = normal(rng, 4, 16)
+    w1 = uniform_fan_in(rng, (16, 16), 16)
+    w2 = uniform_fan_in(rng, (16, 16), 16)
+    x, a1, a2 = d(img), d(w1), d(w2)
+    h1 = x @ a1.T
+    r1 = relu(h1)
+    h2 = r1 @ a2.T
+    out = relu(h2)
+    g_out = np.full(out.shape, 1.0 / out.size)
+    g_h2 = g_out * (h2 > 0)
+    g_w2 = g_h2.T @ r1
+    g_h1 = (g_h2 @ a2) * (h1 > 0)
+    g_w1 = g_h1.T @ x
+    return {"img": img, "w1": w1, "w2": w2}, {"out": out, "w1_grad": g_w1, "w2_grad": g_w2}
+
+
 GENERATORS = {
     "reduce": case_reduce,
     "simple_range": case_simple_range,
@@ -242,6 +262,7 @@ GENERATORS = {
     "vmap_inner_outer_fuse_grad": vmap_inner(True, True),
     "vmap_convs": case_vmap_convs,
     "vmap_gemm": case_vmap_gemm,
+    "vmap_gemm_grad": case_vmap_gemm_grad,
 }
 
 BUFFER_RE = re.compile(r'= BUFFER \S+ \(\) \("([^"]+)", (\d+)\)')

@@ -2,10 +2,12 @@
 // (GROUP), are laid out as host steps: a GROUP in execution order, with a host loop
 // END(GROUP(...), r) for every OUTER range. Dependency AFTERs are then dropped: order is now
 // explicit. The program's outputs are AFTER(view, anchor), anchor running the steps once.
+#include <algorithm>
 #include <set>
 
 #include "lower/lower.h"
 #include "uop/error.h"
+#include "uop/verify.h"
 
 namespace ow::lower {
 
@@ -28,8 +30,12 @@ class Scheduler {
     if (ctx_.on_fire) ctx_.on_fire(step_rule(step), before, after);
   }
 
+  // A step runs once where it is first reached, and once in every host loop that reaches it
+  // when it depends on that loop's range: a temporary computed per iteration in one loop and
+  // read in a later loop over the same range is recomputed there, not read stale (its value
+  // from the first loop's last iteration).
   void visit(UOp u, std::vector<UOp>& steps) {
-    if (!done_.insert(u.get()).second) return;
+    if (!done_.insert({u.get(), scope_of(u)}).second) return;
     switch (u->op) {
       case Ops::KERNEL: {
         std::vector<UOp> src{u->src[0]};
@@ -45,7 +51,9 @@ class Scheduler {
         for (size_t i = 1; i < u->src.size(); ++i)
           if (range_axis(u->src[i]) != AxisType::OUTER) throw Error("lowering: a loop over " + range_name(u->src[i]) + " was left outside its kernels");
         std::vector<UOp> body;
+        loops_.push_back(u);
         visit(u->src[0], body);
+        loops_.pop_back();
         std::vector<UOp> src{UOp::make(Ops::GROUP, dtypes::void_, body)};
         src.insert(src.end(), u->src.begin() + 1, u->src.end());
         steps.push_back(UOp::make(Ops::END, dtypes::void_, src));
@@ -69,7 +77,18 @@ class Scheduler {
 
  private:
   Context& ctx_;
-  std::set<const UOpNode*> done_;
+  std::vector<UOp> loops_;  // the host loops (END) being laid out, outermost first
+  std::set<std::pair<const UOpNode*, const UOpNode*>> done_;  // (step, scope_of(step))
+
+  // The innermost host loop being laid out whose ranges `u` depends on (null: none).
+  const UOpNode* scope_of(UOp u) {
+    if (loops_.empty()) return nullptr;
+    std::vector<UOp> free = free_ranges(u);
+    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+      for (size_t i = 1; i < (*it)->src.size(); ++i)
+        if (std::find(free.begin(), free.end(), (*it)->src[i]) != free.end()) return it->get();
+    return nullptr;
+  }
   std::map<const UOpNode*, UOp> stripped_;
 };
 
