@@ -295,6 +295,82 @@ TEST_CASE("END over a LOOP range is a parallel map: no iteration sees another's 
   }
 }
 
+// ---------------- order of effects and reads (S5.5) ----------------
+
+TEST_CASE("a read not ordered after an assign sees the contents before it, in either output order [S5.5]") {
+  for (bool assign_first : {true, false}) {
+    Tensor b({1, 2, 3}, {3});
+    Tensor doubled = b * 2.0;  // built before the assign, as tinygrad's loss before the optimizer step
+    b.assign(b + 1.0);
+    if (assign_first) Tensor::realize_all({&b, &doubled});
+    else Tensor::realize_all({&doubled, &b});
+    CHECK(vals(doubled) == std::vector<float>{2, 4, 6});
+    CHECK(vals(b) == std::vector<float>{2, 3, 4});
+  }
+}
+
+TEST_CASE("a read built after the assign reads the assign [S5.5]") {
+  Tensor b({1, 2, 3}, {3});
+  b.assign(b + 1.0);
+  Tensor doubled = b * 2.0;
+  Tensor::realize_all({&doubled, &b});
+  CHECK(vals(doubled) == std::vector<float>{4, 6, 8});
+}
+
+TEST_CASE("the unordered sources of one node: a read beside an assign sees the old contents [S5.5]") {
+  for (bool read_first : {true, false}) {
+    Tensor b({1, 2, 3}, {3});
+    Tensor old(b.uop());  // a handle on the buffer that the assign does not change
+    b.assign(b * 10.0);
+    Tensor sum = read_first ? old + b : b + old;
+    CHECK(vals(sum) == std::vector<float>{11, 22, 33});
+    CHECK(vals(old) == std::vector<float>{10, 20, 30});
+  }
+}
+
+TEST_CASE("two unordered writes of one buffer race: an error naming the buffer [S5.5]") {
+  Tensor b = Tensor::zeros({2}).contiguous();
+  b.realize();
+  Tensor one(b.uop()), two(b.uop());
+  one.assign(Tensor::ones({2}));
+  two.assign(Tensor::ones({2}) * 2.0);
+  std::string err = error_of([&] { Tensor::realize_all({&one, &two}); });
+  CHECK_THAT(err, Catch::Contains("race") && Catch::Contains("ordered after its earlier write"));
+}
+
+TEST_CASE("writes ordered by AFTER do not race, and the later one wins [S5.5]") {
+  Tensor b = Tensor::zeros({2}).contiguous();
+  b.realize();
+  Tensor one(b.uop());
+  one.assign(Tensor::ones({2}));
+  Tensor two(b.after({one.uop()}));
+  two.assign(Tensor::ones({2}) * 2.0);
+  Tensor::realize_all({&two, &one});
+  CHECK(vals(b) == std::vector<float>{2, 2});
+  CHECK(vals(one) == std::vector<float>{2, 2});  // realized, an assign is the memory it wrote (as in tinygrad)
+}
+
+TEST_CASE("as a graph's output, an assign is the contents right after its write [S5.5]") {
+  Tensor b = Tensor::zeros({2}).contiguous();
+  b.realize();
+  UOp one = UOp::make(Ops::ASSIGN, dtypes::float32, {b.uop(), Tensor::ones({2}).uop()});
+  UOp two = UOp::make(Ops::ASSIGN, dtypes::float32, {b.uop().after({one}), (Tensor::ones({2}) * 2.0).uop()});
+  auto outs = interp::run(UOp::sink({one, two}, Arg(ArgTuple{Arg("one"), Arg("two")})), buffer_store());
+  CHECK(interp::get_element(outs[0].value, 0) == 1.0f);
+  CHECK(interp::get_element(outs[1].value, 0) == 2.0f);
+}
+
+TEST_CASE("a fold whose buffer is first initialised by a store runs the store once [S5.2, S5.4]") {
+  // shared/repro/after_chain.uop: acc = 0, then four times acc = acc + 1 over an OUTER range.
+  Tensor acc = Tensor::empty({});
+  Tensor init = acc.store(Tensor(UOp::cnst(dtypes::float32, 0)));
+  Tensor acc0 = acc.after({init.uop()});
+  UOp i = UOp::range(4, -1, AxisType::OUTER);
+  Tensor acc_i = acc0.after({i});
+  Tensor loop = acc_i.store(acc_i + 1.0).end({i});
+  CHECK(acc.after({loop.uop()}).item() == 4.0f);
+}
+
 // ---------------- diagnostics ----------------
 
 TEST_CASE("diagnostic: an out-of-bounds read is rejected, naming the bounds [S8]") {

@@ -666,7 +666,7 @@ class Gen {
       std::vector<std::optional<std::pair<Dim, Dim>>> w(big.size());
       w[0] = std::make_pair(Dim(r), Dim(simplify(UOp::index(n - 1) - r)));
       Ops op = rand_reduce_op(rng_, true);
-      return tgt.assign(f.reshape(dims(one)).pad(w).reduce({r}, op));
+      return Tensor(tgt.uop()).assign(f.reshape(dims(one)).pad(w).reduce({r}, op));
     }
     if (k < 65) {  // overlapping windows: iteration r contributes rows r .. r+w-1
       int64_t w = 1 + static_cast<int64_t>(pick(3)), n = 1 + static_cast<int64_t>(pick(4)), m = n + w - 1;
@@ -684,7 +684,7 @@ class Gen {
       scope_.pop_back();
       std::vector<std::optional<std::pair<Dim, Dim>>> pw(big.size());
       pw[0] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
-      return tgt.assign(f.pad(pw).reduce({R.r}, rand_reduce_op(rng_, true)));
+      return Tensor(tgt.uop()).assign(f.pad(pw).reduce({R.r}, rand_reduce_op(rng_, true)));
     }
     if (k < 85) {  // whole-target contributions: every iteration adds to every element
       Tensor tgt = target(s, d);
@@ -695,14 +695,14 @@ class Gen {
       Tensor f = ensure_dep(expr(s, d, depth), s, d, R);
       special_.clear();
       scope_.pop_back();
-      return tgt.assign(f.reduce({R.r}, rand_reduce_op(rng_, false)));
+      return Tensor(tgt.uop()).assign(f.reduce({R.r}, rand_reduce_op(rng_, false)));
     }
     form("assign-plain");  // no range: evaluates the value (reading the old target), then writes
     Tensor tgt = target(s, d);
     special_ = {tgt};
     Tensor v = expr(s, d, depth);
     special_.clear();
-    return tgt.assign(v);
+    return Tensor(tgt.uop()).assign(v);
   }
 
   static std::vector<std::optional<std::pair<Dim, Dim>>> window_bounds(size_t n, UOp r, int64_t w) {

@@ -447,6 +447,18 @@ Tensor Tensor::end(const std::vector<UOp>& ranges) const { return Tensor(checked
 // ---------------- realization ----------------
 
 namespace {
+// A view of a buffer with its AFTERs dropped (the plain memory it names), or null.
+UOp without_after(UOp v) {
+  if (v->op == Ops::AFTER) return without_after(v->src[0]);
+  if (v->op == Ops::BUFFER) return v;
+  if (!is_movement(v->op) || v->op == Ops::EXPAND || v->op == Ops::PAD) return UOp();
+  UOp base = without_after(v->src[0]);
+  if (!base) return UOp();
+  std::vector<UOp> src = v->src;
+  src[0] = base;
+  return v.replace_src(src);
+}
+
 Evaluator& evaluator() {
   static Evaluator e;
   return e;
@@ -459,20 +471,35 @@ std::vector<interp::Output> evaluate(UOp graph) {
 void set_evaluator(Evaluator e) { evaluator() = std::move(e); }
 
 Tensor& Tensor::realize() {
-  UOp u = uop();
-  if (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER) return *this;
-  if (u->dtype.is_void()) {
-    evaluate(UOp::sink({u}));
-    return *this;
-  }
-  auto outs = evaluate(UOp::sink({u}, Arg(ArgTuple{Arg("out")})));
-  const interp::Value& v = outs.at(0).value;
-  s_->uop = store_data(fresh_name(), v.dtype, v.shape(), v.data, v.poison);
+  realize_all({this});
   return *this;
 }
 
+// One graph for all of them, like tinygrad's `a.realize(b, c)`: its outputs are unordered
+// (SEMANTICS S5.5), so a tensor that reads a buffer another one assigns sees the contents from
+// before the assign, whatever the order of the list.
 void Tensor::realize_all(std::vector<Tensor*> ts) {
-  for (Tensor* t : ts) t->realize();
+  std::vector<UOp> outs;
+  ArgTuple names;
+  std::vector<Tensor*> valued;
+  for (Tensor* t : ts) {
+    UOp u = t->uop();
+    if (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER) continue;  // already a buffer
+    outs.push_back(u);
+    names.emplace_back(u->dtype.is_void() ? std::string("_effect") : "out" + std::to_string(valued.size()));
+    if (!u->dtype.is_void()) valued.push_back(t);
+  }
+  if (outs.empty()) return;
+  auto results = evaluate(UOp::sink(outs, Arg(names)));
+  for (size_t i = 0; i < valued.size(); ++i) {
+    UOp u = valued[i]->uop();
+    if (u->op == Ops::ASSIGN && without_after(u->src[0])) {  // a realized assign is the memory it wrote
+      valued[i]->s_->uop = without_after(u->src[0]);
+      continue;
+    }
+    const interp::Value& v = results.at(i).value;
+    valued[i]->s_->uop = store_data(fresh_name(), v.dtype, v.shape(), v.data, v.poison);
+  }
 }
 
 Tensor Tensor::contiguous() const { return Tensor(checked(UOp::make(Ops::CONTIGUOUS, dtype(), {uop()}))); }
@@ -482,7 +509,8 @@ Tensor Tensor::assign(const Tensor& value) const {
   Tensor v = value.cast(dtype());
   if (v.uop()->shape.kind == ShapeInfo::Kind::Shaped && v.shape() != shape())
     throw Error("assign of shape " + render_shape(v.shape()) + " to a tensor of shape " + render_shape(shape()));
-  return Tensor(checked(UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()})));
+  s_->uop = checked(UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
+  return *this;
 }
 
 Tensor& Tensor::requires_grad(bool on) {
@@ -583,7 +611,7 @@ void SGD::step() {
     if (!p.grad()) continue;
     Tensor updated = (p.detach() - *p.grad() * lr).contiguous();
     updated.realize();
-    Tensor(p.assign(updated)).realize();
+    p.assign(updated).realize();
   }
 }
 }  // namespace nn

@@ -116,6 +116,9 @@ class Tensor {
   Tensor& realize();
   static void realize_all(std::vector<Tensor*> ts);
   Tensor contiguous() const;
+  // Writes value into this tensor's memory and, as in tinygrad, this tensor (and every copy of
+  // it) becomes the assign: later graphs built from it read the assigned contents. Realized, it
+  // is the memory it wrote again.
   Tensor assign(const Tensor& value) const;
   Tensor detach() const;
   Tensor& requires_grad(bool on = true);

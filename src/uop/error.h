@@ -1,5 +1,5 @@
 // User-facing errors. Every problem with a user's graph or file is an ow::Error (never an
-// assert or abort); internal bugs are plain std::logic_error.
+// assert or abort); a broken invariant of outerworld itself is an InternalError.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -18,6 +18,11 @@ struct ParseError : Error {
   std::string file;
   int line, col;
   std::string message;
+};
+
+// A bug in outerworld, not in the user's input: an invariant that should always hold did not.
+struct InternalError : std::logic_error {
+  explicit InternalError(const std::string& what) : std::logic_error("internal error: " + what + " (please report)") {}
 };
 
 }  // namespace ow
