@@ -71,11 +71,15 @@ Value Interpreter::after(UOp u) {
 
 // An AFTER runs its dependencies once per binding of its free ranges (S5.4), however often its
 // value is recomputed because what it reads changed; a reuse orders the reader after them again.
+// (A value KERNEL among them is a realized value, not an effect: it is asked every time, and
+// runs again when what it reads changed.)
 void Interpreter::run_after_deps(UOp u) {
   std::vector<uint64_t> key = range_key(u);
   Run& r = runs_[u.get()];
   if (r.valid && r.key == key) {
     ctx_.merge(r.done);
+    for (size_t i = 1; i < u->src.size(); ++i)
+      if (is_value_kernel(u->src[i])) exec(u->src[i]);
     return;
   }
   r = Run{};  // release the old record before running again
@@ -101,6 +105,20 @@ void Interpreter::exec(UOp u) {
     Clock start = ctx_.snapshot();
     if (u->op == Ops::END) run_end(u);
     else run_store(u);
+    runs_[u.get()] = Run{true, std::move(key), ctx_.record_since(start)};
+    return;
+  }
+  if (is_value_kernel(u)) {  // a value: it runs again only when its bindings or inputs changed
+    std::vector<uint64_t> key = range_key(u);
+    for (size_t s : info_.at(u.get()).mut) key.push_back(read_version(s));
+    Run& r = runs_[u.get()];
+    if (r.valid && r.key == key) {
+      ctx_.merge(r.done);
+      return;
+    }
+    r = Run{};
+    Clock start = ctx_.snapshot();
+    run_kernel(u);
     runs_[u.get()] = Run{true, std::move(key), ctx_.record_since(start)};
     return;
   }

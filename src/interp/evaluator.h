@@ -28,6 +28,10 @@ bool is_effect_op(Ops op);
 UOp base_buffer(UOp u);
 const std::string& buffer_name(UOp b);
 std::string shape_text(const std::vector<int64_t>& s);
+// A KERNEL that materializes a realized value into its own temporary (LOWERING.md).
+bool is_value_kernel(UOp u);
+// A REDUCE that rangeify made from a REDUCE_AXIS: its terms are unordered.
+bool is_axis_fold(UOp u);
 
 class Interpreter {
  public:
@@ -65,6 +69,25 @@ class Interpreter {
   std::string describe(UOp u) const;
   [[noreturn]] void fail(UOp u, const std::string& msg) const;
   void check_clean(const std::string& name, UOp u, const Value& v) const;
+
+  // The iterations of a loop whose bodies are unordered siblings (the elements of a BUFFERIZE,
+  // the terms of an axis fold): each starts from the loop's clock; the loop ends after them all.
+  struct Unordered {
+    Interpreter& I;
+    bool on;
+    Clock start, all;
+    Unordered(Interpreter& in, bool unordered) : I(in), on(unordered) {
+      if (on) start = I.ctx_, all = I.ctx_.snapshot();
+    }
+    void next() {
+      if (!on) return;
+      all.merge(I.ctx_);
+      I.ctx_ = start;
+    }
+    ~Unordered() {
+      if (on) I.ctx_.merge(all);
+    }
+  };
 
   // ---- ranges ----
   struct Bind {

@@ -32,6 +32,10 @@ UOp base_buffer(UOp u) {
 
 const std::string& buffer_name(UOp b) { return b->arg.tuple()->at(0).as<std::string>(); }
 
+bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag.is<std::string>() && u->tag.as<std::string>() == "axis"; }
+
+bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag.is<std::string>() && u->tag.as<std::string>() == "value"; }
+
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "(";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -458,14 +462,18 @@ void Interpreter::add_into(Ops op, Value& acc, const Contribution& c) {
   accumulate(op, box, c.inner);
 }
 
-// REDUCE folds over every binding of its ranges, in order, starting from the identity.
+// REDUCE folds over every binding of its ranges, in order, starting from the identity. An axis
+// reduction (tag "axis", made by rangeify from REDUCE_AXIS) folds terms that were one value:
+// they are unordered (each reads what the fold's start is ordered after).
 Value Interpreter::reduce(UOp u) {
   Ops op = u->arg.as<Ops>();
   std::vector<UOp> ranges(u->src.begin() + 1, u->src.end());
   Value acc;
   bool first = true;
+  Unordered terms(*this, is_axis_fold(u));
   loop(ranges, 0, [&] {
-    run_iteration_effects(u->src[0]);
+    terms.next();
+    if (!terms.on) run_iteration_effects(u->src[0]);
     Contribution c = contribution(u->src[0], op);
     if (first) {
       acc = identity_like(op, u->dtype, c.shape);
@@ -540,8 +548,9 @@ Value Interpreter::bufferize(UOp u) {
   }
   Value out = alloc(u->dtype, shape);
   int64_t flat = 0;
+  Unordered elements(*this, true);  // the elements of one value: unordered (S5.5)
   loop(ranges, 0, [&] {
-    run_iteration_effects(u->src[0]);
+    elements.next();
     Value e = eval(u->src[0]);
     if (e.numel() != 1) fail(u, "BUFFERIZE collects a single (unshaped) value per binding, got shape " + shape_text(e.shape()));
     int64_t off = e.view.offset_of(std::vector<int64_t>(e.shape().size(), 0));

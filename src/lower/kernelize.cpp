@@ -10,6 +10,7 @@
 #include "lower/lower.h"
 #include "uop/error.h"
 #include "uop/symbolic.h"
+#include "uop/verify.h"
 
 namespace ow::lower {
 
@@ -17,14 +18,76 @@ namespace {
 
 UOp temp_view(UOp b, Context& ctx);
 
+// The effects a chain of AFTERs over a buffer is ordered after, kept with their frequency: each
+// AFTER runs its dependencies once per binding of its own free ranges (S5.4), so the effect
+// dependencies of one AFTER become one anchor, AFTER(0, deps..., its free ranges...), instead of
+// joining a flat list whose ranges would make a run-once effect (a fold's initial store) run in
+// every iteration. Range-only dependencies stay flat: they mark the read as one per iteration.
+struct Chain {
+  UOp buffer;
+  std::vector<UOp> deps;     // anchors and ranges
+  std::vector<UOp> effects;  // the effect dependencies, to compare versions
+};
+
+// Ranges, and the kernels of realized values (values: they run whenever their inputs changed).
+bool is_flat_dep(UOp d) { return d->op == Ops::RANGE || (d->op == Ops::KERNEL && d->tag.is<std::string>() && d->tag.as<std::string>() == "value"); }
+
+Chain chain_of(UOp view) {
+  Chain c;
+  for (; view->op == Ops::AFTER; view = view->src[0]) {
+    std::vector<UOp> effects, ranges;  // ranges: the flat ones
+    for (size_t i = 1; i < view->src.size(); ++i) (is_flat_dep(view->src[i]) ? ranges : effects).push_back(view->src[i]);
+    for (UOp r : ranges)
+      if (std::find(c.deps.begin(), c.deps.end(), r) == c.deps.end()) c.deps.push_back(r);
+    if (effects.empty()) continue;
+    c.effects.insert(c.effects.end(), effects.begin(), effects.end());
+    std::vector<UOp> anchor = effects;
+    for (UOp r : sorted_ranges(free_ranges(view)))
+      if (std::find(anchor.begin(), anchor.end(), r) == anchor.end()) anchor.push_back(r);
+    c.deps.push_back(UOp::index(0).after(anchor));
+  }
+  c.buffer = view;
+  return c;
+}
+
+// Does the effect (a tensor-level STORE/ASSIGN, or a KERNEL) write `buffer`?
+bool writes(UOp effect, UOp buffer) {
+  for (UOp u : toposort(effect)) {
+    if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && !u->src[0]->dtype.ptr && base_buffer(u->src[0]) == buffer) return true;
+    if (u->op != Ops::KERNEL) continue;
+    for (UOp a : toposort(u->src[0]))
+      if (a->op == Ops::STORE && a->src[0]->op == Ops::INDEX && a->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) {
+        size_t slot = 1 + static_cast<size_t>(a->src[0]->src[0]->arg.as<int64_t>());
+        if (slot < u->src.size() && base_buffer(u->src[slot]) == buffer) return true;
+      }
+  }
+  return false;
+}
+
+// The effects among `c`'s that write its buffer: what decides the version a read sees.
+std::vector<UOp> version_of(const Chain& c) {
+  std::vector<UOp> v;
+  for (UOp e : c.effects)
+    if (writes(e, c.buffer)) v.push_back(e);
+  std::sort(v.begin(), v.end(), [](UOp a, UOp b) { return a->serial < b->serial; });
+  return v;
+}
+
+bool includes(const std::vector<UOp>& big, const std::vector<UOp>& small) {
+  return std::all_of(small.begin(), small.end(), [&](UOp x) { return std::find(big.begin(), big.end(), x) != big.end(); });
+}
+
 class KernelBuilder {
  public:
   explicit KernelBuilder(Context& ctx) : ctx_(ctx) {}
 
   // The kernel storing `value` (over `loops`) at `address` (a tensor-level INDEX into a buffer).
-  UOp build(UOp address, UOp value, const std::vector<UOp>& loops) {
+  // A value kernel materializes a realized value into its own temporary (tag "value"): it is a
+  // value, computed again whenever what it reads has changed, not an effect with a frequency.
+  UOp build(UOp address, UOp value, const std::vector<UOp>& loops, bool is_value = false) {
     auto p = index_parts(address);
     if (!p || p->idx.size() != 1) throw Error("lowering: a store address did not reduce to one index into a buffer");
+    plan_versions(address, value);
     UOp store = UOp::make(Ops::STORE, dtypes::void_, {pointer(*p), conv(value)});
     std::vector<UOp> ranges;
     for (UOp r : loops)
@@ -34,7 +97,7 @@ class KernelBuilder {
     for (size_t s = 0; s < buffers_.size(); ++s) src.push_back(deps_[s].empty() ? buffers_[s] : buffers_[s].after(deps_[s]));
     for (auto& [var, range] : binds_) src.push_back(var.bind(range));
     std::string name = "k" + std::to_string(ctx_.next_kernel++);
-    return UOp::make(Ops::KERNEL, dtypes::void_, src, Arg(ArgTuple{Arg(name)}));
+    return UOp::make(Ops::KERNEL, dtypes::void_, src, Arg(ArgTuple{Arg(name)}), is_value ? Arg(std::string("value")) : Arg());
   }
 
  private:
@@ -43,21 +106,58 @@ class KernelBuilder {
   std::vector<std::vector<UOp>> deps_;
   std::vector<std::pair<UOp, UOp>> binds_;
   std::map<const UOpNode*, UOp> memo_;
+  std::map<const UOpNode*, UOp> snapshot_;  // a chain read at an older version -> AFTER(copy, its kernel)
 
-  // The parameter slot of a buffer (AFTER(buffer, deps) adds dependencies).
-  UOp global(UOp base) {
-    std::vector<UOp> deps;
-    while (base->op == Ops::AFTER) {
-      deps.insert(deps.end(), base->src.begin() + 1, base->src.end());
-      base = base->src[0];
+  // A launch reads each buffer at one version (LOWERING.md). Chains over one buffer that are
+  // ordered after different writes of it are read through copies: the older versions each get a
+  // copy kernel ordered after exactly their writes (the scheduler runs it before the newer ones).
+  void plan_versions(UOp address, UOp value) {
+    std::map<const UOpNode*, std::vector<UOp>> chains;  // buffer -> the chains reading or writing it
+    auto note = [&](UOp x) {
+      if ((x->op != Ops::AFTER && x->op != Ops::BUFFER) || !base_buffer(x)) return;
+      auto& v = chains[base_buffer(x).get()];
+      if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+    };
+    for (UOp u : toposort(std::vector<UOp>{address, value}))
+      if (auto p = index_parts(u)) note(p->x);
+    for (auto& [buf, views] : chains) {
+      if (views.size() < 2) continue;
+      std::vector<std::vector<UOp>> versions;
+      for (UOp v : views) versions.push_back(version_of(chain_of(v)));
+      size_t newest = 0;
+      for (size_t i = 1; i < views.size(); ++i)
+        if (includes(versions[i], versions[newest])) newest = i;
+      for (size_t i = 0; i < views.size(); ++i) {
+        if (versions[i] == versions[newest]) continue;
+        if (!includes(versions[newest], versions[i]) || views[i] == address || index_parts(address)->x == views[i])
+          throw Error(unsupported("a kernel reads buffer '" + buf->arg.tuple()->at(0).as<std::string>() + "' after two different sets of its writes"));
+        snapshot_[views[i].get()] = copy_of(views[i]);
+      }
     }
+  }
+
+  // A copy of the buffer as the chain `view` sees it, in a fresh temporary written by a value kernel.
+  UOp copy_of(UOp view) {
+    UOp buf = base_buffer(view);
+    int64_t n = buf->arg.tuple()->at(1).as<int64_t>();
+    UOp temp = UOp::make(Ops::BUFFER, buf->dtype, {}, Arg(ArgTuple{Arg(ctx_.fresh_buffer("v")), Arg(n)}));
+    UOp r = ctx_.fresh_range(UOp::index(n), AxisType::LOOP);
+    UOp kernel = KernelBuilder(ctx_).build(make_index(temp, {r}, UOp()), make_index(view, {r}, UOp()), {r}, true);
+    return temp.after({kernel});
+  }
+
+  // The parameter slot of a buffer (seen through a chain of AFTERs: their dependencies).
+  UOp global(UOp view) {
+    if (auto it = snapshot_.find(view.get()); it != snapshot_.end()) view = it->second;
+    Chain c = chain_of(view);
+    UOp base = c.buffer;
     if (base->op != Ops::BUFFER) throw Error(std::string("lowering: a load reached ") + std::string(op_name(base->op)) + " instead of a buffer");
     size_t slot = std::find(buffers_.begin(), buffers_.end(), base) - buffers_.begin();
     if (slot == buffers_.size()) {
       buffers_.push_back(base);
       deps_.emplace_back();
     }
-    for (UOp d : deps)
+    for (UOp d : c.deps)
       if (std::find(deps_[slot].begin(), deps_[slot].end(), d) == deps_[slot].end()) deps_[slot].push_back(d);
     int64_t size = base->arg.tuple()->at(1).as<int64_t>();
     return UOp::make(Ops::DEFINE_GLOBAL, base->dtype.pointer(size), {}, Arg(static_cast<int64_t>(slot)));
@@ -91,7 +191,7 @@ class KernelBuilder {
       std::vector<UOp> src;
       for (UOp s : u->src) src.push_back(conv(s));
       out = src == u->src ? u : u.replace_src(src);
-      if (u->op == Ops::REDUCE) out = drop_single_ranges(out);
+      if (u->op == Ops::REDUCE) out = drop_single_ranges(out.with_tag(Arg()));  // a kernel's loops need no tag
     }
     return memo_[u.get()] = out;
   }
@@ -125,7 +225,7 @@ UOp temp_view(UOp b, Context& ctx) {
     for (UOp e : extents(b)) n *= static_cast<int64_t>(e.const_value());
     UOp temp = UOp::make(Ops::BUFFER, b->dtype, {}, Arg(ArgTuple{Arg(ctx.fresh_buffer("t")), Arg(n)}));
     UOp address = make_index(temp, {linearize(loops, extents(b))}, UOp());
-    UOp kernel = KernelBuilder(ctx).build(address, b->src[0], loops);
+    UOp kernel = KernelBuilder(ctx).build(address, b->src[0], loops, /*is_value=*/true);
     it = ctx.temps.emplace(b.get(), std::make_pair(temp, kernel)).first;
   }
   std::vector<UOp> src{it->second.first.after({it->second.second})};

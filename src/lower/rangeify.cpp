@@ -154,7 +154,10 @@ UOp through_reduce_axis(const IndexParts& p, Context& ctx) {
   for (const Arg& a : *t[1].tuple()) in[a.as<int64_t>()] = l.ranges[k++];
   UOp elem = make_index(src, in, gate_and(p.gate, l.gate));
   if (l.gate) elem = l.gate.where(elem, reduce_identity(op, p.x->dtype));
-  return zero_unless(p.gate, elem.reduce(l.ranges, op));
+  // tag "axis": the terms were one value at tensor level, so they stay unordered (SEMANTICS S3.2)
+  std::vector<UOp> terms{elem};
+  terms.insert(terms.end(), l.ranges.begin(), l.ranges.end());
+  return zero_unless(p.gate, UOp::make(Ops::REDUCE, p.x->dtype, terms, Arg(op), Arg(std::string("axis"))));
 }
 
 // A vmap's element reads only its own slot's y: `0 + y(r = i - before)` (the other slots add

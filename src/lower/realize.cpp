@@ -5,6 +5,7 @@
 //  - the value of a STORE that reads the buffer it writes (a kernel must not read what it
 //    overwrites: the value is computed into a temporary first, then copied).
 #include <algorithm>
+#include <set>
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
@@ -131,6 +132,19 @@ UOp reduce_reads_transposed(const Match& m) {
   return swap.empty() ? UOp() : red.replace_src({substitute(body, swap)});
 }
 
+// Does an effect that `out` does not reach write the buffer `out` views? Then the host, reading
+// the buffer after the whole program, would see that write, which the output is not ordered
+// after (SEMANTICS S5.5): the output is copied where it is computed instead.
+bool written_elsewhere(UOp sink, UOp out) {
+  UOp buf = base_buffer(out);
+  std::vector<UOp> mine = toposort(out);
+  std::set<const UOpNode*> reached;
+  for (UOp u : mine) reached.insert(u.get());
+  for (UOp u : toposort(sink))
+    if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && !reached.count(u.get()) && base_buffer(u->src[0]) == buf) return true;
+  return false;
+}
+
 const PatternMatcher& realize_rules() {
   static const PatternMatcher pm = PatternMatcher({
       {"outputs are realized", Pat::ops({Ops::SINK}),
@@ -138,7 +152,7 @@ const PatternMatcher& realize_rules() {
          std::vector<UOp> src = m.node->src;
          for (UOp& s : src) {
            if (!s->dtype.is_void() && !is_shaped(s)) throw Error(unsupported("an unshaped (scalar) output " + std::string(op_name(s->op))));
-           if (!s->dtype.is_void() && !whole_buffer(s)) s = contiguous(s);
+           if (!s->dtype.is_void() && (!whole_buffer(s) || written_elsewhere(m.node, s))) s = contiguous(s);
          }
          return m.node.replace_src(src);
        }},

@@ -188,6 +188,56 @@ void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
   }
 }
 
+// A fold inside a sequential loop that reads a buffer the loop writes is folded again in every
+// iteration: as a value, the interpreter recomputes it whenever what it reads changed (S5.5);
+// lowered by this pass, it becomes effects, run once per binding of their runner's ranges (S5.4).
+// So its reads of those buffers first name the loop's ranges: the same value, visibly one per
+// iteration.
+UOp name_loop_ranges(UOp body, const std::vector<UOp>& ranges, const std::set<const UOpNode*>& written) {
+  if (written.empty()) return body;
+  std::vector<std::pair<UOp, UOp>> swap;
+  for (UOp n : toposort(body)) {
+    if (n->op != Ops::REDUCE || !has_outer(n)) continue;
+    std::vector<UOp> free = free_ranges(n);
+    if (std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); })) continue;
+    std::vector<std::pair<UOp, UOp>> named;
+    for (UOp v : toposort(n->src[0]))
+      if (v->op == Ops::BUFFER && written.count(v.get())) named.push_back({v, v.after(ranges)});
+    if (named.empty()) continue;
+    std::vector<UOp> src = n->src;
+    src[0] = substitute(n->src[0], named);
+    swap.push_back({n, n.replace_src(src)});
+  }
+  return swap.empty() ? body : substitute(body, swap);
+}
+
+// The buffers the effects in `effects` write.
+std::set<const UOpNode*> written_by(const std::vector<UOp>& effects) {
+  std::set<const UOpNode*> out;
+  for (UOp e : effects)
+    for (UOp u : toposort(e))
+      if (u->op == Ops::STORE || u->op == Ops::ASSIGN)
+        if (UOp b = base_buffer(u->src[0])) out.insert(b.get());
+  return out;
+}
+
+// `x` with the effects in `ran` dropped from its AFTERs: they become explicit steps before the
+// loop or at the start of each iteration, and the step order (GROUP, END) now puts every read of
+// the fold's value after them. Left in place, each AFTER would run them again from inside the
+// loop, in contexts the interpreter counts as new iterations.
+UOp drop_dependencies(UOp x, const std::vector<UOp>& ran) {
+  if (ran.empty()) return x;
+  std::vector<std::pair<UOp, UOp>> swap;
+  for (UOp u : toposort(x)) {
+    if (u->op != Ops::AFTER) continue;
+    std::vector<UOp> src{u->src[0]};
+    for (size_t i = 1; i < u->src.size(); ++i)
+      if (std::find(ran.begin(), ran.end(), u->src[i]) == ran.end()) src.push_back(u->src[i]);
+    if (src.size() != u->src.size()) swap.push_back({u, src.size() == 1 ? u->src[0] : u.replace_src(src)});
+  }
+  return swap.empty() ? x : substitute(x, swap);
+}
+
 Fold fold_of(UOp reduce) {
   // A host loop runs once per program, not once per binding of a kernel's loop: an OUTER fold
   // whose value also depends on a non-OUTER range would need one accumulator per binding.
@@ -209,6 +259,9 @@ Fold fold_of(UOp reduce) {
     f.x = substitute(f.x, twins);
     for (UOp& e : f.each) e = substitute(e, twins);
   }
+  f.x = drop_dependencies(f.x, f.before);
+  f.x = drop_dependencies(f.x, f.each);
+  f.x = name_loop_ranges(f.x, f.ranges, written_by(f.each));
   f.boxed = f.op == Ops::ADD && f.x->op == Ops::PAD;
   return f;
 }
@@ -373,6 +426,7 @@ UOp assign_scan(const Match& m) {
   if (red->op != Ops::REDUCE || !has_outer(red)) return UOp();
   Context& ctx = m.context<Context>();
   Fold f = fold_of(red);
+  f.x = name_loop_ranges(f.x, f.ranges, {base_buffer(target).get()});
   UOp acc = scratch(ctx, "acc", red->dtype, target);
   std::map<const UOpNode*, UOp> memo;
   UOp init = acc.store(reduce_identity(f.op, red->dtype)), body;
@@ -397,8 +451,19 @@ UOp plain_assign(const Match& m) {
   return target.after({target.store(value)});
 }
 
+// An END over OUTER ranges is already a sequential loop; folds in it that read what it writes
+// are named per iteration like those of the loops this pass makes.
+UOp name_end_ranges(const Match& m) {
+  UOp end = m.node;
+  if (!has_outer(end)) return UOp();
+  std::vector<UOp> ranges(end->src.begin() + 1, end->src.end());
+  UOp body = name_loop_ranges(end->src[0], ranges, written_by({end->src[0]}));
+  return body == end->src[0] ? UOp() : UOp::make(Ops::END, end->dtype, [&] { std::vector<UOp> s = end->src; s[0] = body; return s; }(), end->arg);
+}
+
 const PatternMatcher& scan_rules() {
   static const PatternMatcher pm({
+      {"a fold in a sequential loop that reads what the loop writes is folded in every iteration", Pat::ops({Ops::END}), name_end_ranges},
       {"assign scan becomes a loop", Pat::ops({Ops::ASSIGN}), assign_scan},
       {"assign becomes a store", Pat::ops({Ops::ASSIGN}), plain_assign},
       {"a REDUCE with effects in every iteration runs on the host", Pat::ops({Ops::REDUCE}), host_reduce_with_effects},
