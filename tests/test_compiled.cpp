@@ -16,9 +16,11 @@
 
 #include "backends/program.h"
 #include "interp/npy.h"
+#include "lower/index_math.h"
 #include "lower/lower.h"
 #include "tensor/random.h"
 #include "uop/error.h"
+#include "uop/symbolic.h"
 #include "uop/text.h"
 
 using namespace ow;
@@ -480,6 +482,17 @@ TEST_CASE("an OUTER vmap with one slot per iteration runs as a kernel loop", "[c
     for (int i = 0; i < 4; ++i) CHECK(interp::get_element(outs[0].value, i) == want[i]);
     CHECK_FALSE(std::signbit(interp::get_element(outs[0].value, 1)));  // 0 + (2 * -0.0) is +0.0
   }
+}
+
+TEST_CASE("an index into a view without a valid shape is an error naming the view (not a scalar)", "[compiled]") {
+  // SHRINK(x, r+1, r+2) over a range of 4 on 4 rows leaves x at r = 3: lowering must not take
+  // the view for an unshaped value (it left tensor ops in kernels, and crashed kernelize).
+  UOp x = parse_graph("%0 = BUFFER float32 () (\"x\", 4)\n%1 = CONST index () 4\n%2 = RESHAPE float32 (%0, %1)").root;
+  UOp r = UOp::range(4, 1000, AxisType::LOOP);
+  UOp view = UOp::make(Ops::SHRINK, dtypes::float32, {x, simplify(r + 1), simplify(r + 2)});
+  REQUIRE(view->shape.kind == ShapeInfo::Kind::Invalid);
+  std::string msg = error_of([&] { lower::make_index(view, {UOp::index(0)}, r.lt(3)); });
+  CHECK_THAT(msg, Catch::Contains("SHRINK float32") && Catch::Contains("does not fit dim 0 of size 4"));
 }
 
 namespace {

@@ -65,7 +65,22 @@ std::optional<IndexParts> index_parts(UOp u) {
   throw Error("lowering: INDEX with " + std::to_string(u->src.size() - 1) + " indices into a value of rank " + std::to_string(rank));
 }
 
+std::string value_text(UOp u) {
+  std::string s = std::string(op_name(u->op)) + " " + to_string(u->dtype);
+  if (u->shape.kind == ShapeInfo::Kind::Shaped) return s + " of shape " + render_shape(u->shape.dims);
+  if (u->shape.kind == ShapeInfo::Kind::Unshaped) return s;
+  for (UOp v : toposort(u)) {  // name the node whose own shape is wrong, not one that inherits it
+    if (v->shape.kind != ShapeInfo::Kind::Invalid) continue;
+    if (v != u) s += " over " + std::string(op_name(v->op)) + " " + to_string(v->dtype);
+    return s + " (" + v->shape.error + ")";
+  }
+  return s;
+}
+
 UOp make_index(UOp x, std::vector<UOp> idx, UOp gate) {
+  // A value without a valid shape is not a scalar: indexing it as one would leave a tensor op
+  // in a kernel (a BUFFERIZE there crashed kernelize), so it is an error naming the node.
+  if (x->shape.kind == ShapeInfo::Kind::Invalid) throw Error("lowering: an index into " + value_text(x) + ", whose shape is invalid");
   UOp zero = UOp::cnst(x->dtype, 0);
   if (gate) gate = simplify(gate);
   if (gate && gate->op == Ops::CONST) {

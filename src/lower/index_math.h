@@ -2,6 +2,7 @@
 // tensor-level INDEX nodes and bool gates. Everything returned is simplified.
 #pragma once
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "uop/uop.h"
@@ -29,6 +30,8 @@ struct IndexParts {
   UOp gate;  // null: ungated
 };
 std::optional<IndexParts> index_parts(UOp u);
+// A value for messages: op, dtype and shape, or what makes its shape invalid.
+std::string value_text(UOp u);
 UOp make_index(UOp x, std::vector<UOp> idx, UOp gate);
 
 // The BUFFER a view (movement ops and AFTERs over a BUFFER) denotes; null if there is none.
