@@ -484,6 +484,67 @@ TEST_CASE("an OUTER vmap with one slot per iteration runs as a kernel loop", "[c
   }
 }
 
+namespace {
+UOp repro(const std::string& name) {
+  fs::path file = source_root() / "tests" / "fuzz" / "lower" / name;
+  return parse_graph(slurp(file), file.string()).root;
+}
+
+// Small integers as float32: every sum and product below is exact in any order.
+std::vector<float> small_ints(size_t n, int seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<int>((i * 5 + static_cast<size_t>(seed) * 3) % 7) - 3);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("a vmap with fewer iterations than rows reads row r+1 into slot r and leaves the last row zero", "[compiled]") {
+  // out[r] = x[r + 1] for r < 3 and out[3] = 0: an OUTER range of 3 over a (4, 1, 4) result.
+  UOp root = repro("fuzz-repro-vmap-shifted-row.uop");
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i) x[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  x[9] = -0.0f;  // row 2: the vmap adds it to 0, giving +0.0
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    auto outs = run_on(tier, root, floats({{"x", x}}));
+    REQUIRE(outs.size() == 1);
+    REQUIRE(outs[0].value.numel() == 16);
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; j < 4; ++j) {
+        INFO("row " << r << " column " << j);
+        double got = interp::get_element(outs[0].value, r * 4 + j);
+        CHECK(got == (r < 3 ? x[(r + 1) * 4 + j] : 0.0f));
+        if (got == 0) CHECK_FALSE(std::signbit(got));  // 0 + x: never -0.0
+      }
+  }
+}
+
+TEST_CASE("the gradient of a scan's previous-row read lowers: a realized LOOP vmap read at row r+1", "[compiled]") {
+  // Row k of the LOOP vmap is A_k = prev_k @ M_k with prev_0 = vec, prev_k = old[k-1]; the OUTER
+  // vmap of 3 iterations gives row r = (2 A_{r+1}) @ M_{r+1}^T for r < 3 and row 3 = 0.
+  UOp root = repro("fuzz-repro-old-grad-segv.uop");
+  std::vector<float> vec = small_ints(4, 1), old = small_ints(16, 2), mats = small_ints(64, 3);
+  auto M = [&](int k, int i, int j) { return static_cast<double>(mats[static_cast<size_t>(k * 16 + i * 4 + j)]); };
+  auto A = [&](int k, int i) {
+    double a = 0;
+    for (int j = 0; j < 4; ++j) a += (k == 0 ? vec[static_cast<size_t>(j)] : old[static_cast<size_t>((k - 1) * 4 + j)]) * M(k, j, i);
+    return a;
+  };
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    auto outs = run_on(tier, root, floats({{"vec", vec}, {"old", old}, {"mats", mats}}));
+    REQUIRE(outs.size() == 1);
+    REQUIRE(outs[0].value.numel() == 16);
+    for (int r = 0; r < 4; ++r)
+      for (int i = 0; i < 4; ++i) {
+        double want = 0;
+        for (int j = 0; r < 3 && j < 4; ++j) want += 2 * A(r + 1, j) * M(r + 1, i, j);
+        INFO("row " << r << " column " << i);
+        CHECK(interp::get_element(outs[0].value, r * 4 + i) == want);
+      }
+  }
+}
+
 TEST_CASE("an index into a view without a valid shape is an error naming the view (not a scalar)", "[compiled]") {
   // SHRINK(x, r+1, r+2) over a range of 4 on 4 rows leaves x at r = 3: lowering must not take
   // the view for an unshaped value (it left tensor ops in kernels, and crashed kernelize).

@@ -128,9 +128,23 @@ std::vector<UOp> free_outer_ranges(UOp u) {
   return sorted_ranges(out);
 }
 
+namespace {
+// `v` limited to the values of range `r`. A value a range is bound to comes from an index that
+// may leave r's domain where its gate is false (the rows of a vmap's result no iteration
+// writes); nothing is read there, but the nodes built with it must still have a shape for every
+// binding: a SHRINK at r+1 has to fit its source also for the rows past the last slot.
+UOp within_range(UOp v, UOp r) {
+  int64_t hi = r.vmax();
+  if (hi < 0) return v;  // a range without values binds nothing
+  if (v.vmax() > hi) v = v.neg().maximum(-hi).neg();  // min(v, hi)
+  if (v.vmin() < 0) v = v.maximum(0);
+  return simplify(v);
+}
+}  // namespace
+
 UOp bind_ranges(UOp root, const std::vector<std::pair<UOp, UOp>>& map) {
   std::unordered_map<const UOpNode*, UOp> repl;
-  for (auto& [k, v] : map) repl[k.get()] = v;
+  for (auto& [k, v] : map) repl[k.get()] = within_range(v, k);
   auto closes_one = [&](UOp u) {
     if (u->op != Ops::BUFFERIZE && u->op != Ops::REDUCE && u->op != Ops::END) return false;
     return std::any_of(u->src.begin() + 1, u->src.end(), [&](UOp r) { return std::any_of(map.begin(), map.end(), [&](auto& m) { return m.first == r; }); });

@@ -46,6 +46,8 @@ UOp reduce_identity(Ops op, DType dt);
 // `root` with each range in `map` replaced by its value (an index expression), except inside
 // the nodes that close such a range (BUFFERIZE, REDUCE, END): those stay as they are, so a
 // realized value holding every binding of r is indexed at r's value, not rebuilt around it.
+// A value that can leave r's domain (it is only read under a gate that is false there) is
+// clamped into it, so every rebuilt view keeps a shape that fits.
 UOp bind_ranges(UOp root, const std::vector<std::pair<UOp, UOp>>& map);
 
 // A vmap: `REDUCE(ADD, PAD(y(r), ...), r)` over one range where the pad gives each iteration its
