@@ -500,23 +500,10 @@ class Gen {
 
   Tensor range_form(const Shape& s, DType d, int depth) {
     uint64_t k = pick(100);
-    if (k < 35 && !s.empty()) {  // vmap by pad + reduce: REDUCE(PAD(f(x[r]), (r, n-r-1)), r)
+    if (k < 35 && !s.empty()) {
       size_t ax = pick(s.size());
-      int64_t n = s[ax];
-      if (n >= 1) {
-        Range R = new_range(n, true);
-        Shape s1 = s;
-        s1[ax] = 1;
-        scope_.push_back(R);
-        Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
-        scope_.pop_back();
-        std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size());
-        w[ax] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
-        Ops op = rand_reduce_op(rng_, true);
-        form(op == Ops::ADD ? "vmap-pad-reduce" : "vmap-pad-reduce-maxmul");
-        Tensor out = inner.pad(w).reduce({R.r}, op);
-        return out;
-      }
+      if (s[ax] >= 2 && chance(0.25)) return shifted_row_vmap(s, d, depth, ax);
+      if (s[ax] >= 1) return vmap(s, d, depth, ax, [&](const Shape& s1, const Range&) { return expr(s1, d, depth - 1); });
     }
     if (k < 60 && !s.empty()) {  // collecting EXPAND: f(x[r]) gathered along axis ax
       size_t ax = pick(s.size());
@@ -558,6 +545,49 @@ class Gen {
     Ops op = rand_reduce_op(rng_, false);
     form(two ? "range-reduce-2" : ("range-reduce-" + std::string(op_name(op))).c_str());
     return inner.reduce(rs, op);
+  }
+
+  // vmap by pad + reduce: REDUCE(PAD(f(r), (before + r, n - before - r - 1)), r) over m <= n
+  // iterations, so the rows before + m .. n - 1 (and the first `before`) are the pad's zeros.
+  // `body(s1, R)` builds f(r) of shape s1 with R open.
+  template <class Body> Tensor vmap(const Shape& s, DType d, int depth, size_t ax, Body body, int64_t m = -1) {
+    int64_t n = s[ax], before = 0;
+    if (m < 0) m = n >= 2 && chance(0.25) ? 1 + static_cast<int64_t>(pick(static_cast<uint64_t>(n - 1))) : n;
+    if (m < n) {
+      form("vmap-fewer-slots");
+      before = static_cast<int64_t>(pick(static_cast<uint64_t>(n - m + 1)));
+    }
+    Range R = new_range(m, true);
+    Shape s1 = s;
+    s1[ax] = 1;
+    scope_.push_back(R);
+    Tensor inner = ensure_dep(body(s1, R), s1, d, R);
+    scope_.pop_back();
+    std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size());
+    w[ax] = std::make_pair(Dim(simplify(R.r + before)), Dim(simplify(UOp::index(n - 1 - before) - R.r)));
+    Ops op = rand_reduce_op(rng_, true);
+    form(op == Ops::ADD ? "vmap-pad-reduce" : "vmap-pad-reduce-maxmul");
+    return inner.pad(w).reduce({R.r}, op);
+  }
+
+  // The gradient of a scan's read of row r-1 has this shape: a vmap of m < n iterations whose
+  // slot r is f(src[r + k]), src a value of m + k rows built outside the vmap (often a vmap
+  // itself, so a realized one, as in tests/fuzz/lower/fuzz-repro-old-grad-segv.uop).
+  Tensor shifted_row_vmap(const Shape& s, DType d, int depth, size_t ax) {
+    int64_t n = s[ax], m = 1 + static_cast<int64_t>(pick(static_cast<uint64_t>(n - 1))), k = 1 + static_cast<int64_t>(pick(2));
+    Shape big = s;
+    big[ax] = m + k;
+    if (numel(big) > o_.max_elems) return expr(s, d, depth - 1);
+    form("vmap-shifted-row");
+    Tensor src = chance(0.5) && depth >= 3 ? vmap(big, d, depth - 1, ax, [&](const Shape& s1, const Range&) { return expr(s1, d, depth - 2); })
+                                           : expr(big, d, depth - 1);
+    if (chance(0.3)) src = src.contiguous();
+    return vmap(s, d, depth, ax, [&](const Shape& s1, const Range& R) {
+      std::vector<std::optional<std::pair<Dim, Dim>>> b(s.size());
+      b[ax] = std::make_pair(Dim(simplify(R.r + k)), Dim(simplify(R.r + k + 1)));
+      Tensor row = src.shrink(b);
+      return chance(0.5) ? row : combine(row, expr(s1, d, depth - 1));
+    }, m);
   }
 
   // ---- effects (outputs only; each writes a fresh target buffer) ----
