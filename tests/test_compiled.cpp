@@ -545,6 +545,42 @@ TEST_CASE("the gradient of a scan's previous-row read lowers: a realized LOOP vm
   }
 }
 
+TEST_CASE("a collect over an OUTER range of a value realized per slice gathers every slice", "[compiled]") {
+  // CONTIGUOUS(x[r]) collected along r (OUTER) is x itself (SEMANTICS S4.1).
+  UOp root = repro("fuzz-1380.uop");
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    auto outs = run_on(tier, root, floats({{"in6", {1.5f, -0.25f}}}));
+    REQUIRE(outs.size() == 1);
+    REQUIRE(outs[0].value.numel() == 2);
+    CHECK(interp::get_element(outs[0].value, 0) == 1.5f);
+    CHECK(interp::get_element(outs[0].value, 1) == -0.25f);
+  }
+}
+
+TEST_CASE("an effect inside a collect that depends on its range is refused with a clear message", "[compiled]") {
+  // (tgt += x[r]) collected along r: each slice sees the earlier slices' writes (the running
+  // sums), which needs a host loop over the slices; with a LOOP range this lowered to a wrong
+  // result, with an OUTER one to an error far from the cause.
+  const std::string g = "%0 = BUFFER float32 () (\"tgt\", 1)\n%1 = CONST index () 1\n%2 = CONST index () 3\n"
+                        "%3 = RESHAPE float32 (%0, %1)\n%4 = BUFFER float32 () (\"x\", 3)\n%5 = RESHAPE float32 (%4, %2)\n"
+                        "%6 = RANGE index (%2) (-1, AxisType.AXIS)\n%7 = ADD index (%6, %1)\n%8 = SHRINK float32 (%5, %6, %7)\n"
+                        "%9 = ADD float32 (%3, %8)\n%10 = ASSIGN float32 (%3, %9)\n%11 = EXPAND float32 (%10, %6)\n"
+                        "%12 = SINK void (%11) (\"out\",)\n";
+  for (std::string axis : {"OUTER", "LOOP"}) {
+    INFO(axis);
+    std::string text = g;
+    text.replace(text.find("AXIS"), 4, axis);
+    UOp root = parse_graph(text).root;
+    interp::BufferMap b = floats({{"tgt", {0.0f}}, {"x", {1.0f, 2.0f, 4.0f}}});
+    auto want = run_on("interp", root, b);
+    REQUIRE(interp::get_element(want[0].value, 2) == 7.0f);  // the running sums 1, 3, 7
+    std::string msg = error_of([&] { lower::lower(root); });
+    CHECK_THAT(msg, Catch::Contains("ASSIGN inside a collecting EXPAND over the range m1 that depends on it") &&
+                        Catch::Contains("not supported by the compiled path yet"));
+  }
+}
+
 TEST_CASE("an index into a view without a valid shape is an error naming the view (not a scalar)", "[compiled]") {
   // SHRINK(x, r+1, r+2) over a range of 4 on 4 rows leaves x at r = 3: lowering must not take
   // the view for an unshaped value (it left tensor ops in kernels, and crashed kernelize).
