@@ -67,8 +67,9 @@ class Gen {
       DType d = rand_dtype();
       int depth = 2 + static_cast<int>(pick(4));
       uint64_t k = pick(100);
-      Tensor t = k < 48 ? expr(s, d, depth) : k < 64 ? assign_form(s, d, depth) : k < 76 ? scan(s, d, depth) : k < 85 ? fold(s, d, depth)
-               : k < 92 ? effect_in_fold(s, d, depth) : effect_then_expr(s, d, depth);
+      Tensor t = k < 44 ? expr(s, d, depth) : k < 48 ? collect_output(s, d, depth) : k < 64 ? assign_form(s, d, depth)
+               : k < 76 ? scan(s, d, depth) : k < 85 ? fold(s, d, depth) : k < 92 ? effect_in_fold(s, d, depth)
+               : effect_then_expr(s, d, depth);
       outs.push_back(t.uop());
       names.emplace_back("out" + std::to_string(i));
     }
@@ -505,24 +506,13 @@ class Gen {
       if (s[ax] >= 2 && chance(0.25)) return shifted_row_vmap(s, d, depth, ax);
       if (s[ax] >= 1) return vmap(s, d, depth, ax, [&](const Shape& s1, const Range&) { return expr(s1, d, depth - 1); });
     }
-    if (k < 60 && !s.empty()) {  // collecting EXPAND: f(x[r]) gathered along axis ax
+    if (k < 60 && !s.empty()) {
       size_t ax = pick(s.size());
-      int64_t n = s[ax];
-      if (n >= 1) {
-        Range R = new_range(n);
-        Shape s1 = s;
-        s1.erase(s1.begin() + static_cast<std::ptrdiff_t>(ax));
-        scope_.push_back(R);
-        Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
-        scope_.pop_back();
-        Shape one = s;
-        one[ax] = 1;
-        Dims to = dims(s);
-        to[ax] = Dim(R.r);
-        form("vmap-collect");
-        Tensor out = inner.reshape(dims(one)).expand(to);
-        if (!same_shape(out, s)) out = out.reshape(dims(s));
-        return out;
+      if (s[ax] >= 1) {
+        // the verifier rejects reshaping (r, ...) to a static shape unless a dim is 0, so this
+        // collect survives only then; collect_output makes the others
+        Tensor out = collect(s, d, depth, ax);
+        return same_shape(out, s) ? out : out.reshape(dims(s));
       }
     }
     // REDUCE over one or two ranges
@@ -545,6 +535,34 @@ class Gen {
     Ops op = rand_reduce_op(rng_, false);
     form(two ? "range-reduce-2" : ("range-reduce-" + std::string(op_name(op))).c_str());
     return inner.reduce(rs, op);
+  }
+
+  // collecting EXPAND: f(x[r]) gathered along axis ax, which has the range r itself as its
+  // dimension (SEMANTICS S4.1)
+  Tensor collect(const Shape& s, DType d, int depth, size_t ax) {
+    Range R = new_range(s[ax]);
+    Shape s1 = s;
+    s1.erase(s1.begin() + static_cast<std::ptrdiff_t>(ax));
+    scope_.push_back(R);
+    Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
+    scope_.pop_back();
+    Shape one = s;
+    one[ax] = 1;
+    Dims to = dims(s);
+    to[ax] = Dim(R.r);
+    form("vmap-collect");
+    return inner.reshape(dims(one)).expand(to);
+  }
+
+  // A collect as an output, as the reference cases use one: no other tensor has its range as a
+  // dimension, so only unshaped operands combine with it.
+  Tensor collect_output(const Shape& s, DType d, int depth) {
+    size_t ax = pick(s.size());
+    if (s.empty() || s[ax] == 0) return expr(s, d, depth);
+    form("collect-output");
+    Tensor t = collect(s, d, depth, ax);
+    if (chance(0.3)) t = Tensor(t.uop().alu(d == dtypes::bool_ ? Ops::XOR : Ops::ADD, {UOp::cnst(d, rand_value(d))}));
+    return chance(0.5) ? t.contiguous() : t;
   }
 
   // vmap by pad + reduce: REDUCE(PAD(f(r), (before + r, n - before - r - 1)), r) over m <= n
