@@ -16,9 +16,11 @@
 
 #include "backends/program.h"
 #include "interp/npy.h"
+#include "lower/index_math.h"
 #include "lower/lower.h"
 #include "tensor/random.h"
 #include "uop/error.h"
+#include "uop/symbolic.h"
 #include "uop/text.h"
 
 using namespace ow;
@@ -480,6 +482,114 @@ TEST_CASE("an OUTER vmap with one slot per iteration runs as a kernel loop", "[c
     for (int i = 0; i < 4; ++i) CHECK(interp::get_element(outs[0].value, i) == want[i]);
     CHECK_FALSE(std::signbit(interp::get_element(outs[0].value, 1)));  // 0 + (2 * -0.0) is +0.0
   }
+}
+
+namespace {
+UOp repro(const std::string& name) {
+  fs::path file = source_root() / "tests" / "fuzz" / "lower" / name;
+  return parse_graph(slurp(file), file.string()).root;
+}
+
+// Small integers as float32: every sum and product below is exact in any order.
+std::vector<float> small_ints(size_t n, int seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<int>((i * 5 + static_cast<size_t>(seed) * 3) % 7) - 3);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("a vmap with fewer iterations than rows reads row r+1 into slot r and leaves the last row zero", "[compiled]") {
+  // out[r] = x[r + 1] for r < 3 and out[3] = 0: an OUTER range of 3 over a (4, 1, 4) result.
+  UOp root = repro("fuzz-repro-vmap-shifted-row.uop");
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i) x[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  x[9] = -0.0f;  // row 2: the vmap adds it to 0, giving +0.0
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    auto outs = run_on(tier, root, floats({{"x", x}}));
+    REQUIRE(outs.size() == 1);
+    REQUIRE(outs[0].value.numel() == 16);
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; j < 4; ++j) {
+        INFO("row " << r << " column " << j);
+        double got = interp::get_element(outs[0].value, r * 4 + j);
+        CHECK(got == (r < 3 ? x[(r + 1) * 4 + j] : 0.0f));
+        if (got == 0) CHECK_FALSE(std::signbit(got));  // 0 + x: never -0.0
+      }
+  }
+}
+
+TEST_CASE("the gradient of a scan's previous-row read lowers: a realized LOOP vmap read at row r+1", "[compiled]") {
+  // Row k of the LOOP vmap is A_k = prev_k @ M_k with prev_0 = vec, prev_k = old[k-1]; the OUTER
+  // vmap of 3 iterations gives row r = (2 A_{r+1}) @ M_{r+1}^T for r < 3 and row 3 = 0.
+  UOp root = repro("fuzz-repro-old-grad-segv.uop");
+  std::vector<float> vec = small_ints(4, 1), old = small_ints(16, 2), mats = small_ints(64, 3);
+  auto M = [&](int k, int i, int j) { return static_cast<double>(mats[static_cast<size_t>(k * 16 + i * 4 + j)]); };
+  auto A = [&](int k, int i) {
+    double a = 0;
+    for (int j = 0; j < 4; ++j) a += (k == 0 ? vec[static_cast<size_t>(j)] : old[static_cast<size_t>((k - 1) * 4 + j)]) * M(k, j, i);
+    return a;
+  };
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    auto outs = run_on(tier, root, floats({{"vec", vec}, {"old", old}, {"mats", mats}}));
+    REQUIRE(outs.size() == 1);
+    REQUIRE(outs[0].value.numel() == 16);
+    for (int r = 0; r < 4; ++r)
+      for (int i = 0; i < 4; ++i) {
+        double want = 0;
+        for (int j = 0; r < 3 && j < 4; ++j) want += 2 * A(r + 1, j) * M(r + 1, i, j);
+        INFO("row " << r << " column " << i);
+        CHECK(interp::get_element(outs[0].value, r * 4 + i) == want);
+      }
+  }
+}
+
+TEST_CASE("a collect over an OUTER range of a value realized per slice gathers every slice", "[compiled]") {
+  // CONTIGUOUS(x[r]) collected along r (OUTER) is x itself (SEMANTICS S4.1).
+  UOp root = repro("fuzz-1380.uop");
+  for (const char* tier : {"interp", "tcc", "cc", "check"}) {
+    INFO(tier);
+    auto outs = run_on(tier, root, floats({{"in6", {1.5f, -0.25f}}}));
+    REQUIRE(outs.size() == 1);
+    REQUIRE(outs[0].value.numel() == 2);
+    CHECK(interp::get_element(outs[0].value, 0) == 1.5f);
+    CHECK(interp::get_element(outs[0].value, 1) == -0.25f);
+  }
+}
+
+TEST_CASE("an effect inside a collect that depends on its range is refused with a clear message", "[compiled]") {
+  // (tgt += x[r]) collected along r: each slice sees the earlier slices' writes (the running
+  // sums), which needs a host loop over the slices; with a LOOP range this lowered to a wrong
+  // result, with an OUTER one to an error far from the cause.
+  const std::string g = "%0 = BUFFER float32 () (\"tgt\", 1)\n%1 = CONST index () 1\n%2 = CONST index () 3\n"
+                        "%3 = RESHAPE float32 (%0, %1)\n%4 = BUFFER float32 () (\"x\", 3)\n%5 = RESHAPE float32 (%4, %2)\n"
+                        "%6 = RANGE index (%2) (-1, AxisType.AXIS)\n%7 = ADD index (%6, %1)\n%8 = SHRINK float32 (%5, %6, %7)\n"
+                        "%9 = ADD float32 (%3, %8)\n%10 = ASSIGN float32 (%3, %9)\n%11 = EXPAND float32 (%10, %6)\n"
+                        "%12 = SINK void (%11) (\"out\",)\n";
+  for (std::string axis : {"OUTER", "LOOP"}) {
+    INFO(axis);
+    std::string text = g;
+    text.replace(text.find("AXIS"), 4, axis);
+    UOp root = parse_graph(text).root;
+    interp::BufferMap b = floats({{"tgt", {0.0f}}, {"x", {1.0f, 2.0f, 4.0f}}});
+    auto want = run_on("interp", root, b);
+    REQUIRE(interp::get_element(want[0].value, 2) == 7.0f);  // the running sums 1, 3, 7
+    std::string msg = error_of([&] { lower::lower(root); });
+    CHECK_THAT(msg, Catch::Contains("ASSIGN inside a collecting EXPAND over the range m1 that depends on it") &&
+                        Catch::Contains("not supported by the compiled path yet"));
+  }
+}
+
+TEST_CASE("an index into a view without a valid shape is an error naming the view (not a scalar)", "[compiled]") {
+  // SHRINK(x, r+1, r+2) over a range of 4 on 4 rows leaves x at r = 3: lowering must not take
+  // the view for an unshaped value (it left tensor ops in kernels, and crashed kernelize).
+  UOp x = parse_graph("%0 = BUFFER float32 () (\"x\", 4)\n%1 = CONST index () 4\n%2 = RESHAPE float32 (%0, %1)").root;
+  UOp r = UOp::range(4, 1000, AxisType::LOOP);
+  UOp view = UOp::make(Ops::SHRINK, dtypes::float32, {x, simplify(r + 1), simplify(r + 2)});
+  REQUIRE(view->shape.kind == ShapeInfo::Kind::Invalid);
+  std::string msg = error_of([&] { lower::make_index(view, {UOp::index(0)}, r.lt(3)); });
+  CHECK_THAT(msg, Catch::Contains("SHRINK float32") && Catch::Contains("does not fit dim 0 of size 4"));
 }
 
 namespace {

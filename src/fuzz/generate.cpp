@@ -67,8 +67,9 @@ class Gen {
       DType d = rand_dtype();
       int depth = 2 + static_cast<int>(pick(4));
       uint64_t k = pick(100);
-      Tensor t = k < 48 ? expr(s, d, depth) : k < 64 ? assign_form(s, d, depth) : k < 76 ? scan(s, d, depth) : k < 85 ? fold(s, d, depth)
-               : k < 92 ? effect_in_fold(s, d, depth) : effect_then_expr(s, d, depth);
+      Tensor t = k < 44 ? expr(s, d, depth) : k < 48 ? collect_output(s, d, depth) : k < 64 ? assign_form(s, d, depth)
+               : k < 76 ? scan(s, d, depth) : k < 85 ? fold(s, d, depth) : k < 92 ? effect_in_fold(s, d, depth)
+               : effect_then_expr(s, d, depth);
       outs.push_back(t.uop());
       names.emplace_back("out" + std::to_string(i));
     }
@@ -500,42 +501,18 @@ class Gen {
 
   Tensor range_form(const Shape& s, DType d, int depth) {
     uint64_t k = pick(100);
-    if (k < 35 && !s.empty()) {  // vmap by pad + reduce: REDUCE(PAD(f(x[r]), (r, n-r-1)), r)
+    if (k < 35 && !s.empty()) {
       size_t ax = pick(s.size());
-      int64_t n = s[ax];
-      if (n >= 1) {
-        Range R = new_range(n, true);
-        Shape s1 = s;
-        s1[ax] = 1;
-        scope_.push_back(R);
-        Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
-        scope_.pop_back();
-        std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size());
-        w[ax] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
-        Ops op = rand_reduce_op(rng_, true);
-        form(op == Ops::ADD ? "vmap-pad-reduce" : "vmap-pad-reduce-maxmul");
-        Tensor out = inner.pad(w).reduce({R.r}, op);
-        return out;
-      }
+      if (s[ax] >= 2 && chance(0.25)) return shifted_row_vmap(s, d, depth, ax);
+      if (s[ax] >= 1) return vmap(s, d, depth, ax, [&](const Shape& s1, const Range&) { return expr(s1, d, depth - 1); });
     }
-    if (k < 60 && !s.empty()) {  // collecting EXPAND: f(x[r]) gathered along axis ax
+    if (k < 60 && !s.empty()) {
       size_t ax = pick(s.size());
-      int64_t n = s[ax];
-      if (n >= 1) {
-        Range R = new_range(n);
-        Shape s1 = s;
-        s1.erase(s1.begin() + static_cast<std::ptrdiff_t>(ax));
-        scope_.push_back(R);
-        Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
-        scope_.pop_back();
-        Shape one = s;
-        one[ax] = 1;
-        Dims to = dims(s);
-        to[ax] = Dim(R.r);
-        form("vmap-collect");
-        Tensor out = inner.reshape(dims(one)).expand(to);
-        if (!same_shape(out, s)) out = out.reshape(dims(s));
-        return out;
+      if (s[ax] >= 1) {
+        // the verifier rejects reshaping (r, ...) to a static shape unless a dim is 0, so this
+        // collect survives only then; collect_output makes the others
+        Tensor out = collect(s, d, depth, ax);
+        return same_shape(out, s) ? out : out.reshape(dims(s));
       }
     }
     // REDUCE over one or two ranges
@@ -558,6 +535,77 @@ class Gen {
     Ops op = rand_reduce_op(rng_, false);
     form(two ? "range-reduce-2" : ("range-reduce-" + std::string(op_name(op))).c_str());
     return inner.reduce(rs, op);
+  }
+
+  // collecting EXPAND: f(x[r]) gathered along axis ax, which has the range r itself as its
+  // dimension (SEMANTICS S4.1)
+  Tensor collect(const Shape& s, DType d, int depth, size_t ax) {
+    Range R = new_range(s[ax]);
+    Shape s1 = s;
+    s1.erase(s1.begin() + static_cast<std::ptrdiff_t>(ax));
+    scope_.push_back(R);
+    Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
+    scope_.pop_back();
+    Shape one = s;
+    one[ax] = 1;
+    Dims to = dims(s);
+    to[ax] = Dim(R.r);
+    form("vmap-collect");
+    return inner.reshape(dims(one)).expand(to);
+  }
+
+  // A collect as an output, as the reference cases use one: no other tensor has its range as a
+  // dimension, so only unshaped operands combine with it.
+  Tensor collect_output(const Shape& s, DType d, int depth) {
+    size_t ax = pick(s.size());
+    if (s.empty() || s[ax] == 0) return expr(s, d, depth);
+    form("collect-output");
+    Tensor t = collect(s, d, depth, ax);
+    if (chance(0.3)) t = Tensor(t.uop().alu(d == dtypes::bool_ ? Ops::XOR : Ops::ADD, {UOp::cnst(d, rand_value(d))}));
+    return chance(0.5) ? t.contiguous() : t;
+  }
+
+  // vmap by pad + reduce: REDUCE(PAD(f(r), (before + r, n - before - r - 1)), r) over m <= n
+  // iterations, so the rows before + m .. n - 1 (and the first `before`) are the pad's zeros.
+  // `body(s1, R)` builds f(r) of shape s1 with R open.
+  template <class Body> Tensor vmap(const Shape& s, DType d, int depth, size_t ax, Body body, int64_t m = -1) {
+    int64_t n = s[ax], before = 0;
+    if (m < 0) m = n >= 2 && chance(0.25) ? 1 + static_cast<int64_t>(pick(static_cast<uint64_t>(n - 1))) : n;
+    if (m < n) {
+      form("vmap-fewer-slots");
+      before = static_cast<int64_t>(pick(static_cast<uint64_t>(n - m + 1)));
+    }
+    Range R = new_range(m, true);
+    Shape s1 = s;
+    s1[ax] = 1;
+    scope_.push_back(R);
+    Tensor inner = ensure_dep(body(s1, R), s1, d, R);
+    scope_.pop_back();
+    std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size());
+    w[ax] = std::make_pair(Dim(simplify(R.r + before)), Dim(simplify(UOp::index(n - 1 - before) - R.r)));
+    Ops op = rand_reduce_op(rng_, true);
+    form(op == Ops::ADD ? "vmap-pad-reduce" : "vmap-pad-reduce-maxmul");
+    return inner.pad(w).reduce({R.r}, op);
+  }
+
+  // The gradient of a scan's read of row r-1 has this shape: a vmap of m < n iterations whose
+  // slot r is f(src[r + k]), src a value of m + k rows built outside the vmap (often a vmap
+  // itself, so a realized one, as in tests/fuzz/lower/fuzz-repro-old-grad-segv.uop).
+  Tensor shifted_row_vmap(const Shape& s, DType d, int depth, size_t ax) {
+    int64_t n = s[ax], m = 1 + static_cast<int64_t>(pick(static_cast<uint64_t>(n - 1))), k = 1 + static_cast<int64_t>(pick(2));
+    Shape big = s;
+    big[ax] = m + k;
+    if (numel(big) > o_.max_elems) return expr(s, d, depth - 1);
+    form("vmap-shifted-row");
+    Tensor src = chance(0.5) && depth >= 3 ? vmap(big, d, depth - 1, ax, [&](const Shape& s1, const Range&) { return expr(s1, d, depth - 2); })
+                                           : expr(big, d, depth - 1);
+    if (chance(0.3)) src = src.contiguous();
+    return vmap(s, d, depth, ax, [&](const Shape& s1, const Range& R) {
+      std::vector<std::optional<std::pair<Dim, Dim>>> b(s.size());
+      b[ax] = std::make_pair(Dim(simplify(R.r + k)), Dim(simplify(R.r + k + 1)));
+      Tensor row = src.shrink(b);
+      return chance(0.5) ? row : combine(row, expr(s1, d, depth - 1));
+    }, m);
   }
 
   // ---- effects (outputs only; each writes a fresh target buffer) ----

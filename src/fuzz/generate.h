@@ -3,7 +3,9 @@
 // seed (ow::Random), valid (the verifier accepts them) and small (tens of nodes, tensors of at
 // most a few thousand elements), and cover elementwise ops on float32/int32/bool, CAST, every
 // movement op with size-1 and empty dims, REDUCE_AXIS, CONTIGUOUS, and the range forms of the
-// reference cases: x[r] and range-bounded slices, vmap by pad+reduce, collecting expands,
+// reference cases: x[r] and range-bounded slices, vmap by pad+reduce (also over fewer
+// iterations than rows, reading row r+k of a realized value), collecting expands (as
+// outputs: nothing else shares their range dimension),
 // REDUCEs over ranges of every AxisType, AFTER/STORE/END folds and scans, and assign scans.
 #pragma once
 #include <cstdint>

@@ -127,8 +127,8 @@ std::vector<UOp> candidates(UOp root) {
       if (s->dtype == u->dtype && same_shape(s, u) && seen.insert(s.get()).second) add(substitute(root, {{u, s}}));
     // 4. a value by a constant
     if (!is_constant_form(u) && !(u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER)) {
-      add(substitute(root, {{u, constant_like(u, 0)}}));
-      add(substitute(root, {{u, constant_like(u, 1)}}));
+      for (double v : {0.0, 1.0})
+        if (UOp c = constant_like(u, v)) add(substitute(root, {{u, c}}));  // none for a shape with a range dim
     }
   }
   // 5. smaller sizes

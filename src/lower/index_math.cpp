@@ -65,7 +65,22 @@ std::optional<IndexParts> index_parts(UOp u) {
   throw Error("lowering: INDEX with " + std::to_string(u->src.size() - 1) + " indices into a value of rank " + std::to_string(rank));
 }
 
+std::string value_text(UOp u) {
+  std::string s = std::string(op_name(u->op)) + " " + to_string(u->dtype);
+  if (u->shape.kind == ShapeInfo::Kind::Shaped) return s + " of shape " + render_shape(u->shape.dims);
+  if (u->shape.kind == ShapeInfo::Kind::Unshaped) return s;
+  for (UOp v : toposort(u)) {  // name the node whose own shape is wrong, not one that inherits it
+    if (v->shape.kind != ShapeInfo::Kind::Invalid) continue;
+    if (v != u) s += " over " + std::string(op_name(v->op)) + " " + to_string(v->dtype);
+    return s + " (" + v->shape.error + ")";
+  }
+  return s;
+}
+
 UOp make_index(UOp x, std::vector<UOp> idx, UOp gate) {
+  // A value without a valid shape is not a scalar: indexing it as one would leave a tensor op
+  // in a kernel (a BUFFERIZE there crashed kernelize), so it is an error naming the node.
+  if (x->shape.kind == ShapeInfo::Kind::Invalid) throw Error("lowering: an index into " + value_text(x) + ", whose shape is invalid");
   UOp zero = UOp::cnst(x->dtype, 0);
   if (gate) gate = simplify(gate);
   if (gate && gate->op == Ops::CONST) {
@@ -106,6 +121,11 @@ std::vector<UOp> free_loop_ranges(UOp u) {
   return sorted_ranges(out);
 }
 
+bool has_free_range(UOp u, UOp r) {
+  std::vector<UOp> free = free_ranges(u);
+  return std::find(free.begin(), free.end(), r) != free.end();
+}
+
 std::vector<UOp> free_outer_ranges(UOp u) {
   std::vector<UOp> out;
   for (UOp r : free_ranges(u))
@@ -113,9 +133,23 @@ std::vector<UOp> free_outer_ranges(UOp u) {
   return sorted_ranges(out);
 }
 
+namespace {
+// `v` limited to the values of range `r`. A value a range is bound to comes from an index that
+// may leave r's domain where its gate is false (the rows of a vmap's result no iteration
+// writes); nothing is read there, but the nodes built with it must still have a shape for every
+// binding: a SHRINK at r+1 has to fit its source also for the rows past the last slot.
+UOp within_range(UOp v, UOp r) {
+  int64_t hi = r.vmax();
+  if (hi < 0) return v;  // a range without values binds nothing
+  if (v.vmax() > hi) v = v.neg().maximum(-hi).neg();  // min(v, hi)
+  if (v.vmin() < 0) v = v.maximum(0);
+  return simplify(v);
+}
+}  // namespace
+
 UOp bind_ranges(UOp root, const std::vector<std::pair<UOp, UOp>>& map) {
   std::unordered_map<const UOpNode*, UOp> repl;
-  for (auto& [k, v] : map) repl[k.get()] = v;
+  for (auto& [k, v] : map) repl[k.get()] = within_range(v, k);
   auto closes_one = [&](UOp u) {
     if (u->op != Ops::BUFFERIZE && u->op != Ops::REDUCE && u->op != Ops::END) return false;
     return std::any_of(u->src.begin() + 1, u->src.end(), [&](UOp r) { return std::any_of(map.begin(), map.end(), [&](auto& m) { return m.first == r; }); });

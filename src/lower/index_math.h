@@ -2,6 +2,7 @@
 // tensor-level INDEX nodes and bool gates. Everything returned is simplified.
 #pragma once
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "uop/uop.h"
@@ -29,6 +30,8 @@ struct IndexParts {
   UOp gate;  // null: ungated
 };
 std::optional<IndexParts> index_parts(UOp u);
+// A value for messages: op, dtype and shape, or what makes its shape invalid.
+std::string value_text(UOp u);
 UOp make_index(UOp x, std::vector<UOp> idx, UOp gate);
 
 // The BUFFER a view (movement ops and AFTERs over a BUFFER) denotes; null if there is none.
@@ -43,6 +46,8 @@ UOp reduce_identity(Ops op, DType dt);
 // `root` with each range in `map` replaced by its value (an index expression), except inside
 // the nodes that close such a range (BUFFERIZE, REDUCE, END): those stay as they are, so a
 // realized value holding every binding of r is indexed at r's value, not rebuilt around it.
+// A value that can leave r's domain (it is only read under a gate that is false there) is
+// clamped into it, so every rebuilt view keeps a shape that fits.
 UOp bind_ranges(UOp root, const std::vector<std::pair<UOp, UOp>>& map);
 
 // A vmap: `REDUCE(ADD, PAD(y(r), ...), r)` over one range where the pad gives each iteration its
@@ -68,6 +73,7 @@ bool has_effect_or_outer_fold(UOp body);
 // Ranges sorted by their printed identity (free_ranges orders by address, which is not stable).
 std::vector<UOp> sorted_ranges(std::vector<UOp> rs);
 std::vector<UOp> free_loop_ranges(UOp u);  // free non-OUTER ranges, sorted
+bool has_free_range(UOp u, UOp r);          // does u depend on r (r free in it)?
 std::vector<UOp> free_outer_ranges(UOp u);
 
 }  // namespace ow::lower

@@ -187,6 +187,10 @@ class KernelBuilder {
     } else if (u->op == Ops::RANGE && range_axis(u) == AxisType::OUTER) {
       out = UOp::variable(range_name(u), 0, u.vmax());
       if (std::none_of(binds_.begin(), binds_.end(), [&](auto& b) { return b.second == u; })) binds_.push_back({out, u});
+    } else if (u->shape.kind != ShapeInfo::Kind::Unshaped) {
+      // rangeify pushes every INDEX down to a buffer or a realized value; a tensor-level node
+      // left in an element's value has no C form (and a BUFFERIZE rebuilt here loses its ranges).
+      throw Error("lowering: " + value_text(u) + " reached kernel k" + std::to_string(ctx_.next_kernel) + " without an index pushed through it");
     } else {
       std::vector<UOp> src;
       for (UOp s : u->src) src.push_back(conv(s));

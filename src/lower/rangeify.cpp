@@ -89,11 +89,10 @@ UOp through_permute(const IndexParts& p, Context&) {
 UOp through_expand(const IndexParts& p, Context&) {
   UOp src = p.x->src[0];
   std::vector<UOp> in_dims = dims_of(src), out_dims = dims_of(p.x), in = p.idx;
-  std::vector<UOp> free = free_ranges(src);
   std::vector<std::pair<UOp, UOp>> collect;
   for (size_t i = 0; i < out_dims.size(); ++i) {
     UOp d = out_dims[i];
-    if (d->op == Ops::RANGE && std::find(free.begin(), free.end(), d) != free.end()) {
+    if (d->op == Ops::RANGE && has_free_range(src, d)) {
       collect.push_back({d, p.idx[i]});  // S4.1: slice k of this axis is src with r = k
       in[i] = UOp::index(0);
     } else if (i < in_dims.size() && static_size(in_dims[i]) == 1 && static_size(d) != 1) {

@@ -404,6 +404,25 @@ UOp outer_map(const Match& m) {
   return UOp::make(Ops::REDUCE, red->dtype, {substitute(red->src[0], {{map->range, loop}}), loop}, red->arg);
 }
 
+// A collecting EXPAND (S4.1) is a map: slice k is its source with r = k. An effect or an
+// OUTER fold in the source that depends on r runs once per slice, in order, each seeing the
+// earlier slices' writes: that needs a host loop over the slices, which collects do not get
+// (refused; one that does not depend on r runs once, before the collect). Otherwise no slice
+// sees another's, and an OUTER r becomes a LOOP range: rangeify binds it to the slice index
+// everywhere, also inside a value realized in the source, which is then stored for every
+// binding; as an OUTER range it stayed a host variable there that no host loop binds.
+UOp collect_as_map(const Match& m) {
+  UOp ex = m.node, src = ex->src[0];
+  for (UOp d : std::vector<UOp>(ex->src.begin() + 1, ex->src.end())) {
+    if (d->op != Ops::RANGE || !has_free_range(src, d)) continue;
+    for (UOp u : toposort(src))
+      if ((is_effect(u) || (u->op == Ops::REDUCE && has_outer(u))) && has_free_range(u, d))
+        throw Error(unsupported(std::string(op_name(u->op)) + " inside a collecting EXPAND over the range " + range_name(d) + " that depends on it"));
+    if (range_axis(d) == AxisType::OUTER) return substitute(ex, {{d, twin(d, AxisType::LOOP)}});
+  }
+  return UOp();
+}
+
 UOp outer_reduce(const Match& m) {
   UOp red = m.node;
   if (!has_outer(red)) return UOp();
@@ -470,6 +489,7 @@ const PatternMatcher& scan_rules() {
       {"a REDUCE around an OUTER fold runs on the host", Pat::ops({Ops::REDUCE}), host_enclosing_reduce},
       {"an END around an OUTER fold runs on the host", Pat::ops({Ops::END}), host_enclosing_end},
       {"an OUTER reduce of one slot per iteration is a map", Pat::ops({Ops::REDUCE}), outer_map},
+      {"a range collected as a dimension is a map: OUTER becomes LOOP", Pat::ops({Ops::EXPAND}), collect_as_map},
       {"OUTER reduce becomes a loop", Pat::ops({Ops::REDUCE}), outer_reduce},
   });
   return pm;
