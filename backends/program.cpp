@@ -10,6 +10,7 @@
 #include "backends/compiler.h"
 #include "interp/kernel_eval.h"
 #include "lower/lower.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/symbolic.h"
 #include "uop/text.h"
@@ -20,10 +21,7 @@ namespace {
 
 using Bindings = std::vector<std::pair<std::string, int64_t>>;
 
-const std::string& buffer_name(UOp b) { return b->arg.tuple()->at(0).as<std::string>(); }
 
-// Names starting with '_' are the program's own temporaries (REDUCE accumulators, outputs).
-bool is_temp(const std::string& name) { return name.rfind('_', 0) == 0; }
 
 std::string bindings_text(const Bindings& b) {
   if (b.empty()) return "outside any host loop";
@@ -156,7 +154,7 @@ class Host {
   interp::BufferData& buffer(UOp b) {
     const std::string& name = buffer_name(b);
     int64_t size = b->arg.tuple()->at(1).as<int64_t>();
-    interp::BufferMap& owner = is_temp(name) ? temps_ : buffers_;
+    interp::BufferMap& owner = is_temporary(name) ? temps_ : buffers_;
     auto it = owner.find(name);
     if (it == owner.end()) {
       interp::BufferData d{b->dtype, std::make_shared<interp::Storage>(b->dtype, size), nullptr};
@@ -288,7 +286,7 @@ class CheckLauncher : public Launcher {
 
   interp::BufferData& ref_buffer(UOp b) {
     const std::string& name = buffer_name(b);
-    interp::BufferMap& owner = is_temp(name) ? ref_temps_ : *ref_;
+    interp::BufferMap& owner = is_temporary(name) ? ref_temps_ : *ref_;
     auto it = owner.find(name);
     if (it == owner.end()) {  // never given data: uninitialized, tracked as poison
       int64_t n = b->arg.tuple()->at(1).as<int64_t>();
@@ -339,7 +337,7 @@ struct Program::Impl {
     for (const OutputSlot& o : outs) {
       const std::string& temp = buffer_name(o.buffer);
       auto it = buffers.find(o.name);
-      if (!is_temp(temp) || it == buffers.end() || declared.count(o.name)) continue;
+      if (!is_temporary(temp) || it == buffers.end() || declared.count(o.name)) continue;
       int64_t size = o.buffer->arg.tuple()->at(1).as<int64_t>();
       if (it->second.dtype != o.buffer->dtype || it->second.data->size != size)
         throw Error("output '" + o.name + "': the buffer given for it holds " + std::to_string(it->second.data->size) + " " + to_string(it->second.dtype) +
@@ -357,7 +355,7 @@ struct Program::Impl {
       v.dtype = o.buffer->dtype;
       v.view = interp::View::contiguous(o.shape);
       const interp::StoragePtr& live = host.buffer(o.buffer).data;
-      v.data = is_temp(buffer_name(o.buffer)) ? live : std::make_shared<interp::Storage>(*live);
+      v.data = is_temporary(buffer_name(o.buffer)) ? live : std::make_shared<interp::Storage>(*live);
       values.push_back({o.name, v});
     }
     return values;

@@ -58,5 +58,6 @@ std::vector<Command> fuzz_commands();   // fuzz
 std::vector<Command> explain_commands();  // explain (tools/cmd_explain.cpp)
 std::vector<Command> report_commands();   // report (tools/cmd_report.cpp)
 std::vector<Command> step_commands();   // step (tools/cmd_step.cpp)
+std::vector<Command> grad_commands();   // grad (tools/cmd_grad.cpp)
 
 }  // namespace ow::cli

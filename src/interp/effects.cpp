@@ -91,21 +91,23 @@ void Interpreter::run_after_deps(UOp u) {
 // ---------------- effects ----------------
 
 // Runs a node for its effects. A STORE or END runs at most once per iteration of the loops
-// around it (S5.4): two nodes that reach it in the same iteration run it once. (KERNELs of a
-// host schedule are exempt: equal launches are one node, and each listed launch runs.)
+// around it (S5.4): two nodes that reach it in the same iteration run it once. One node may be
+// reached at several depths (a store inside a loop and the same store outside it), so a run is
+// kept while its iterations are still under way, one per depth. (KERNELs of a host schedule
+// are exempt: equal launches are one node, and each listed launch runs.)
 void Interpreter::exec(UOp u) {
   if (u->op == Ops::STORE || u->op == Ops::END) {
     std::vector<uint64_t> key(iterations_.begin(), iterations_.end());
-    Run& r = runs_[u.get()];
-    if (r.valid && r.key == key) {
-      ctx_.merge(r.done);
-      return;
-    }
-    r = Run{};
+    std::vector<Run>& runs = effect_runs_[u.get()];
+    runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const Run& r) {  // iterations that ended never come back
+      return r.key.size() > key.size() || !std::equal(r.key.begin(), r.key.end(), key.begin());
+    }), runs.end());
+    for (const Run& r : runs)
+      if (r.key == key) return ctx_.merge(r.done);
     Clock start = ctx_.snapshot();
     if (u->op == Ops::END) run_end(u);
     else run_store(u);
-    runs_[u.get()] = Run{true, std::move(key), ctx_.record_since(start)};
+    effect_runs_[u.get()].push_back(Run{true, std::move(key), ctx_.record_since(start)});
     return;
   }
   if (is_value_kernel(u)) {  // a value: it runs again only when its bindings or inputs changed

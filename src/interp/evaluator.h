@@ -14,6 +14,7 @@
 #include "interp/interp.h"
 #include "interp/kernel_eval.h"
 #include "interp/memory.h"
+#include "uop/args.h"
 #include "uop/text.h"
 
 namespace ow::interp {
@@ -26,7 +27,6 @@ struct NodeError : Error {
 bool is_effect_op(Ops op);
 // The BUFFER a STORE/ASSIGN target is a view of (through movement ops and AFTER), or null.
 UOp base_buffer(UOp u);
-const std::string& buffer_name(UOp b);
 std::string shape_text(const std::vector<int64_t>& s);
 // A KERNEL that materializes a realized value into its own temporary (LOWERING.md).
 bool is_value_kernel(UOp u);
@@ -149,13 +149,15 @@ class Interpreter {
   UOp root_;
   const Options& opts_;
   Printed printed_;
+  BufferMap temps_;  // temporaries the caller did not give: this run's alone
   Memory mem_;  // before everything that holds a Clock
   Clock ctx_;   // what the point being evaluated is ordered after
   std::vector<std::pair<std::vector<size_t>, Clock>> pins_;  // parallel loops: reads of these slots see the clock
   std::vector<Clock> joins_;  // per node with forked sources: where its forks got to
   std::unordered_map<const UOpNode*, NodeInfo> info_;
   std::unordered_map<const UOpNode*, Memo> memo_;
-  std::unordered_map<const UOpNode*, Run> runs_;
+  std::unordered_map<const UOpNode*, Run> runs_;                       // AFTER, ASSIGN, value KERNEL
+  std::unordered_map<const UOpNode*, std::vector<Run>> effect_runs_;   // STORE, END: one per depth
   std::unordered_map<const UOpNode*, BufferState> buffers_;
   std::unordered_map<const UOpNode*, std::unique_ptr<Kernel>> kernels_;  // compiled once per KERNEL node
   std::unordered_map<const UOpNode*, std::vector<size_t>> written_in_;   // END -> slots its body writes

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "interp/dispatch.h"
+#include "grad/gradient.h"
 #include "interp/evaluator.h"
+#include "uop/args.h"
 #include "uop/shape.h"
 #include "uop/verify.h"
 
@@ -30,7 +32,6 @@ UOp base_buffer(UOp u) {
   }
 }
 
-const std::string& buffer_name(UOp b) { return b->arg.tuple()->at(0).as<std::string>(); }
 
 bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag.is<std::string>() && u->tag.as<std::string>() == "axis"; }
 
@@ -91,7 +92,8 @@ void Interpreter::bind_buffers(BufferMap& buffers) {
     if (!given) {  // never given data: uninitialized memory, tracked as poison
       BufferData d{u->dtype, std::make_shared<Storage>(u->dtype, size), std::make_shared<Storage>(dtypes::bool_, size)};
       std::fill(d.poison->as<uint8_t>(), d.poison->as<uint8_t>() + size, uint8_t{1});
-      it = buffers.emplace(name, d).first;
+      BufferMap& owner = is_temporary(name) ? temps_ : buffers;  // a temporary is this run's alone
+      it = owner.try_emplace(name, d).first;
     }
     BufferData& d = it->second;
     if (d.dtype != u->dtype) throw Error("buffer '" + name + "' holds " + to_string(d.dtype) + " data but the graph declares it " + to_string(u->dtype) + " (at " + describe(u) + ")");
@@ -570,6 +572,7 @@ Value Interpreter::bufferize(UOp u) {
 // ---------------- entry point ----------------
 
 std::vector<Output> run(UOp root, BufferMap& buffers, const Options& opts) {
+  if (grad::has_gradient(root)) root = grad::expand(root);  // a GRADIENT means the graph computing it (S9)
   Interpreter in(root, buffers, opts);
   return in.outputs();
 }

@@ -96,14 +96,6 @@ UOp make_index(UOp x, std::vector<UOp> idx, UOp gate) {
 
 bool is_store_value(UOp u) { return u->op == Ops::BUFFERIZE && u->tag.is<std::string>() && u->tag.as<std::string>() == "store"; }
 
-UOp reduce_identity(Ops op, DType dt) {
-  if (op == Ops::ADD) return UOp::cnst(dt, 0);
-  if (op == Ops::MUL) return UOp::cnst(dt, 1);
-  if (dt.is_float()) return UOp::cnst(dt, -std::numeric_limits<double>::infinity());
-  if (dt.is_bool()) return UOp::cnst(dt, 0);
-  return UOp::int_const(dt, dt.itemsize() == 4 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min());
-}
-
 UOp base_buffer(UOp t) {
   while (is_movement(t->op) || t->op == Ops::AFTER) t = t->src[0];
   return t->op == Ops::BUFFER ? t : UOp();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "uop/scan_form.h"  // reduce_identity
 #include "uop/uop.h"
 
 namespace ow::lower {
@@ -40,8 +41,6 @@ UOp base_buffer(UOp view);
 // The BUFFERIZE a STORE writes through (tagged "store"), as opposed to a realized value.
 bool is_store_value(UOp u);
 
-// The fold identity of a reduce op (SEMANTICS S3): 0, 1, or the lowest value for MAX.
-UOp reduce_identity(Ops op, DType dt);
 
 // `root` with each range in `map` replaced by its value (an index expression), except inside
 // the nodes that close such a range (BUFFERIZE, REDUCE, END): those stay as they are, so a

@@ -7,6 +7,7 @@ UOp Context::fresh_range(UOp extent, AxisType axis) { return UOp::range(extent, 
 
 const std::vector<Pass>& passes() {
   static const std::vector<Pass> list{
+      {"gradient", "GRADIENT nodes become the graphs that compute them (reverse mode, through effects)", gradient},
       {"cleanup", "drop forward identities (DETACH, REDUCE_BACKWARD, ...), fold reshape chains, simplify", cleanup},
       {"empty", "tensors without elements become zeros, reductions over nothing their identity, empty loops nothing", empty},
       {"scans", "REDUCE over OUTER ranges and assign scans become sequential loops over buffers", scans},

@@ -31,7 +31,7 @@ struct Pass {
   std::function<UOp(UOp, Context&)> run;
 };
 
-// The pipeline, in order: cleanup, empty, scans, realize, rangeify, kernelize, schedule.
+// The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule.
 const std::vector<Pass>& passes();
 
 // The message of an error for a graph the compiled path does not handle yet (tools such as
@@ -43,6 +43,7 @@ UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each = {}
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each = {});
 
 // The passes themselves (one file each).
+UOp gradient(UOp root, Context& ctx);
 UOp cleanup(UOp root, Context& ctx);
 UOp empty(UOp root, Context& ctx);
 UOp scans(UOp root, Context& ctx);

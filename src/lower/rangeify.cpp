@@ -193,7 +193,7 @@ Rule push_rule(const std::string& name, std::vector<Ops> ops, Push push) {
 
 std::vector<Ops> elementwise_ops() {
   std::vector<Ops> ops;
-  for (int i = 0; i <= static_cast<int>(Ops::REDUCE_BACKWARD); ++i)
+  for (size_t i = 0; i < kNumOps; ++i)
     if (is_elementwise(static_cast<Ops>(i))) ops.push_back(static_cast<Ops>(i));
   return ops;
 }

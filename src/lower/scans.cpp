@@ -16,6 +16,7 @@
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "uop/scan_form.h"
 #include "uop/error.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
@@ -64,45 +65,6 @@ UOp shrink(UOp x, const std::vector<std::pair<UOp, UOp>>& box) {
     src.push_back(e);
   }
   return UOp::make(Ops::SHRINK, x->dtype, src);
-}
-
-// Where the PAD places its source: (begin, end) per axis.
-std::vector<std::pair<UOp, UOp>> pad_box(UOp pad) {
-  std::vector<UOp> inner = dims_of(pad->src[0]);
-  std::vector<std::pair<UOp, UOp>> box;
-  for (size_t i = 0; i < inner.size(); ++i) box.push_back({pad->src[1 + 2 * i], simplify(pad->src[1 + 2 * i] + dim_extent(inner[i]))});
-  return box;
-}
-
-UOp ones_like(UOp x) { return broadcast(UOp::cnst(dtypes::bool_, 1), dims_of(x)); }
-
-// The footprint of a contribution (S6.1: its elements that are not a PAD's fill), as a bool
-// tensor; null when every element is real data. Mirrors the interpreter's footprint masks.
-UOp footprint(UOp x, std::map<const UOpNode*, UOp>& memo) {
-  if (auto it = memo.find(x.get()); it != memo.end()) return it->second;
-  UOp fp;
-  if (x->op == Ops::PAD) {
-    UOp inner = footprint(x->src[0], memo);
-    std::vector<UOp> src = x->src;
-    src[0] = inner ? inner : ones_like(x->src[0]);
-    fp = UOp::make(Ops::PAD, dtypes::bool_, src);
-  } else if (is_movement(x->op) || x->op == Ops::CAST || x->op == Ops::CONTIGUOUS || x->op == Ops::AFTER) {
-    if (UOp inner = footprint(x->src[0], memo)) {
-      std::vector<UOp> src = x->src;
-      src[0] = inner;
-      fp = x->op == Ops::CAST || x->op == Ops::CONTIGUOUS || x->op == Ops::AFTER ? inner : UOp::make(x->op, dtypes::bool_, src, x->arg);
-    }
-  } else if (is_alu(x->op)) {
-    bool all = true;
-    for (UOp s : x->src) {
-      if (!is_shaped(s)) continue;
-      UOp f = footprint(s, memo);
-      if (!f) all = false;
-      else fp = fp ? UOp::make(Ops::OR, dtypes::bool_, {fp, f}) : f;
-    }
-    if (!all) fp = UOp();
-  }
-  return memo[x.get()] = fp;
 }
 
 struct Fold {
@@ -446,22 +408,9 @@ UOp assign_scan(const Match& m) {
   Context& ctx = m.context<Context>();
   Fold f = fold_of(red);
   f.x = name_loop_ranges(f.x, f.ranges, {base_buffer(target).get()});
-  UOp acc = scratch(ctx, "acc", red->dtype, target);
-  std::map<const UOpNode*, UOp> memo;
-  UOp init = acc.store(reduce_identity(f.op, red->dtype)), body;
-  if (f.boxed && !footprint(f.x->src[0], memo)) {
-    auto box = pad_box(f.x);
-    UOp abox = shrink(acc, box);
-    body = group({abox.store(fold(f.op, abox, f.x->src[0])), shrink(target, box).store(abox)});
-  } else {
-    UOp written = scratch(ctx, "w", dtypes::bool_, target);
-    UOp fp = footprint(f.x, memo);
-    UOp now = fp ? UOp::make(Ops::OR, dtypes::bool_, {written, fp}) : UOp::cnst(dtypes::bool_, 1);
-    init = group({init, written.store(UOp::cnst(dtypes::bool_, 0))});
-    body = group({acc.store(fold(f.op, acc, f.x)), written.store(now), target.store(written.where(acc, target))});
-  }
-  std::vector<UOp> all = steps(init, f, body);
-  all.push_back(target.store(acc));
+  ScanForm form = assign_scan_form(target, f.op, f.x, [&](const std::string& prefix, DType dt) { return scratch(ctx, prefix, dt, target); });
+  std::vector<UOp> all = steps(form.init, f, form.body);
+  all.push_back(form.finish);
   return target.after({group(all)});
 }
 

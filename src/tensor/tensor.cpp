@@ -522,29 +522,28 @@ bool Tensor::requires_grad_enabled() const { return s_->requires_grad; }
 std::optional<Tensor> Tensor::grad() const { return s_->grad; }
 void Tensor::set_grad(std::optional<Tensor> g) { s_->grad = std::move(g); }
 
+// As in tinygrad, the gradient of every tensor that requires grad and that the loss reaches;
+// each is a GRADIENT node (SEMANTICS S9), expanded when it is realized, so it differentiates the
+// whole graph it is realized in, effects included.
 void Tensor::backward() {
   for (UOp d : shape())
     if (!is_one(d)) throw Error("backward() needs a tensor with one element, got shape " + render_shape(shape()));
   std::unordered_set<const UOpNode*> in_graph;
   for (UOp n : toposort(uop())) in_graph.insert(n.get());
-  std::vector<std::shared_ptr<State>> targets;
   auto& reg = grad_registry();
   reg.erase(std::remove_if(reg.begin(), reg.end(), [](const std::weak_ptr<void>& w) { return w.expired(); }), reg.end());
   for (auto& w : reg) {
     auto st = std::static_pointer_cast<State>(w.lock());
-    if (st->requires_grad && in_graph.count(st->uop.get())) targets.push_back(st);
+    if (!st->requires_grad || !in_graph.count(st->uop.get())) continue;
+    Tensor g(UOp::make(Ops::GRADIENT, st->uop->dtype, {uop(), st->uop}));
+    st->grad = st->grad ? *st->grad + g : g;
   }
-  std::vector<UOp> target_uops;
-  for (auto& t : targets) target_uops.push_back(t->uop);
-  Dims ones;
-  for (UOp d : shape()) ones.push_back(d);
-  UOp seed = Tensor::full(ones, 1.0, dtype()).uop();
-  std::vector<UOp> grads = compute_gradient(uop(), seed, target_uops);
-  for (size_t i = 0; i < targets.size(); ++i) {
-    if (!grads[i]) continue;
-    Tensor g(grads[i]);
-    targets[i]->grad = targets[i]->grad ? *targets[i]->grad + g : g;
-  }
+}
+
+std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets) const {
+  std::vector<Tensor> out;
+  for (const Tensor& t : targets) out.push_back(Tensor(UOp::make(Ops::GRADIENT, t.dtype(), {uop(), t.uop()})));
+  return out;
 }
 
 // ---------------- results ----------------

@@ -124,6 +124,9 @@ class Tensor {
   Tensor& requires_grad(bool on = true);
   bool requires_grad_enabled() const;
   void backward();
+  // d(sum of this tensor's elements)/d each target, like tinygrad's Tensor.gradient: GRADIENT
+  // nodes of the targets' shapes (zeros where this tensor does not depend on a target).
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets) const;
   std::optional<Tensor> grad() const;
   void set_grad(std::optional<Tensor> g);
 
@@ -155,10 +158,6 @@ interp::BufferMap& buffer_store();
 // on every backend by installing one here. A null evaluator restores the interpreter.
 using Evaluator = std::function<std::vector<interp::Output>(UOp graph, interp::BufferMap& buffers)>;
 void set_evaluator(Evaluator e);
-
-// Gradients of root with respect to each target (DESIGN §3.3: true derivatives; a contribution
-// that carries a range its target does not depend on is summed over that range).
-std::vector<UOp> compute_gradient(UOp root, UOp root_grad, const std::vector<UOp>& targets);
 
 namespace nn {
 struct Linear {

@@ -1,5 +1,6 @@
 // The vocabulary of the IR: operations, axis types and op groups.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -30,13 +31,19 @@ namespace ow {
   /* movement */                                                                          \
   X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)                                \
   /* reductions */                                                                        \
-  X(REDUCE_AXIS) X(REDUCE) X(REDUCE_BACKWARD)
+  X(REDUCE_AXIS) X(REDUCE) X(REDUCE_BACKWARD)                                             \
+  /* autodiff: GRADIENT(loss, x) is d(sum loss)/dx, expanded before anything else */      \
+  X(GRADIENT)
 
 enum class Ops : uint8_t {
 #define OW_ENUM(name) name,
   OW_OPS(OW_ENUM)
 #undef OW_ENUM
 };
+
+#define OW_COUNT(name) +1
+inline constexpr size_t kNumOps = 0 OW_OPS(OW_COUNT);  // every op is below this
+#undef OW_COUNT
 
 std::string_view op_name(Ops op);
 std::optional<Ops> op_from_name(std::string_view name);

@@ -142,7 +142,7 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
 }
 
 void PatternMatcher::index() {
-  size_t n_ops = static_cast<size_t>(Ops::REDUCE_BACKWARD) + 1;
+  size_t n_ops = kNumOps;
   by_op_.assign(n_ops, {});
   for (size_t i = 0; i < rules_.size(); ++i) {
     const auto& ops = rules_[i].pat.root_ops();

@@ -187,6 +187,8 @@ ShapeInfo infer_shape(const UOpNode& n) {
       ShapeInfo s = elementwise(n, 0, 2);
       return s.kind == Kind::Invalid ? s : of(n.src[0]);
     }
+    case Ops::GRADIENT:  // shaped like the variable
+      return n.src.size() == 2 ? of(n.src[1]) : invalid("GRADIENT takes (loss, x)");
     case Ops::RESHAPE: case Ops::EXPAND: case Ops::PAD: case Ops::SHRINK: case Ops::PERMUTE:
     case Ops::FLIP: case Ops::REDUCE_AXIS:
       return n.src.empty() ? invalid("missing source") : movement(n);

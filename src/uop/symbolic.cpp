@@ -214,7 +214,7 @@ UOp linear_form(const Match& m) {
 
 std::vector<Ops> alu_ops() {
   std::vector<Ops> ops;
-  for (int i = 0; i <= static_cast<int>(Ops::REDUCE_BACKWARD); ++i)
+  for (size_t i = 0; i < kNumOps; ++i)
     if (is_alu(static_cast<Ops>(i))) ops.push_back(static_cast<Ops>(i));
   return ops;
 }

@@ -249,6 +249,13 @@ Check check_node(UOp u) {
       return std::nullopt;
     case Ops::STORE: case Ops::ASSIGN: case Ops::LOAD: case Ops::INDEX: case Ops::END: case Ops::AFTER:
       return check_effect(u);
+    case Ops::GRADIENT:
+      if (auto e = count(u, 2, 2)) return e;
+      if (u->src[0]->dtype.is_void() || !u->src[0]->dtype.is_float())
+        return fail("gradient.loss", "GRADIENT's loss must be a float value, got " + dt(u->src[0]->dtype));
+      if (!u->src[1]->dtype.is_float()) return fail("gradient.x", "GRADIENT is taken with respect to a float value, got " + dt(u->src[1]->dtype));
+      if (u->dtype != u->src[1]->dtype) return fail("dtype", "GRADIENT must have its variable's dtype " + dt(u->src[1]->dtype) + ", got " + dt(u->dtype));
+      return std::nullopt;
     case Ops::BUFFERIZE:
       if (auto e = count(u, 1, SIZE_MAX)) return e;
       for (size_t i = 1; i < u->src.size(); ++i)

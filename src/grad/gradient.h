@@ -1,0 +1,34 @@
+// Gradients as graph transformations (reference/SEMANTICS.md S9). GRADIENT(loss, x) is
+// d(sum of the elements of loss)/dx; expand() replaces every GRADIENT node by the graph that
+// computes it, so the interpreter and every backend define gradients the same way.
+//
+//   rules.cpp    reverse mode over values: one rule per op, ranges summed out (S9.2)
+//   program.cpp  the effects a loss depends on, as a tree of statements (stores, loops, sequences)
+//   reverse.cpp  reverse mode through those effects: the forward saves what each store overwrites
+//                (a tape, O(iterations x region)), the backward runs every loop in reverse on
+//                working copies, carrying the adjoint of each buffer (S9.3)
+//   expand.cpp   GRADIENT nodes, innermost first, those of one loss together
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace ow::grad {
+
+// Reverse mode over values: the adjoint of each leaf (null where root does not depend on it),
+// given root_grad, the adjoint of root. Leaves are not looked through, nor nodes `stop` accepts.
+// A contribution carrying a range that its source does not depend on is summed over it, unless
+// root itself depends on that range (then the gradient is one per binding of it).
+std::vector<UOp> reverse(UOp root, UOp root_grad, const std::vector<UOp>& leaves, const std::function<bool(UOp)>& stop = {});
+
+bool has_gradient(UOp root);
+
+// Every GRADIENT node replaced by the graph computing it. The forward effects a gradient
+// differentiates through are replaced too, by the same effects that also save what they
+// overwrite, so the graph still runs each effect once. Throws ow::Error naming the node for a
+// graph whose gradient is not supported (never a wrong gradient).
+UOp expand(UOp root);
+
+}  // namespace ow::grad

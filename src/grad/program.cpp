@@ -1,0 +1,203 @@
+// The effects a value depends on, parsed into statements (program.h).
+#include "grad/program.h"
+
+#include <algorithm>
+
+#include "uop/error.h"
+#include "uop/pattern.h"
+#include "uop/scan_form.h"
+#include "uop/shape.h"
+#include "uop/text.h"
+#include "uop/verify.h"
+
+namespace ow::grad {
+
+// ---------------- names ----------------
+
+Namer::Namer(UOp root) {
+  int64_t deepest = 0;
+  for (UOp u : toposort(root)) {
+    if (u->op == Ops::BUFFER) used_.insert(u->arg.tuple()->at(0).as<std::string>());
+    if (u->op == Ops::RANGE)
+      for (const Arg& a : *u->arg.tuple())
+        if (a.is<int64_t>()) deepest = std::max(deepest, std::abs(a.as<int64_t>()));
+  }
+  next_range_ = -(deepest + 1000);  // printed m<n>, far from the graph's own and from lowering's (1000, 1001, ...)
+}
+
+UOp Namer::buffer(const std::string& prefix, DType dt, int64_t size) {
+  std::string name;
+  do name = "_" + prefix + std::to_string(next_buffer_++);
+  while (!used_.insert(name).second);
+  return UOp::make(Ops::BUFFER, dt, {}, Arg(ArgTuple{Arg(name), Arg(size)}));
+}
+
+UOp Namer::range(UOp extent) { return UOp::range(extent, next_range_--, AxisType::OUTER); }
+
+// ---------------- reads and effects ----------------
+
+bool is_effect(UOp u) { return u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::GROUP || u->op == Ops::ASSIGN; }
+
+UOp base_of(UOp v) {
+  while (is_movement(v->op) || v->op == Ops::AFTER) v = v->src[0];
+  return v->op == Ops::BUFFER ? v : UOp();
+}
+
+bool is_read(UOp u) {
+  for (; u->op != Ops::BUFFER; u = u->src[0])
+    if (u->op != Ops::RESHAPE && u->op != Ops::PERMUTE && u->op != Ops::SHRINK && u->op != Ops::FLIP && u->op != Ops::AFTER) return false;
+  return true;
+}
+
+bool is_writable_read(UOp u) {
+  for (; u->op != Ops::BUFFER; u = u->src[0]) {
+    if (u->op == Ops::RESHAPE && (u->src[0]->op == Ops::BUFFER || (u->src[0]->op == Ops::AFTER && base_of(u->src[0]) && is_read(u->src[0])))) continue;  // of the whole buffer: contiguous
+    if (u->op != Ops::PERMUTE && u->op != Ops::SHRINK && u->op != Ops::FLIP && u->op != Ops::AFTER) return false;
+  }
+  return true;
+}
+
+void for_each_store(const std::vector<Stmt>& stmts, const std::function<void(const Stmt&, const std::vector<const Stmt*>&)>& f) {
+  std::vector<const Stmt*> loops;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (s.kind == Stmt::Kind::Store) return f(s, loops);
+    if (s.kind == Stmt::Kind::Loop) loops.push_back(&s);
+    for (const Stmt& b : s.body) walk(b);
+    if (s.kind == Stmt::Kind::Loop) loops.pop_back();
+  };
+  for (const Stmt& s : stmts) walk(s);
+}
+
+// ---------------- parsing ----------------
+
+namespace {
+
+[[noreturn]] void refuse(UOp at, const std::string& why) {
+  throw Error("gradient: " + why + " (at " + number_graph(at).line(at) + ")");
+}
+
+UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
+
+UOp outer_twin(UOp r) {
+  if (range_axis(r) == AxisType::OUTER) return r;
+  ArgTuple t = *r->arg.tuple();
+  t.back() = Arg(AxisType::OUTER);
+  return r.with_arg(Arg(t));
+}
+
+class Parser {
+ public:
+  Parser(const std::vector<UOp>& before, Namer& names) : names_(names) {
+    for (UOp b : before)
+      for (UOp u : toposort(b))
+        if (is_effect(u)) fixed_.insert(u.get());
+  }
+
+  Program run(UOp value) {
+    deps_of(value, {}, {});
+    return Program{std::move(out_), std::move(replace_)};
+  }
+
+ private:
+  Namer& names_;
+  std::set<const UOpNode*> fixed_, seen_;
+  std::vector<Stmt> out_;
+  std::vector<std::pair<UOp, UOp>> replace_;
+
+  // The statements x depends on, added before whoever asks. `nested`: statements of the bodies
+  // being parsed (they are not dependencies but parts); `loops`: their ranges.
+  void deps_of(UOp x, const std::set<const UOpNode*>& nested, const std::vector<UOp>& loops) {
+    for (UOp n : toposort(x)) {
+      std::vector<UOp> found;
+      if (n->op == Ops::AFTER)
+        for (size_t i = 1; i < n->src.size(); ++i)
+          if (is_effect(n->src[i]) && !nested.count(n->src[i].get())) found.push_back(n->src[i]);
+      if (n->op == Ops::ASSIGN && !nested.count(n.get())) found.push_back(n);
+      if (found.empty()) continue;
+      std::vector<UOp> free = free_ranges(n);
+      for (UOp r : loops)
+        if (std::find(free.begin(), free.end(), r) != free.end())
+          refuse(n, "an effect run in every iteration of a loop by a node inside the loop's values is not differentiated");
+      for (UOp e : found) add(e, nested);
+    }
+  }
+
+  void add(UOp e, const std::set<const UOpNode*>& nested) {
+    if (fixed_.count(e.get()) || !seen_.insert(e.get()).second) return;
+    if (e->op == Ops::ASSIGN) e = explicit_assign(e);
+    std::set<const UOpNode*> mine = nested;
+    std::vector<UOp> loops;
+    structure(e, mine, loops);
+    deps_of(e, mine, loops);
+    out_.push_back(parse(e));
+  }
+
+  // The statements an effect is made of (not those its values depend on), and its loops' ranges.
+  void structure(UOp e, std::set<const UOpNode*>& parts, std::vector<UOp>& loops) {
+    parts.insert(e.get());
+    if (e->op == Ops::END) loops.insert(loops.end(), e->src.begin() + 1, e->src.end());
+    if (e->op == Ops::END) structure(e->src[0], parts, loops);
+    if (e->op == Ops::GROUP)
+      for (UOp m : e->src) structure(m, parts, loops);
+  }
+
+  Stmt parse(UOp e) {
+    switch (e->op) {
+      case Ops::STORE: return Stmt{Stmt::Kind::Store, e, e->src[0], e->src[1], {}, true, {}};
+      case Ops::GROUP: {
+        Stmt s{Stmt::Kind::Seq, e, {}, {}, {}, true, {}};
+        for (UOp m : e->src) s.body.push_back(parse(m));
+        return s;
+      }
+      case Ops::END: {
+        Stmt s{Stmt::Kind::Loop, e, {}, {}, {e->src.begin() + 1, e->src.end()}, true, {}};
+        s.sequential = std::all_of(s.ranges.begin(), s.ranges.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
+        s.body.push_back(parse(e->src[0]));
+        return s;
+      }
+      default: refuse(e, std::string("no gradient through a ") + std::string(op_name(e->op)) + " effect");
+    }
+  }
+
+  // An ASSIGN is a store of its value; an assign scan, its explicit loop (S6.1). The ASSIGN is
+  // replaced in the graph by AFTER(target, those effects), which means the same.
+  UOp explicit_assign(UOp a) {
+    UOp target = a->src[0], value = a->src[1];
+    bool scan = value->op == Ops::REDUCE && std::any_of(value->src.begin() + 1, value->src.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
+    UOp effects;
+    if (!scan) {
+      effects = target.store(value);
+    } else {
+      std::vector<std::pair<UOp, UOp>> twins;
+      std::vector<UOp> ranges;
+      for (size_t i = 1; i < value->src.size(); ++i) {
+        ranges.push_back(outer_twin(value->src[i]));
+        if (ranges.back() != value->src[i]) twins.push_back({value->src[i], ranges.back()});
+      }
+      UOp x = twins.empty() ? value->src[0] : substitute(value->src[0], twins);
+      auto static_dims_of = [&](UOp like) {
+        auto d = like->shape.kind == ShapeInfo::Kind::Shaped ? static_dims(like->shape.dims) : std::nullopt;
+        if (!d) refuse(a, "an assign scan of a symbolic or unshaped target");
+        return *d;
+      };
+      ScanForm f = assign_scan_form(target, value->arg.as<Ops>(), x, [&](const std::string& prefix, DType dt) {
+        std::vector<int64_t> d = static_dims_of(target);
+        int64_t n = 1;
+        std::vector<UOp> src{UOp()};
+        for (int64_t k : d) n *= k, src.push_back(UOp::index(k));
+        src[0] = names_.buffer(prefix, dt, n);
+        return UOp::make(Ops::RESHAPE, dt, src);
+      });
+      effects = group({f.init, f.body.end(ranges), f.finish});
+    }
+    replace_.push_back({a, target.after({effects})});
+    seen_.insert(effects.get());
+    return effects;
+  }
+};
+
+}  // namespace
+
+Program program_of(UOp value, const std::vector<UOp>& before, Namer& names) { return Parser(before, names).run(value); }
+
+}  // namespace ow::grad

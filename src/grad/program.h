@@ -1,0 +1,59 @@
+// The effects a value depends on, as a program of statements (internal to src/grad).
+#pragma once
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace ow::grad {
+
+// Fresh names for the buffers and ranges a transformation adds, unused in the graph it starts from.
+class Namer {
+ public:
+  explicit Namer(UOp root);
+  UOp buffer(const std::string& prefix, DType dt, int64_t size);
+  UOp range(UOp extent);  // an OUTER range
+ private:
+  std::set<std::string> used_;
+  int next_buffer_ = 0;
+  int64_t next_range_;
+};
+
+struct Stmt {
+  enum class Kind { Store, Loop, Seq } kind;
+  UOp node;                 // the effect node in the graph (STORE, END, GROUP, ASSIGN)
+  UOp target, value;        // Store: where and what
+  std::vector<UOp> ranges;  // Loop
+  bool sequential = true;   // Loop: OUTER (each iteration after the previous) or a parallel map
+  std::vector<Stmt> body;   // Loop, Seq
+};
+
+// The statements a value depends on (through AFTER dependencies and ASSIGNs, transitively), in
+// execution order, leaving out those that `before` depends on (they are fixed: the variable of a
+// gradient is what it reads after them). ASSIGNs become stores, assign scans their explicit form
+// (uop/scan_form.h): `replace` collects each such ASSIGN with the node that replaces it.
+// Throws ow::Error for effects reverse mode cannot follow.
+struct Program {
+  std::vector<Stmt> stmts;
+  std::vector<std::pair<UOp, UOp>> replace;
+};
+Program program_of(UOp value, const std::vector<UOp>& before, Namer& names);
+
+// The BUFFER a view (movement ops and AFTERs) reads, or null.
+UOp base_of(UOp view);
+// Is `u` a read: a chain of RESHAPE/PERMUTE/SHRINK/FLIP/AFTER over a BUFFER?
+bool is_read(UOp u);
+bool is_effect(UOp u);  // STORE, END, GROUP, ASSIGN
+// ... and one that can be written through as well (a RESHAPE only of the whole buffer).
+bool is_writable_read(UOp u);
+
+// The gradients of `targets` (reverse.cpp); `replace` receives what replaces what in the graph
+// so the forward saves what reverse mode needs.
+std::vector<UOp> gradients_of(UOp loss, const std::vector<UOp>& targets, Namer& names, std::vector<std::pair<UOp, UOp>>& replace);
+
+// Every store of a statement tree, with the loops around it (outermost first).
+void for_each_store(const std::vector<Stmt>& stmts, const std::function<void(const Stmt&, const std::vector<const Stmt*>&)>& f);
+
+}  // namespace ow::grad

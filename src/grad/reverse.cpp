@@ -1,0 +1,355 @@
+// Reverse mode through effects (SEMANTICS S9.3): backpropagation through time over buffers.
+//
+// Forward, every store of the program also saves what it overwrites (its tape: one slot per
+// iteration of the loops around it, so O(iterations x region) memory). Backward, on working
+// copies of the written buffers (the graph's own buffers keep the forward's results), the
+// program runs in reverse carrying the adjoint gB of every buffer's contents:
+//   the loss: its reads add their adjoints into gB (through their views);
+//   a store T = v, last first: gv = gB[T]; gB[T] = 0; T = its tape slot (the working copy is
+//     back to just before the store); v's reads add their adjoints, from gv, into gB;
+//   an OUTER loop: its body for the iterations last to first (a loop over j, r = n-1-j);
+//   a parallel loop: every iteration read the state at its start, so all its stores are undone
+//     first, and the reads' adjoints gather apart and join gB after the loop (snapshot rule).
+// gB at the end is the adjoint of the contents before the program: a BUFFER target's gradient.
+#include <algorithm>
+#include <map>
+
+#include "grad/build.h"
+#include "grad/gradient.h"
+#include "grad/program.h"
+#include "uop/error.h"
+#include "uop/pattern.h"
+#include "uop/shape.h"
+#include "uop/symbolic.h"
+#include "uop/text.h"
+#include "uop/verify.h"
+
+namespace ow::grad {
+
+namespace {
+
+UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
+
+int64_t size_of(UOp buffer) { return buffer->arg.tuple()->at(1).as<int64_t>(); }
+
+std::vector<UOp> static_dims(UOp x, const char* what) {
+  auto d = shaped(x) ? ow::static_dims(dims_of(x)) : std::nullopt;
+  if (!d) throw Error(std::string("gradient: ") + what + " has a symbolic or no shape (at " + number_graph(x).line(x) + ")");
+  std::vector<UOp> out;
+  for (int64_t k : *d) out.push_back(UOp::index(k));
+  return out;
+}
+
+int64_t numel(const std::vector<UOp>& dims) {
+  int64_t n = 1;
+  for (UOp d : dims) n *= static_cast<int64_t>(d.const_value());
+  return n;
+}
+
+class Backward {
+ public:
+  Backward(UOp loss, const std::vector<UOp>& targets, Namer& names) : loss_(loss), targets_(targets), names_(names) {}
+
+  // The gradients of the targets (the adjoint of their values), and what replaces what in the
+  // forward graph so it saves its tapes.
+  std::vector<UOp> run(std::vector<std::pair<UOp, UOp>>& replace) {
+    prog_ = program_of(loss_, targets_, names_);
+    if (prog_.stmts.empty()) return pure();
+    prepare();
+    for (auto& [assign, effects] : prog_.replace) replace.push_back({assign, augmented(effects)});
+    replace.insert(replace.end(), augmented_.begin(), augmented_.end());
+    seed();
+    for (auto it = prog_.stmts.rbegin(); it != prog_.stmts.rend(); ++it) reverse_stmt(*it);
+    return results();
+  }
+
+ private:
+  UOp loss_;
+  std::vector<UOp> targets_;
+  Namer& names_;
+  Program prog_;
+  std::map<const UOpNode*, UOp> adj_;   // buffer -> its adjoint buffer
+  std::map<const UOpNode*, UOp> work_;  // written buffer -> its working copy
+  std::map<const UOpNode*, UOp> gx_;    // intermediate target -> its adjoint buffer
+  struct Tape {
+    UOp buffer;
+    std::vector<UOp> extents, ranges, dims;  // the loops around the store, and the region's shape
+  };
+  std::map<const UOpNode*, Tape> tapes_;  // store -> what it overwrote
+  std::vector<std::pair<UOp, UOp>> augmented_;
+  std::vector<std::vector<UOp>> seq_{{}};                 // the backward steps being emitted
+  std::vector<std::pair<UOp, UOp>> reversed_;             // forward range -> its index in the backward
+  std::map<const UOpNode*, UOp> gather_;                  // inside a parallel loop: adjoint buffer -> where reads gather
+
+  void emit(UOp step) { seq_.back().push_back(step); }
+
+  // ---- no effects after the variable: plain reverse mode ----
+  std::vector<UOp> pure() {
+    std::vector<UOp> leaves;
+    for (UOp t : targets_) leaves.push_back(leaf_of(t));
+    std::vector<UOp> g = reverse(loss_, ones_like(loss_), leaves);
+    std::vector<UOp> out;
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      UOp t = targets_[i];
+      out.push_back(g[i] ? cast(leaf_of(t) == t ? g[i] : substitute(t, {{leaf_of(t), g[i]}}), t->dtype) : zeros_like(t));
+    }
+    return out;
+  }
+
+  // A target that reads a buffer stands for the contents it reads: its gradient gathers every
+  // read of them, so the leaf is the bottom of its view (the BUFFER, or the AFTER that names
+  // the version). Any other target is a value of the graph, its own leaf.
+  static UOp leaf_of(UOp t) {
+    UOp v = t;
+    while (v->op == Ops::RESHAPE || v->op == Ops::PERMUTE || v->op == Ops::SHRINK || v->op == Ops::FLIP) v = v->src[0];
+    return v->op == Ops::BUFFER || (v->op == Ops::AFTER && is_read(v)) ? v : t;
+  }
+
+  static bool is_float_buffer(UOp b) { return b->dtype.is_float(); }
+  static bool is_read_target(UOp t) { return leaf_of(t) != t || t->op == Ops::BUFFER || (t->op == Ops::AFTER && is_read(t)); }
+
+  // ---- setup: adjoints, working copies, tapes ----
+  void prepare() {
+    std::set<const UOpNode*> read;  // buffers some value of the program (or the loss) reads
+    auto reads_in = [&](UOp x) {
+      for (UOp u : toposort(x))
+        if (u->op == Ops::BUFFER) read.insert(u.get());
+    };
+    reads_in(loss_);
+    for_each_store(prog_.stmts, [&](const Stmt& s, const auto&) {
+      reads_in(s.value);
+      for (UOp u = s.target; u->op != Ops::BUFFER; u = u->src[0])  // a target's own indices may read too
+        for (size_t i = 1; i < u->src.size(); ++i) reads_in(u->src[i]);
+    });
+    for_each_store(prog_.stmts, [&](const Stmt& s, const std::vector<const Stmt*>& loops) {
+      UOp b = base_of(s.target);
+      if (!b) throw Error("gradient: a store whose target is not a view of a buffer (at " + number_graph(s.node).line(s.node) + ")");
+      if (!work_.count(b.get()) && read.count(b.get())) work_[b.get()] = names_.buffer("gw", b->dtype, size_of(b));
+      if (!adj_.count(b.get()) && is_float_buffer(b)) adj_[b.get()] = names_.buffer("g", b->dtype, size_of(b));
+      if (read.count(b.get())) add_tape(s, loops);
+    });
+    for (UOp t : targets_) {
+      if (!is_read_target(t)) {
+        gx_[t.get()] = names_.buffer("gx", t->dtype, numel(static_dims(t, "a gradient's variable")));
+        continue;
+      }
+      UOp b = base_of(t);
+      if (!adj_.count(b.get())) adj_[b.get()] = names_.buffer("g", b->dtype, size_of(b));
+    }
+    for (auto& [b, g] : adj_) emit(view(g, {UOp::index(size_of(g))}).store(full({UOp::index(size_of(g))}, g->dtype, 0)));
+    for (auto& [t, g] : gx_) emit(view(g, {UOp::index(size_of(g))}).store(full({UOp::index(size_of(g))}, g->dtype, 0)));
+    std::vector<UOp> forward;
+    for (const Stmt& s : prog_.stmts) forward.push_back(augmented(s.node));
+    for (auto& [b, w] : work_) {
+      UOp buf(b);
+      UOp flat = UOp::index(size_of(w));
+      emit(view(w, {flat}).store(view(buf, {flat}).after(forward)));
+    }
+  }
+
+  UOp augmented(UOp node) { return augmented_.empty() ? node : substitute(node, augmented_); }
+
+  void add_tape(const Stmt& s, const std::vector<const Stmt*>& loops) {
+    Tape t;
+    for (const Stmt* l : loops)
+      for (UOp r : l->ranges) {
+        auto n = r->src[0]->op == Ops::CONST ? std::optional<int64_t>(static_cast<int64_t>(r->src[0].const_value())) : std::nullopt;
+        if (!n) throw Error("gradient: a loop of symbolic length " + range_name(r) + " (the tape needs its size)");
+        t.extents.push_back(UOp::index(*n));
+        t.ranges.push_back(r);
+      }
+    t.dims = static_dims(s.target, "a store's target");
+    t.buffer = names_.buffer("tape", s.target->dtype, numel(t.extents) * numel(t.dims));
+    UOp save = slot(t.buffer, t.extents, t.ranges, t.dims).store(s.target);
+    augmented_.push_back({s.node, group({save, s.node})});
+    tapes_[s.node.get()] = t;
+  }
+
+  // ---- the backward form of a forward value ----
+  // Reads drop their AFTERs (the backward steps are in order), written buffers read their working
+  // copies, forward loop ranges their reversed index, and REDUCE_BACKWARD is the identity (the
+  // reversed loop's iterations add up by themselves).
+  UOp bw(UOp x) {
+    std::map<const UOpNode*, UOp> m;
+    for (auto& [r, e] : reversed_) m[r.get()] = e;
+    for (auto& [b, w] : work_) m[b] = w;
+    for (UOp u : toposort(x)) {
+      if (m.count(u.get())) continue;
+      std::vector<UOp> src;
+      for (UOp s : u->src) src.push_back(m.at(s.get()));
+      // an ASSIGN's value is its target after the write: here, the target as the backward has it
+      if (u->op == Ops::AFTER || u->op == Ops::REDUCE_BACKWARD || u->op == Ops::ASSIGN) m[u.get()] = src[0];
+      else m[u.get()] = src == u->src ? u : u.replace_src(src);
+    }
+    return m.at(x.get());
+  }
+
+  // The forward buffer a backward read is of (through its working copy).
+  UOp forward_buffer(UOp b) {
+    for (auto& [f, w] : work_)
+      if (w == b) return UOp(f);
+    return b;
+  }
+
+  UOp rebase(UOp read, UOp to) { return substitute(read, {{base_of(read), to}}); }
+
+  // Backpropagates `seed` (the adjoint of value) into the adjoints of what value reads.
+  void backprop(UOp value, UOp seed) {
+    UOp v = bw(value);
+    std::vector<UOp> reads, leaves;
+    std::set<const UOpNode*> in_read;
+    for (UOp u : toposort(v))
+      if (is_writable_read(u) && adj_.count(forward_buffer(base_of(u)).get())) in_read.insert(u.get());
+    for (UOp u : toposort(v))
+      for (UOp s : u->src)
+        if (in_read.count(s.get()) && !in_read.count(u.get()) && std::find(reads.begin(), reads.end(), s) == reads.end()) reads.push_back(s);
+    if (in_read.count(v.get())) reads.push_back(v);
+    leaves = reads;
+    std::vector<UOp> inter;
+    for (auto& [t, g] : gx_) {
+      UOp tb = bw(UOp(t));
+      leaves.push_back(tb);
+      inter.push_back(UOp(t));
+    }
+    std::vector<UOp> g = reverse(v, seed, leaves);
+    for (size_t i = 0; i < reads.size(); ++i)
+      if (g[i]) scatter(reads[i], g[i]);
+    for (size_t i = 0; i < inter.size(); ++i)
+      if (UOp gi = g[reads.size() + i]) {
+        UOp acc = view(gx_.at(inter[i].get()), static_dims(inter[i], "a gradient's variable"));
+        emit(acc.store(add(acc, cast(gi, acc->dtype))));
+      }
+  }
+
+  // adjoint[view] += g, through the read's own view of its buffer.
+  void scatter(UOp read, UOp g) {
+    UOp gb = adj_.at(forward_buffer(base_of(read)).get());
+    if (auto it = gather_.find(gb.get()); it != gather_.end()) gb = it->second;
+    UOp place = rebase(read, gb);
+    emit(place.store(add(place, cast(g, place->dtype))));
+  }
+
+  // ---- the sweep ----
+  void seed() { backprop(loss_, ones_like(loss_)); }
+
+  void reverse_stmt(const Stmt& s) {
+    switch (s.kind) {
+      case Stmt::Kind::Store: return reverse_store(s);
+      case Stmt::Kind::Seq:
+        for (auto it = s.body.rbegin(); it != s.body.rend(); ++it) reverse_stmt(*it);
+        return;
+      case Stmt::Kind::Loop:
+        if (s.sequential) return reverse_loop(s);
+        return reverse_parallel(s);
+    }
+  }
+
+  void reverse_store(const Stmt& s) {
+    UOp b = base_of(s.target);
+    UOp t = bw(s.target);
+    UOp gv;
+    if (adj_.count(b.get())) {
+      std::vector<UOp> dims = static_dims(s.target, "a store's target");
+      UOp tmp = view(names_.buffer("gt", b->dtype, numel(dims)), dims);
+      UOp region = rebase(t, adj_.at(b.get()));
+      emit(tmp.store(region));
+      emit(region.store(zeros_like(region)));
+      gv = tmp;
+    }
+    restore(s);
+    if (gv) backprop(s.value, gv);
+  }
+
+  void restore(const Stmt& s) {
+    auto tp = tapes_.find(s.node.get());
+    if (tp == tapes_.end()) return;
+    const Tape& t = tp->second;
+    std::vector<UOp> at;
+    for (UOp r : t.ranges) at.push_back(bw(r));
+    emit(bw(s.target).store(slot(t.buffer, t.extents, at, t.dims)));
+  }
+
+  // The loop's iterations last to first: one fresh range per forward range, r = n - 1 - j.
+  std::vector<UOp> open_reversed(const Stmt& loop) {
+    std::vector<UOp> js;
+    for (UOp r : loop.ranges) {
+      UOp j = names_.range(r->src[0]);
+      js.push_back(j);
+      reversed_.push_back({r, simplify(r->src[0] - 1 - j)});
+    }
+    seq_.emplace_back();
+    return js;
+  }
+
+  void close_reversed(const Stmt& loop, const std::vector<UOp>& js) {
+    std::vector<UOp> body = std::move(seq_.back());
+    seq_.pop_back();
+    reversed_.resize(reversed_.size() - loop.ranges.size());
+    if (!body.empty()) emit(group(body).end(js));
+  }
+
+  void reverse_loop(const Stmt& loop) {
+    std::vector<UOp> js = open_reversed(loop);
+    for (const Stmt& b : loop.body) reverse_stmt(b);
+    close_reversed(loop, js);
+  }
+
+  // A parallel loop (S5.3): every iteration read the state at the loop's start. Undo all its
+  // stores first, then run the adjoints with the reads gathering apart, and join them after.
+  void reverse_parallel(const Stmt& loop) {
+    std::vector<const Stmt*> stores;
+    for_each_store(loop.body, [&](const Stmt& s, const auto&) { stores.push_back(&s); });
+    std::vector<UOp> js = open_reversed(loop);
+    for (auto it = stores.rbegin(); it != stores.rend(); ++it) restore(**it);
+    close_reversed(loop, js);
+    std::vector<std::pair<UOp, UOp>> joins;
+    for (const Stmt* s : stores) {
+      UOp b = base_of(s->target);
+      if (!adj_.count(b.get()) || gather_.count(adj_.at(b.get()).get())) continue;
+      UOp gb = adj_.at(b.get()), gs = names_.buffer("gs", gb->dtype, size_of(gb));
+      UOp flat = UOp::index(size_of(gb));
+      emit(view(gs, {flat}).store(full({flat}, gb->dtype, 0)));
+      gather_[gb.get()] = gs;
+      joins.push_back({gb, gs});
+    }
+    js = open_reversed(loop);
+    for (auto it = stores.rbegin(); it != stores.rend(); ++it) {
+      const Stmt& s = **it;
+      UOp b = base_of(s.target);
+      if (!adj_.count(b.get())) continue;
+      std::vector<UOp> dims = static_dims(s.target, "a store's target");
+      UOp tmp = view(names_.buffer("gt", b->dtype, numel(dims)), dims);
+      UOp region = rebase(bw(s.target), adj_.at(b.get()));
+      emit(tmp.store(region));
+      emit(region.store(zeros_like(region)));
+      backprop(s.value, tmp);
+    }
+    close_reversed(loop, js);
+    for (auto& [gb, gs] : joins) {
+      gather_.erase(gb.get());
+      UOp flat = UOp::index(size_of(gb));
+      emit(view(gb, {flat}).store(add(view(gb, {flat}), view(gs, {flat}))));
+    }
+  }
+
+  // ---- the gradients, read after the whole backward ----
+  std::vector<UOp> results() {
+    UOp steps = group(seq_.back());
+    std::vector<UOp> out;
+    for (UOp t : targets_) {
+      UOp g;
+      if (auto it = gx_.find(t.get()); it != gx_.end()) g = view(it->second, static_dims(t, "a gradient's variable"));
+      else g = rebase(bw(t), adj_.at(base_of(t).get()));
+      out.push_back(cast(g.after({steps}), t->dtype));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<UOp> gradients_of(UOp loss, const std::vector<UOp>& targets, Namer& names, std::vector<std::pair<UOp, UOp>>& replace) {
+  return Backward(loss, targets, names).run(replace);
+}
+
+}  // namespace ow::grad

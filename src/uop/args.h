@@ -1,0 +1,18 @@
+// Named accessors for the args of the nodes whose arg has structure (the verifier guarantees the
+// forms: BUFFER ("name", size)).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "uop/uop.h"
+
+namespace ow {
+
+inline const std::string& buffer_name(UOp buffer) { return buffer->arg.tuple()->at(0).as<std::string>(); }
+inline int64_t buffer_size(UOp buffer) { return buffer->arg.tuple()->at(1).as<int64_t>(); }
+
+// Buffers whose names start with '_' are a program's own temporaries (made by lowering or by
+// reverse mode): never a caller's input or output, and private to one run.
+inline bool is_temporary(const std::string& name) { return name.rfind('_', 0) == 0; }
+
+}  // namespace ow
