@@ -10,27 +10,19 @@
 #include "uop/error.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
+#include "tensor/state.h"
 
 namespace ow {
 
-struct Tensor::State {
-  UOp uop;
-  bool requires_grad = false;
-  std::optional<Tensor> grad;
-};
+using namespace tensor_detail;
 
-namespace {
-std::vector<std::weak_ptr<void>>& grad_registry() {
-  static std::vector<std::weak_ptr<void>> r;
-  return r;
-}
+namespace tensor_detail {
 uint64_t& name_counter() {
   static uint64_t n = 0;
   return n;
 }
 std::string fresh_name() { return "t" + std::to_string(name_counter()++); }
 
-// Builds a node and turns an impossible shape into an error naming the op.
 UOp checked(UOp u) {
   if (u->shape.kind == ShapeInfo::Kind::Invalid) throw Error(std::string(op_name(u->op)) + ": " + u->shape.error);
   return u;
@@ -38,6 +30,31 @@ UOp checked(UOp u) {
 
 bool is_one(UOp d) { return d->op == Ops::CONST && d.const_value() == 1; }
 
+std::vector<std::weak_ptr<Tensor::State>>& live() {
+  static std::vector<std::weak_ptr<Tensor::State>> r;
+  return r;
+}
+
+std::shared_ptr<Tensor::State> new_state(UOp u) {
+  auto s = std::make_shared<Tensor::State>();
+  s->uop = u;
+  auto& l = live();
+  if (l.size() > 1024 && (l.size() & (l.size() - 1)) == 0)  // now and then, forget the dead
+    l.erase(std::remove_if(l.begin(), l.end(), [](const auto& w) { return w.expired(); }), l.end());
+  l.push_back(s);
+  return s;
+}
+
+std::vector<std::shared_ptr<Tensor::State>> live_tensors() {
+  auto& l = live();
+  l.erase(std::remove_if(l.begin(), l.end(), [](const auto& w) { return w.expired(); }), l.end());
+  std::vector<std::shared_ptr<Tensor::State>> out;
+  for (auto& w : l) out.push_back(w.lock());
+  return out;
+}
+}  // namespace tensor_detail
+
+namespace {
 DType promote(DType a, DType b) {
   if (a == b) return a;
   auto rank = [](DType d) {
@@ -59,9 +76,9 @@ interp::BufferMap& buffer_store() {
   return store;
 }
 
-Tensor::Tensor(UOp u) : s_(std::make_shared<State>()) { s_->uop = checked(u); }
+Tensor::Tensor(UOp u) : s_(new_state(checked(u))) {}
 
-namespace {
+namespace tensor_detail {
 UOp buffer_view(const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -75,6 +92,9 @@ UOp store_data(const std::string& name, DType dtype, const std::vector<int64_t>&
   buffer_store()[name] = interp::BufferData{dtype, std::move(data), std::move(poison)};
   return buffer_view(name, dtype, shape);
 }
+}  // namespace tensor_detail
+
+namespace {
 
 std::vector<int64_t> check_shape(const std::vector<int64_t>& shape) {
   __int128 n = 1;
@@ -87,7 +107,7 @@ std::vector<int64_t> check_shape(const std::vector<int64_t>& shape) {
 }
 }  // namespace
 
-Tensor::Tensor(const std::vector<float>& data, const std::vector<int64_t>& shape, const std::string& name) : s_(std::make_shared<State>()) {
+Tensor::Tensor(const std::vector<float>& data, const std::vector<int64_t>& shape, const std::string& name) : s_(new_state(UOp())) {
   int64_t n = 1;
   for (int64_t d : check_shape(shape)) n *= d;
   if (n != static_cast<int64_t>(data.size())) throw Error("Tensor data has " + std::to_string(data.size()) + " values for a shape of " + std::to_string(n) + " elements");
@@ -443,176 +463,5 @@ Tensor Tensor::reduce_backward(const std::vector<UOp>& ranges, Ops op) const { r
 Tensor Tensor::after(const std::vector<UOp>& deps) const { return Tensor(checked(uop().after(deps))); }
 Tensor Tensor::store(const Tensor& value) const { return Tensor(checked(uop().store(value.cast(dtype()).uop()))); }
 Tensor Tensor::end(const std::vector<UOp>& ranges) const { return Tensor(checked(uop().end(ranges))); }
-
-// ---------------- realization ----------------
-
-namespace {
-// A view of a buffer with its AFTERs dropped (the plain memory it names), or null.
-UOp without_after(UOp v) {
-  if (v->op == Ops::AFTER) return without_after(v->src[0]);
-  if (v->op == Ops::BUFFER) return v;
-  if (!is_movement(v->op) || v->op == Ops::EXPAND || v->op == Ops::PAD) return UOp();
-  UOp base = without_after(v->src[0]);
-  if (!base) return UOp();
-  std::vector<UOp> src = v->src;
-  src[0] = base;
-  return v.replace_src(src);
-}
-
-Evaluator& evaluator() {
-  static Evaluator e;
-  return e;
-}
-std::vector<interp::Output> evaluate(UOp graph) {
-  return evaluator() ? evaluator()(graph, buffer_store()) : interp::run(graph, buffer_store());
-}
-}  // namespace
-
-void set_evaluator(Evaluator e) { evaluator() = std::move(e); }
-
-Tensor& Tensor::realize() {
-  realize_all({this});
-  return *this;
-}
-
-// One graph for all of them, like tinygrad's `a.realize(b, c)`: its outputs are unordered
-// (SEMANTICS S5.5), so a tensor that reads a buffer another one assigns sees the contents from
-// before the assign, whatever the order of the list.
-void Tensor::realize_all(std::vector<Tensor*> ts) {
-  std::vector<UOp> outs;
-  ArgTuple names;
-  std::vector<Tensor*> valued;
-  for (Tensor* t : ts) {
-    UOp u = t->uop();
-    if (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER) continue;  // already a buffer
-    outs.push_back(u);
-    names.emplace_back(u->dtype.is_void() ? std::string("_effect") : "out" + std::to_string(valued.size()));
-    if (!u->dtype.is_void()) valued.push_back(t);
-  }
-  if (outs.empty()) return;
-  auto results = evaluate(UOp::sink(outs, Arg(names)));
-  for (size_t i = 0; i < valued.size(); ++i) {
-    UOp u = valued[i]->uop();
-    if (u->op == Ops::ASSIGN && without_after(u->src[0])) {  // a realized assign is the memory it wrote
-      valued[i]->s_->uop = without_after(u->src[0]);
-      continue;
-    }
-    const interp::Value& v = results.at(i).value;
-    valued[i]->s_->uop = store_data(fresh_name(), v.dtype, v.shape(), v.data, v.poison);
-  }
-}
-
-Tensor Tensor::contiguous() const { return Tensor(checked(UOp::make(Ops::CONTIGUOUS, dtype(), {uop()}))); }
-Tensor Tensor::detach() const { return Tensor(checked(UOp::make(Ops::DETACH, dtype(), {uop()}))); }
-
-Tensor Tensor::assign(const Tensor& value) const {
-  Tensor v = value.cast(dtype());
-  if (v.uop()->shape.kind == ShapeInfo::Kind::Shaped && v.shape() != shape())
-    throw Error("assign of shape " + render_shape(v.shape()) + " to a tensor of shape " + render_shape(shape()));
-  s_->uop = checked(UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
-  return *this;
-}
-
-Tensor& Tensor::requires_grad(bool on) {
-  if (on && !s_->requires_grad) grad_registry().push_back(std::static_pointer_cast<void>(s_));
-  s_->requires_grad = on;
-  return *this;
-}
-bool Tensor::requires_grad_enabled() const { return s_->requires_grad; }
-std::optional<Tensor> Tensor::grad() const { return s_->grad; }
-void Tensor::set_grad(std::optional<Tensor> g) { s_->grad = std::move(g); }
-
-// As in tinygrad, the gradient of every tensor that requires grad and that the loss reaches;
-// each is a GRADIENT node (SEMANTICS S9), expanded when it is realized, so it differentiates the
-// whole graph it is realized in, effects included.
-void Tensor::backward() {
-  for (UOp d : shape())
-    if (!is_one(d)) throw Error("backward() needs a tensor with one element, got shape " + render_shape(shape()));
-  std::unordered_set<const UOpNode*> in_graph;
-  for (UOp n : toposort(uop())) in_graph.insert(n.get());
-  auto& reg = grad_registry();
-  reg.erase(std::remove_if(reg.begin(), reg.end(), [](const std::weak_ptr<void>& w) { return w.expired(); }), reg.end());
-  for (auto& w : reg) {
-    auto st = std::static_pointer_cast<State>(w.lock());
-    if (!st->requires_grad || !in_graph.count(st->uop.get())) continue;
-    Tensor g(UOp::make(Ops::GRADIENT, st->uop->dtype, {uop(), st->uop}));
-    st->grad = st->grad ? *st->grad + g : g;
-  }
-}
-
-std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets) const {
-  std::vector<Tensor> out;
-  for (const Tensor& t : targets) out.push_back(Tensor(UOp::make(Ops::GRADIENT, t.dtype(), {uop(), t.uop()})));
-  return out;
-}
-
-// ---------------- results ----------------
-
-xt::xarray<float> Tensor::numpy() {
-  realize();
-  Tensor f = cast(dtypes::float32);
-  f.realize();
-  const interp::BufferData& d = buffer_store().at(f.uop()->src[0]->arg.tuple()->at(0).as<std::string>());
-  std::vector<size_t> shape;
-  for (int64_t s : f.static_shape()) shape.push_back(static_cast<size_t>(s));
-  xt::xarray<float> out = xt::zeros<float>(shape);
-  std::copy(d.data->as<float>(), d.data->as<float>() + d.data->size, out.data());
-  return out;
-}
-
-std::vector<float> Tensor::tolist() {
-  xt::xarray<float> a = numpy();
-  return std::vector<float>(a.begin(), a.end());
-}
-
-float Tensor::item() {
-  std::vector<float> v = tolist();
-  if (v.size() != 1) throw Error("item() of a tensor with " + std::to_string(v.size()) + " elements");
-  return v[0];
-}
-
-bool Tensor::allclose(const Tensor& o, double rtol, double atol) const {
-  Tensor a = *this, b = o;
-  xt::xarray<float> x = a.numpy(), y = b.numpy();
-  if (x.shape() != y.shape()) return false;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (!(std::fabs(x.data()[i] - y.data()[i]) <= atol + rtol * std::fabs(y.data()[i]))) return false;
-  return true;
-}
-
-void Tensor::save_npy(const std::string& path) {
-  realize();
-  const interp::BufferData& d = buffer_store().at(uop()->src[0]->arg.tuple()->at(0).as<std::string>());
-  interp::Value v;
-  v.dtype = d.dtype;
-  v.view = interp::View::contiguous(static_shape());
-  v.data = d.data;
-  interp::save_npy(path, v);
-}
-
-// ---------------- nn ----------------
-
-namespace nn {
-// tinygrad's default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases.
-Linear::Linear(int64_t in, int64_t out, bool with_bias)
-    : weight(Tensor::uniform({out, in}, -1.0f / std::sqrt(static_cast<float>(in)), 1.0f / std::sqrt(static_cast<float>(in)))) {
-  if (with_bias) bias = Tensor::uniform({out}, -1.0f / std::sqrt(static_cast<float>(in)), 1.0f / std::sqrt(static_cast<float>(in)));
-}
-Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, bool with_bias)
-    : weight(Tensor::uniform({out, in, k, k}, -1.0f / std::sqrt(static_cast<float>(in * k * k)), 1.0f / std::sqrt(static_cast<float>(in * k * k)))) {
-  if (with_bias) bias = Tensor::uniform({out}, -1.0f / std::sqrt(static_cast<float>(in * k * k)), 1.0f / std::sqrt(static_cast<float>(in * k * k)));
-}
-void SGD::zero_grad() {
-  for (Tensor& p : params) p.set_grad(std::nullopt);
-}
-void SGD::step() {
-  for (Tensor& p : params) {
-    if (!p.grad()) continue;
-    Tensor updated = (p.detach() - *p.grad() * lr).contiguous();
-    updated.realize();
-    p.assign(updated).realize();
-  }
-}
-}  // namespace nn
 
 }  // namespace ow

@@ -114,12 +114,14 @@ class Tensor {
 
   // ---- realization and autograd ----
   Tensor& realize();
+  Tensor& realize(const std::vector<Tensor>& others);  // tinygrad's a.realize(b, c): one graph
   static void realize_all(std::vector<Tensor*> ts);
   Tensor contiguous() const;
   // Writes value into this tensor's memory and, as in tinygrad, this tensor (and every copy of
   // it) becomes the assign: later graphs built from it read the assigned contents. Realized, it
   // is the memory it wrote again.
   Tensor assign(const Tensor& value) const;
+  void setitem(const std::vector<Index>& idx, const Tensor& value);  // tinygrad's t[idx] = value
   Tensor detach() const;
   Tensor& requires_grad(bool on = true);
   bool requires_grad_enabled() const;
@@ -136,8 +138,9 @@ class Tensor {
   float item();
   void save_npy(const std::string& path);
 
+  struct State;  // shared by the copies of a Tensor (internal: tensor/state.h)
+
  private:
-  struct State;
   std::shared_ptr<State> s_;
   Tensor scalar_like(double v) const;
   Tensor binary(Ops op, const Tensor& o) const;
@@ -159,26 +162,7 @@ interp::BufferMap& buffer_store();
 using Evaluator = std::function<std::vector<interp::Output>(UOp graph, interp::BufferMap& buffers)>;
 void set_evaluator(Evaluator e);
 
-namespace nn {
-struct Linear {
-  Tensor weight;
-  std::optional<Tensor> bias;
-  Linear(int64_t in, int64_t out, bool bias = true);
-  Tensor operator()(const Tensor& x) const { return x.linear(weight.T(), bias); }
-};
-struct Conv2d {
-  Tensor weight;
-  std::optional<Tensor> bias;
-  Conv2d(int64_t in, int64_t out, int64_t kernel, bool bias = true);
-  Tensor operator()(const Tensor& x) const { return x.conv2d(weight, bias); }
-};
-struct SGD {
-  std::vector<Tensor> params;
-  double lr;
-  SGD(std::vector<Tensor> p, double lr) : params(std::move(p)), lr(lr) {}
-  void zero_grad();
-  void step();
-};
-}  // namespace nn
 
 }  // namespace ow
+
+#include "tensor/nn.h"  // NOLINT: nn::Linear and friends come with the Tensor, as in tinygrad
