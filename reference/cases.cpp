@@ -163,6 +163,24 @@ UOp vmap_gemm_grad() {
   return outputs({{"out", o}, {"w1_grad", *w1.grad()}, {"w2_grad", *w2.grad()}});
 }
 
+// tinygrad's test_outerworld_range, test_model_bound_range, made to work: a whole SGD training
+// loop in one graph. Step i computes the loss of batch X[i] with the weights W0 holds, its
+// gradient, and the update, inside one range: OUTER, each step sees the previous step's weights
+// (sgd_baseline); LOOP (tinygrad's default), every step reads the initial weights and the last
+// write wins (sgd_snapshot: data-parallel steps).
+UOp sgd(AxisType axis) {
+  Tensor X = input({5, 20, 64}, "X"), Y = input({5, 20, 8}, "Y"), W = input({8, 64}, "W0");
+  nn::SGD opt({W}, 0.1);
+  UOp rng = UOp::range(5, -1, axis);
+  UOp vib = UOp::variable("i", 0, 4).bind(rng);
+  Tensor loss = (X[vib].linear(W.T()) - Y[vib]).square().mean();
+  loss.backward();
+  Tensor losses = input({5}, "losses");
+  losses.setitem({vib}, loss);
+  std::vector<Tensor> params = opt.schedule_step();
+  return Tensor::graph({{"losses", losses}, {"W_final", params[0]}});
+}
+
 const std::map<std::string, F>& table() {
   static const std::map<std::string, F> t = {
       {"reduce", reduce},
@@ -187,6 +205,8 @@ const std::map<std::string, F>& table() {
       {"vmap_convs", vmap_convs},
       {"vmap_gemm", [] { return vmap_mlp(4, 16); }},
       {"vmap_gemm_grad", vmap_gemm_grad},
+      {"sgd_baseline", [] { return sgd(AxisType::OUTER); }},
+      {"sgd_snapshot", [] { return sgd(AxisType::LOOP); }},
       {"scan_big_64x128", [] { return scan_with_assign(64, 128); }},
       {"scan_big_16x256", [] { return scan_with_assign(16, 256); }},
       {"vmap_mlp_32x128", [] { return vmap_mlp(32, 128); }},

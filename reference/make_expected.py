@@ -57,6 +57,8 @@ SEEDS = {
     "vmap_convs": 1013,
     "vmap_gemm": 1014,
     "vmap_gemm_grad": 1015,
+    "sgd_baseline": 1016,
+    "sgd_snapshot": 1016,
 }
 
 
@@ -240,6 +242,26 @@ def case_vmap_gemm_grad(rng):
     return {"img": img, "w1": w1, "w2": w2}, {"out": out, "w1_grad": g_w1, "w2_grad": g_w2}
 
 
+def sgd(sequential):
+    # test_outerworld_range's model: loss_s = mean((X[s] W^T - Y[s])^2) over 20x8, then
+    # W -= 0.1 * dloss/dW = 0.1 * (2/160) (X[s] W^T - Y[s])^T X[s], for s = 0..4. Sequential
+    # (OUTER range): each step uses the previous step's W. Snapshot (LOOP range, S5.3): every
+    # step reads the initial W, and the last step's write is what W holds after the loop.
+    def case(rng):
+        X = normal(rng, 5, 20, 64)
+        Y = f32(d(X).reshape(5, 20, 8, 8).mean(-1))
+        W0 = uniform_fan_in(rng, (8, 64), 64)
+        w, start, losses = d(W0), d(W0), []
+        for step in range(5):
+            x, y = d(X[step]), d(Y[step])
+            use = w if sequential else start
+            diff = x @ use.T - y
+            losses.append((diff ** 2).mean())
+            w = use - 0.1 * (2.0 / diff.size) * diff.T @ x
+        return {"X": X, "Y": Y, "W0": W0}, {"losses": np.array(losses), "W_final": w}
+    return case
+
+
 GENERATORS = {
     "reduce": case_reduce,
     "simple_range": case_simple_range,
@@ -263,6 +285,8 @@ GENERATORS = {
     "vmap_convs": case_vmap_convs,
     "vmap_gemm": case_vmap_gemm,
     "vmap_gemm_grad": case_vmap_gemm_grad,
+    "sgd_baseline": sgd(True),
+    "sgd_snapshot": sgd(False),
 }
 
 BUFFER_RE = re.compile(r'= BUFFER \S+ \(\) \("([^"]+)", (\d+)\)')

@@ -4,7 +4,7 @@
 #   tools/check_golden.sh            # golden data in ${GOLDEN:-../shared/golden} (default relative to the repo root)
 #   GOLDEN=/path/to/golden OW=/path/to/ow tools/check_golden.sh
 #
-# For each directory <case>/ of the golden data (except sgd_baseline, which has no .uop graph)
+# For each directory <case>/ of the golden data (sgd_baseline: the one-graph OUTER training loop)
 # runs reference/cases/<case>.uop with every in_<name>.npy bound to buffer <name>, saves every
 # output that has an out_<name>.npy, and compares with /usr/bin/python3 + numpy:
 # PASS if max|a-b| <= tol * max|expected| (tol 1e-4 for the large _big_/_mlp_ cases, else 1e-5)
@@ -41,7 +41,6 @@ list="$tmp/list.tsv"
 run_failed=0
 for dir in "$golden"/*/; do
   case_name="$(basename "$dir")"
-  [ "$case_name" = sgd_baseline ] && continue
   tol=1e-5
   case "$case_name" in *_big_* | *_mlp_*) tol=1e-4 ;; esac
   graph="reference/cases/$case_name.uop"

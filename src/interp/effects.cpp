@@ -231,7 +231,14 @@ Value Interpreter::assign(UOp u) {
     else write(u, u->src[0], eval(value));
     runs_[u.get()] = Run{true, std::move(key), ctx_.record_since(start)};
   }
-  return contiguous(eval(u->src[0]));
+  // Its value is the target right after its write, even where later writes are ordered before
+  // the reader (a chain of assigns to one buffer, S5.5): read at the assign's own completion.
+  Clock here = ctx_;
+  ctx_ = runs_.at(u.get()).done.as(Clock::Kind::Live);
+  Value v = contiguous(eval(u->src[0]));
+  ctx_ = here;
+  ctx_.merge(runs_.at(u.get()).done);
+  return v;
 }
 
 // An assign scan (S6.1): iterations run in order, and while they run, reads of the target see

@@ -64,11 +64,15 @@ bool writes(UOp effect, UOp buffer) {
   return false;
 }
 
-// The effects among `c`'s that write its buffer: what decides the version a read sees.
+// The writes of its buffer a chain is ordered after (its effects and, transitively, what those
+// were ordered after): what decides the version a read sees.
 std::vector<UOp> version_of(const Chain& c) {
   std::vector<UOp> v;
   for (UOp e : c.effects)
-    if (writes(e, c.buffer)) v.push_back(e);
+    for (UOp u : toposort(e))
+      if ((u->op == Ops::STORE || u->op == Ops::ASSIGN || u->op == Ops::KERNEL) && writes(u, c.buffer) &&
+          std::find(v.begin(), v.end(), u) == v.end())
+        v.push_back(u);
   std::sort(v.begin(), v.end(), [](UOp a, UOp b) { return a->serial < b->serial; });
   return v;
 }

@@ -7,6 +7,7 @@
 #include "interp/npy.h"
 #include "tensor/state.h"
 #include "uop/error.h"
+#include "uop/pattern.h"
 #include "uop/shape.h"
 #include "uop/verify.h"
 
@@ -90,13 +91,23 @@ std::vector<UOp> reads_first(std::vector<UOp> left) {
   return out;
 }
 
-// After a realize, every live tensor naming an effect the graph ran names the memory it wrote.
+// After a realize, every effect the graph ran is done: in every live tensor's graph, each such
+// assign (or AFTER over a view of memory) becomes the memory it wrote, so no later realize runs
+// it again (tinygrad's becomes map).
 void becomes(UOp graph) {
+  std::vector<std::pair<UOp, UOp>> done;
   std::unordered_set<const UOpNode*> ran;
-  for (UOp u : toposort(graph)) ran.insert(u.get());
-  for (auto& st : live_tensors())
-    if (ran.count(st->uop.get()))
-      if (UOp m = memory_after_effects(st->uop)) st->uop = m;
+  for (UOp u : toposort(graph)) {
+    ran.insert(u.get());
+    if (UOp m = memory_after_effects(u); m && free_ranges(u).empty()) done.push_back({u, m});
+  }
+  if (done.empty()) return;
+  for (auto& st : live_tensors()) {
+    bool touched = false;
+    for (UOp u : toposort(st->uop))
+      if (ran.count(u.get()) && memory_after_effects(u)) touched = true;
+    if (touched) st->uop = substitute(st->uop, done);  // (a .grad is a live tensor of its own)
+  }
 }
 
 }  // namespace
@@ -116,55 +127,71 @@ Tensor& Tensor::realize(const std::vector<Tensor>& others) {
   return *this;
 }
 
-// One graph for all of them, like tinygrad's `a.realize(b, c)`: its outputs are unordered
-// (SEMANTICS S5.5), so a tensor that reads a buffer another one assigns sees the contents from
-// before the assign, whatever the order of the list. Tensors still under a range close it: their
-// effects run in one loop over the range (an OUTER range: step after step; any other: every
-// iteration from the state before the loop, S5.3), and they are their memory after it.
-void Tensor::realize_all(std::vector<Tensor*> ts) {
-  std::vector<UOp> outs, loop_effects, ranges;
-  std::vector<std::pair<Tensor*, UOp>> looped;  // tensor -> its memory after the loop
-  ArgTuple names;
-  std::vector<Tensor*> valued;
-  for (Tensor* t : ts) {
-    UOp u = t->uop();
+namespace {
+// The graph a realize of these tensors runs. Tensors still under a range close it: their effects
+// run in one loop over the range (OUTER: step after step; any other: every iteration from the
+// state before the loop, S5.3), and their output is their memory after it. `outputs[i]` is what
+// tensor i is in the graph (null: already memory).
+UOp realize_graph(const std::vector<UOp>& uops, const std::vector<std::string>& names, std::vector<UOp>& outputs) {
+  std::vector<UOp> src, loop_effects, ranges;
+  ArgTuple kept;
+  std::vector<size_t> looped;
+  outputs.assign(uops.size(), UOp());
+  for (size_t i = 0; i < uops.size(); ++i) {
+    UOp u = uops[i];
     if (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER) continue;  // already memory
     std::vector<UOp> free = free_ranges(u);
     if (free.empty()) {
-      outs.push_back(u);
-      names.emplace_back(u->dtype.is_void() ? "_effect" + std::to_string(outs.size()) : "out" + std::to_string(valued.size()));
-      if (!u->dtype.is_void()) valued.push_back(t);
+      outputs[i] = u;
       continue;
     }
     if (!ranges.empty() && free != ranges) throw Error("realize: tensors under different ranges; a realize closes one loop");
     ranges = free;
     for (UOp e : effects_under_range(u)) loop_effects.push_back(e);
-    looped.push_back({t, memory_after_effects(u)});
+    looped.push_back(i);
   }
   if (!loop_effects.empty()) {
     std::sort(ranges.begin(), ranges.end(), [](UOp a, UOp b) { return a->serial < b->serial; });
     UOp loop = UOp::make(Ops::GROUP, dtypes::void_, reads_first(loop_effects)).end(ranges);
-    for (auto& [t, memory] : looped) {
-      t->s_->uop = memory.after({loop});
-      outs.push_back(t->s_->uop);
-      names.emplace_back("out" + std::to_string(valued.size()));
-      valued.push_back(t);
-    }
+    for (size_t i : looped) outputs[i] = memory_after_effects(uops[i]).after({loop});
   }
-  if (outs.empty()) return;
-  UOp graph = UOp::sink(outs, Arg(names));
+  for (size_t i = 0; i < uops.size(); ++i)
+    if (outputs[i]) {
+      src.push_back(outputs[i]);
+      kept.emplace_back(names[i]);
+    }
+  return src.empty() ? UOp() : UOp::sink(src, Arg(kept));
+}
+}  // namespace
+
+UOp Tensor::graph(const std::vector<std::pair<std::string, Tensor>>& named) {
+  std::vector<UOp> uops, outputs;
+  std::vector<std::string> names;
+  for (const auto& [n, t] : named) uops.push_back(t.uop()), names.push_back(n);
+  return realize_graph(uops, names, outputs);
+}
+
+// One graph for all of them, like tinygrad's `a.realize(b, c)`: its outputs are unordered
+// (SEMANTICS S5.5), so a tensor that reads a buffer another one assigns sees the contents from
+// before the assign, whatever the order of the list.
+void Tensor::realize_all(std::vector<Tensor*> ts) {
+  std::vector<UOp> uops, outputs;
+  std::vector<std::string> names;
+  for (Tensor* t : ts) {
+    uops.push_back(t->uop());
+    names.push_back((t->uop()->dtype.is_void() ? "_effect" : "out") + std::to_string(names.size()));
+  }
+  UOp graph = realize_graph(uops, names, outputs);
+  if (!graph) return;
   auto results = evaluate(graph);
   becomes(graph);
-  for (size_t i = 0; i < valued.size(); ++i) {
-    Tensor* t = valued[i];
-    UOp u = t->uop();
-    if (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER) continue;  // became its memory
-    if (UOp m = memory_after_effects(u)) {
-      t->s_->uop = m;
-      continue;
-    }
-    const interp::Value& v = results.at(i).value;
-    t->s_->uop = store_data(fresh_name(), v.dtype, v.shape(), v.data, v.poison);
+  size_t k = 0;  // results hold the valued outputs, in order
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (!outputs[i] || outputs[i]->dtype.is_void()) continue;
+    const interp::Value& v = results.at(k++).value;
+    Tensor* t = ts[i];
+    if (UOp m = memory_after_effects(outputs[i])) t->s_->uop = m;
+    else if (!(t->uop()->op == Ops::RESHAPE && t->uop()->src[0]->op == Ops::BUFFER)) t->s_->uop = store_data(fresh_name(), v.dtype, v.shape(), v.data, v.poison);
   }
 }
 

@@ -116,6 +116,8 @@ class Tensor {
   Tensor& realize();
   Tensor& realize(const std::vector<Tensor>& others);  // tinygrad's a.realize(b, c): one graph
   static void realize_all(std::vector<Tensor*> ts);
+  // The graph realizing these tensors would run, its outputs named (loops under a range closed).
+  static UOp graph(const std::vector<std::pair<std::string, Tensor>>& named);
   Tensor contiguous() const;
   // Writes value into this tensor's memory and, as in tinygrad, this tensor (and every copy of
   // it) becomes the assign: later graphs built from it read the assigned contents. Realized, it
