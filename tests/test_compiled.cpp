@@ -131,6 +131,32 @@ TEST_CASE("every reference case runs compiled on tcc and cc, bit for bit with th
   }
 }
 
+TEST_CASE("every stage of every reference case evaluates to the case's outputs (ow check --passes)", "[compiled][passes]") {
+  for (const std::string& c : case_names()) {
+    // The large cases (and the convolutions) take seconds a stage when interpreted kernel by kernel; their final
+    // programs are checked above, and their small versions here.
+    if (c.find("_big_") != std::string::npos || c.find("_mlp_") != std::string::npos || c == "vmap_convs") continue;
+    DYNAMIC_SECTION("case " << c) {
+      fs::path file = source_root() / "reference" / "cases" / (c + ".uop");
+      UOp root = parse_graph(slurp(file), file.string()).root;
+      interp::BufferMap inputs = inputs_for(c, root);
+      interp::BufferMap ref = copy(inputs);
+      std::vector<interp::Output> want = interp::run(root, ref);
+      lower::lower(root, [&](const lower::Pass& p, UOp stage) {
+        INFO("after pass " << p.name);
+        interp::BufferMap b = copy(inputs);
+        std::vector<interp::Output> got;
+        try {
+          got = interp::run(stage, b);
+        } catch (const std::exception& e) {
+          FAIL(c << " after " << p.name << ": " << e.what());
+        }
+        require_equal(want, got);
+      });
+    }
+  }
+}
+
 TEST_CASE("the lowered program evaluates on the interpreter to the same outputs", "[compiled]") {
   for (const char* c : {"scan_with_assign", "vmap_inner_outer_fuse_grad", "uop_scan_matmul", "range_matmul"}) {
     fs::path file = source_root() / "reference" / "cases" / (std::string(c) + ".uop");

@@ -90,13 +90,15 @@ void Interpreter::run_after_deps(UOp u) {
 
 // ---------------- effects ----------------
 
-// Runs a node for its effects. A STORE or END runs at most once per iteration of the loops
-// around it (S5.4): two nodes that reach it in the same iteration run it once. One node may be
-// reached at several depths (a store inside a loop and the same store outside it), so a run is
-// kept while its iterations are still under way, one per depth. (KERNELs of a host schedule
-// are exempt: equal launches are one node, and each listed launch runs.)
-void Interpreter::exec(UOp u) {
-  if (u->op == Ops::STORE || u->op == Ops::END) {
+// Runs a node for its effects. Reached as a dependency (of an AFTER, or as an output), a STORE,
+// END, GROUP or KERNEL runs at most once per iteration of the loops around it (S5.4): two nodes
+// that reach it in the same iteration run it once. One node may be reached at several depths
+// (inside a loop and outside it), so a run is kept while its iterations are still under way,
+// one per depth. A step of a GROUP (or a loop's body) runs every time its GROUP does: a
+// sequence may list one effect twice, and a host schedule lists each launch it runs.
+void Interpreter::exec(UOp u, bool step) {
+  bool once = u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::GROUP || (u->op == Ops::KERNEL && !is_value_kernel(u));
+  if (once && !step) {
     std::vector<uint64_t> key(iterations_.begin(), iterations_.end());
     std::vector<Run>& runs = effect_runs_[u.get()];
     runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const Run& r) {  // iterations that ended never come back
@@ -105,11 +107,12 @@ void Interpreter::exec(UOp u) {
     for (const Run& r : runs)
       if (r.key == key) return ctx_.merge(r.done);
     Clock start = ctx_.snapshot();
-    if (u->op == Ops::END) run_end(u);
-    else run_store(u);
+    exec(u, true);
     effect_runs_[u.get()].push_back(Run{true, std::move(key), ctx_.record_since(start)});
     return;
   }
+  if (u->op == Ops::END) return run_end(u);
+  if (u->op == Ops::STORE) return run_store(u);
   if (is_value_kernel(u)) {  // a value: it runs again only when its bindings or inputs changed
     std::vector<uint64_t> key = range_key(u);
     for (size_t s : info_.at(u.get()).mut) key.push_back(read_version(s));
@@ -127,7 +130,7 @@ void Interpreter::exec(UOp u) {
   switch (u->op) {
     case Ops::KERNEL: run_kernel(u); return;
     case Ops::GROUP: case Ops::SINK:
-      for (UOp s : u->src) exec(s);
+      for (UOp s : u->src) exec(s, true);
       return;
     default:
       eval(u);
@@ -208,7 +211,7 @@ void Interpreter::run_end(UOp u) {
   std::vector<UOp> ranges(u->src.begin() + 1, u->src.end());
   bool parallel = std::any_of(ranges.begin(), ranges.end(), [](UOp r) { return range_axis(r) != AxisType::OUTER; });
   if (parallel) pins_.push_back({slots_written_in(u->src[0]), ctx_});
-  loop(ranges, 0, [&] { exec(u->src[0]); });
+  loop(ranges, 0, [&] { exec(u->src[0], true); });
   if (parallel) pins_.pop_back();
 }
 
@@ -305,7 +308,7 @@ void Interpreter::run_kernel(UOp u) {
       BufferData* d = b.data;
       int64_t slot = static_cast<int64_t>(args.buffers.size());
       if (b.slot >= 0 && std::binary_search(stored.begin(), stored.end(), slot))
-        d = &mem_.begin_write(static_cast<size_t>(b.slot), ctx_, View::contiguous({b.data->data->size}), u);
+        d = &mem_.begin_write(static_cast<size_t>(b.slot), ctx_, View::contiguous({b.data->data->size}), u, is_value_kernel(u));
       else if (b.slot >= 0)
         d = const_cast<BufferData*>(&mem_.contents(static_cast<size_t>(b.slot), read_version(static_cast<size_t>(b.slot))));
       args.buffers.push_back(d);

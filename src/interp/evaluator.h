@@ -133,7 +133,7 @@ class Interpreter {
   void run_iteration_effects(UOp value);  // S5.4: a fold's effects at the start of an iteration
   Value after(UOp u);
   void run_after_deps(UOp u);
-  void exec(UOp u);
+  void exec(UOp u, bool step = false);
   void run_store(UOp u);
   void run_end(UOp u);
   Value assign(UOp u);

@@ -156,9 +156,10 @@ const BufferData& Memory::contents(size_t b, Version v) {
   return s.kept.emplace(v, std::move(d)).first->second;
 }
 
-BufferData& Memory::begin_write(size_t b, Clock& writer, const View& region, UOp node) {
+BufferData& Memory::begin_write(size_t b, Clock& writer, const View& region, UOp node, bool cache) {
   Slot& s = slots_[b];
   Version pre = s.latest;
+  if (cache) writer.set(b, pre);  // a recomputed value: whatever wrote it last does not matter
   if (writer.at(b) != pre)
     throw Error("buffer '" + s.name + "' is written without being ordered after its earlier write (" +
                 (s.last_writer ? describe_(s.last_writer) : std::string("?")) +

@@ -79,8 +79,9 @@ class Memory {
 
   // Prepares the write of `region` (a view of the buffer's flat contents) by `node` at `writer`:
   // checks the order, keeps what older versions still need, and advances `writer`. Returns the
-  // live contents to write into. Throws ow::Error for a race.
-  BufferData& begin_write(size_t b, Clock& writer, const View& region, UOp node);
+  // live contents to write into. Throws ow::Error for a race, unless `cache`: the buffer holds
+  // a realized value whoever needs it recomputes (a value KERNEL's temporary).
+  BufferData& begin_write(size_t b, Clock& writer, const View& region, UOp node, bool cache = false);
 
  private:
   friend class Clock;

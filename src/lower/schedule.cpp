@@ -92,15 +92,28 @@ class Scheduler {
     if (ctx_.on_fire) ctx_.on_fire(step_rule(step), before, after);
   }
 
-  // Lays out what u needs; `hint` is the frame of the node that runs it.
-  void visit(UOp u, size_t hint, std::vector<Ref>& done) {
+  // Lays out what u needs; `hint` is the frame of the node that runs it. Reached as a
+  // dependency an effect runs once (per frame); as a step of a GROUP or a loop's body, every
+  // time it is listed (S5.4).
+  void visit(UOp u, size_t hint, std::vector<Ref>& done, bool step = false) {
     switch (u->op) {
       case Ops::KERNEL:
         if (is_value_kernel(u)) throw Error("lowering: a value kernel outside the AFTER of its temporary");
-        done.push_back(effect(u, hint));
+        done.push_back(effect(u, hint, step));
         return;
-      case Ops::END: done.push_back(loop(u, hint)); return;
-      case Ops::GROUP: group(u, hint, done); return;
+      case Ops::END: done.push_back(loop(u, hint, step)); return;
+      case Ops::GROUP: {  // as a dependency, laid out once (per frame)
+        std::vector<const void*> key{u.get(), frames_[hint].end.get()};
+        if (step) key.push_back(reinterpret_cast<const void*>(++steps_));
+        auto it = groups_.find(key);
+        if (it == groups_.end()) {
+          std::vector<Ref> refs;
+          group(u, hint, refs);
+          it = groups_.emplace(key, refs).first;
+        }
+        done.insert(done.end(), it->second.begin(), it->second.end());
+        return;
+      }
       case Ops::AFTER: {  // it runs its dependencies once per binding of its free ranges
         size_t h = frame_of_ranges(u);
         for (size_t i = 1; i < u->src.size(); ++i)
@@ -145,6 +158,8 @@ class Scheduler {
   std::map<std::vector<const void*>, Placed> values_;  // a value kernel's placements
   std::map<const UOpNode*, int> placements_;  // value kernel -> how many it has
   std::map<const UOpNode*, UOp> stripped_;
+  uintptr_t steps_ = 0;  // numbers the steps listed in GROUPs and loop bodies
+  std::map<std::vector<const void*>, std::vector<Ref>> groups_;  // a GROUP's identity -> its steps
 
   // The innermost frame being laid out whose loop ranges u depends on.
   size_t frame_of_ranges(UOp u) {
@@ -205,7 +220,7 @@ class Scheduler {
   }
 
   // An effect kernel, in the frame of its runner (or of its dependencies, if deeper).
-  Ref effect(UOp k, size_t hint) {
+  Ref effect(UOp k, size_t hint, bool step) {
     std::vector<Ref> deps;
     std::vector<UOp> values = visit_slots(k, deps);
     size_t f = hint;
@@ -218,6 +233,7 @@ class Scheduler {
       renames.push_back({temp_of(v), p.temp});
     }
     std::vector<const void*> key{k.get(), frames_[f].end.get()};
+    if (step) key.push_back(reinterpret_cast<const void*>(++steps_));  // every listed step runs
     if (auto it = done_.find(key); it != done_.end()) return it->second;
     Step s = make_step(k, renames);
     check_hoist(k, f, s);
@@ -302,8 +318,9 @@ class Scheduler {
   }
 
   // A host loop, a step of the frame `hint` of the node that runs it.
-  Ref loop(UOp u, size_t hint) {
+  Ref loop(UOp u, size_t hint, bool step) {
     std::vector<const void*> key{u.get()};
+    if (step) key.push_back(reinterpret_cast<const void*>(++steps_));
     if (auto it = done_.find(key); it != done_.end()) return it->second;
     for (size_t i = 1; i < u->src.size(); ++i)
       if (range_axis(u->src[i]) != AxisType::OUTER) throw Error("lowering: a loop over " + range_name(u->src[i]) + " was left outside its kernels");
@@ -321,7 +338,7 @@ class Scheduler {
     size_t me = frames_.size() - 1;
     path_.push_back(me);
     std::vector<Ref> inner;
-    visit(u->src[0], me, inner);
+    visit(u->src[0], me, inner, true);
     path_.pop_back();
     Step s;
     for (const Step& t : frames_[me].steps) {
@@ -344,7 +361,7 @@ class Scheduler {
     for (Frame& f : frames_) saved.push_back(f.seq);
     for (UOp s : g->src) {
       std::vector<Ref> mine;
-      visit(s, hint, mine);
+      visit(s, hint, mine, true);
       for (const Ref& m : mine) frames_[m.frame].seq.insert(m.step);
       done.insert(done.end(), mine.begin(), mine.end());
     }
