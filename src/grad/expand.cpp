@@ -44,10 +44,10 @@ UOp expand(UOp root) {
     std::vector<UOp> targets;
     for (UOp g : nodes) targets.push_back(g->src[1]);
     Namer names(root);
-    std::vector<std::pair<UOp, UOp>> replace;
-    std::vector<UOp> grads = gradients_of(loss, targets, names, replace);
-    for (size_t i = 0; i < nodes.size(); ++i) replace.push_back({nodes[i], grads[i]});
-    root = substitute(root, replace);
+    Expansion ex;
+    std::vector<UOp> grads = gradients_of(loss, targets, names, ex);
+    for (size_t i = 0; i < nodes.size(); ++i) ex.replace.push_back({nodes[i], grads[i]});
+    root = ex.apply(root);
   }
 }
 

@@ -1,6 +1,7 @@
 // The effects a value depends on, as a program of statements (internal to src/grad).
 #pragma once
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,9 +50,17 @@ bool is_effect(UOp u);  // STORE, END, GROUP, ASSIGN
 // ... and one that can be written through as well (a RESHAPE only of the whole buffer).
 bool is_writable_read(UOp u);
 
-// The gradients of `targets` (reverse.cpp); `replace` receives what replaces what in the graph
-// so the forward saves what reverse mode needs.
-std::vector<UOp> gradients_of(UOp loss, const std::vector<UOp>& targets, Namer& names, std::vector<std::pair<UOp, UOp>>& replace);
+// What expanding gradients changes in a graph: nodes replaced (an ASSIGN by its explicit effects,
+// a GRADIENT by its graph) and stores that first save what they overwrite. apply() makes every
+// change at once, inside the replacements too, so each effect exists in one version only.
+struct Expansion {
+  std::vector<std::pair<UOp, UOp>> replace;
+  std::map<const UOpNode*, std::function<UOp(UOp)>> save;  // store -> its save, given the store as rebuilt
+  UOp apply(UOp root) const;
+};
+
+// The gradients of `targets` (reverse.cpp); `ex` receives the changes the forward needs.
+std::vector<UOp> gradients_of(UOp loss, const std::vector<UOp>& targets, Namer& names, Expansion& ex);
 
 // Every store of a statement tree, with the loops around it (outermost first).
 void for_each_store(const std::vector<Stmt>& stmts, const std::function<void(const Stmt&, const std::vector<const Stmt*>&)>& f);

@@ -52,12 +52,15 @@ class Backward {
 
   // The gradients of the targets (the adjoint of their values), and what replaces what in the
   // forward graph so it saves its tapes.
-  std::vector<UOp> run(std::vector<std::pair<UOp, UOp>>& replace) {
+  std::vector<UOp> run(Expansion& ex) {
     prog_ = program_of(loss_, targets_, names_);
     if (prog_.stmts.empty()) return pure();
     prepare();
-    for (auto& [assign, effects] : prog_.replace) replace.push_back({assign, augmented(effects)});
-    replace.insert(replace.end(), augmented_.begin(), augmented_.end());
+    ex.replace.insert(ex.replace.end(), prog_.replace.begin(), prog_.replace.end());
+    for (auto& [store, tape] : tapes_) {
+      Tape t = tape;
+      ex.save[store] = [t](UOp s) { return slot(t.buffer, t.extents, t.ranges, t.dims).store(s->src[0]); };
+    }
     seed();
     for (auto it = prog_.stmts.rbegin(); it != prog_.stmts.rend(); ++it) reverse_stmt(*it);
     return results();
@@ -76,7 +79,6 @@ class Backward {
     std::vector<UOp> extents, ranges, dims;  // the loops around the store, and the region's shape
   };
   std::map<const UOpNode*, Tape> tapes_;  // store -> what it overwrote
-  std::vector<std::pair<UOp, UOp>> augmented_;
   std::vector<std::vector<UOp>> seq_{{}};                 // the backward steps being emitted
   std::vector<std::pair<UOp, UOp>> reversed_;             // forward range -> its index in the backward
   std::map<const UOpNode*, UOp> gather_;                  // inside a parallel loop: adjoint buffer -> where reads gather
@@ -139,15 +141,13 @@ class Backward {
     for (auto& [b, g] : adj_) emit(view(g, {UOp::index(size_of(g))}).store(full({UOp::index(size_of(g))}, g->dtype, 0)));
     for (auto& [t, g] : gx_) emit(view(g, {UOp::index(size_of(g))}).store(full({UOp::index(size_of(g))}, g->dtype, 0)));
     std::vector<UOp> forward;
-    for (const Stmt& s : prog_.stmts) forward.push_back(augmented(s.node));
+    for (const Stmt& s : prog_.stmts) forward.push_back(s.node);
     for (auto& [b, w] : work_) {
       UOp buf(b);
       UOp flat = UOp::index(size_of(w));
       emit(view(w, {flat}).store(view(buf, {flat}).after(forward)));
     }
   }
-
-  UOp augmented(UOp node) { return augmented_.empty() ? node : substitute(node, augmented_); }
 
   void add_tape(const Stmt& s, const std::vector<const Stmt*>& loops) {
     Tape t;
@@ -160,8 +160,6 @@ class Backward {
       }
     t.dims = static_dims(s.target, "a store's target");
     t.buffer = names_.buffer("tape", s.target->dtype, numel(t.extents) * numel(t.dims));
-    UOp save = slot(t.buffer, t.extents, t.ranges, t.dims).store(s.target);
-    augmented_.push_back({s.node, group({save, s.node})});
     tapes_[s.node.get()] = t;
   }
 
@@ -198,8 +196,16 @@ class Backward {
     UOp v = bw(value);
     std::vector<UOp> reads, leaves;
     std::set<const UOpNode*> in_read;
+    // A read under a range the value closes (x[a] inside a REDUCE over a) is not a place to add
+    // into: the read below it, without the range, is (reverse mode sums over a on the way).
+    std::vector<UOp> bound = free_ranges(v);
+    auto bound_only = [&](UOp u) {
+      for (UOp r : free_ranges(u))
+        if (std::find(bound.begin(), bound.end(), r) == bound.end()) return false;
+      return true;
+    };
     for (UOp u : toposort(v))
-      if (is_writable_read(u) && adj_.count(forward_buffer(base_of(u)).get())) in_read.insert(u.get());
+      if (is_writable_read(u) && adj_.count(forward_buffer(base_of(u)).get()) && bound_only(u)) in_read.insert(u.get());
     for (UOp u : toposort(v))
       for (UOp s : u->src)
         if (in_read.count(s.get()) && !in_read.count(u.get()) && std::find(reads.begin(), reads.end(), s) == reads.end()) reads.push_back(s);
@@ -348,8 +354,29 @@ class Backward {
 
 }  // namespace
 
-std::vector<UOp> gradients_of(UOp loss, const std::vector<UOp>& targets, Namer& names, std::vector<std::pair<UOp, UOp>>& replace) {
-  return Backward(loss, targets, names).run(replace);
+std::vector<UOp> gradients_of(UOp loss, const std::vector<UOp>& targets, Namer& names, Expansion& ex) {
+  return Backward(loss, targets, names).run(ex);
+}
+
+// One memoized rebuild: a replaced node is its replacement (rebuilt in turn), a store with a save
+// is GROUP(save, store), both as rebuilt; everything else keeps its op over rebuilt sources.
+UOp Expansion::apply(UOp root) const {
+  std::map<const UOpNode*, UOp> repl, done;
+  for (auto& [from, to] : replace) repl[from.get()] = to;
+  std::function<UOp(UOp)> get = [&](UOp u) -> UOp {
+    if (auto it = done.find(u.get()); it != done.end()) return it->second;
+    UOp out;
+    if (auto r = repl.find(u.get()); r != repl.end()) {
+      out = get(r->second);
+    } else {
+      std::vector<UOp> src;
+      for (UOp s : u->src) src.push_back(get(s));
+      out = src == u->src ? u : u.replace_src(src);
+      if (auto sv = save.find(u.get()); sv != save.end()) out = group({sv->second(out), out});
+    }
+    return done[u.get()] = out;
+  };
+  return get(root);
 }
 
 }  // namespace ow::grad

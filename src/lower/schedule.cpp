@@ -368,6 +368,11 @@ class Scheduler {
     for (size_t f = 0; f < saved.size(); ++f) frames_[f].seq = saved[f];
   }
 
+  static std::string step_name(const Step& s) {
+    if (s.node->op == Ops::KERNEL) return "kernel " + s.node->arg.tuple()->at(0).as<std::string>();
+    return "a host loop over " + range_name(s.node->src[1]);
+  }
+
   // The frame's steps in an order that respects every constraint, earliest laid out first.
   std::vector<UOp> order(Frame& fr) {
     std::vector<Step>& st = fr.steps;
@@ -379,7 +384,7 @@ class Scheduler {
         if (r == w || st[r].before.count(w) || st[w].before.count(r)) continue;
         for (const std::string& b : st[w].writes) {
           if (st[r].writes.count(b) && r < w)
-            throw Error(unsupported("two steps write buffer '" + b + "' without an order between them (a race, SEMANTICS S5.5)"));
+            throw Error(unsupported("two steps write buffer '" + b + "' without an order between them (" + step_name(st[r]) + " and " + step_name(st[w]) + ": a race, SEMANTICS S5.5)"));
           if (st[r].reads.count(b)) edges[w].insert(r);  // the unordered read sees the contents before the write
         }
       }
