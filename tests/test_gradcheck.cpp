@@ -269,3 +269,44 @@ TEST_CASE("gradient check: second order through a scan [S9.4]", "[gradcheck]") {
   Tensor outer_loss = inner.square().sum();
   check_form(Form{outer_loss.uop(), {s.vars[0], s.vars[1]}, std::nullopt});
 }
+
+// ---- what is refused: never a number that is not the derivative ----
+
+std::string refusal(UOp loss, const Tensor& var) {
+  UOp g = UOp::make(Ops::GRADIENT, F64, {loss, var.uop()});
+  Inputs in = random_inputs(g, 1);
+  try {
+    interp::run(UOp::sink({g}, Arg(ArgTuple{Arg("g")})), in);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_CASE("gradient refusals name the node and the reason [S9.5]", "[gradcheck]") {
+  Tensor b = var("b", {3}), a = var("a", {4, 3});
+  SECTION("a read that does not name an earlier write of its buffer sees the contents before it") {
+    // b is doubled; the loss reads b after the doubling and b bare (S5.5: the bare read is not
+    // ordered after the store, so it sees b as given). Reverse mode rebuilds b only after the
+    // store, so it would differentiate the bare read at the wrong state.
+    Tensor doubled = b.store(b * 2.0);
+    Tensor loss = b.after({doubled.uop()}) * b;
+    std::string e = refusal(loss.uop(), b);
+    CHECK_THAT(e, Catch::Contains("a read of buffer 'b' is not ordered after a write of it"));
+    CHECK_THAT(e, Catch::Contains("(at %2 = RESHAPE float64 (%0, %1))"));
+  }
+  SECTION("a per-binding variable whose loss sums over the loop") {
+    UOp i = UOp::range(4, -1, AxisType::OUTER);
+    Tensor b_i = b.after({i});
+    Tensor loss = b.after({b_i.store(b_i * a[i]).end({i}).uop()});
+    CHECK_THAT(refusal(loss.uop(), b_i), Catch::Contains("the variable depends on range m1 but the loss does not"));
+  }
+  SECTION("an effect that a loop's value runs in every iteration") {
+    UOp i = UOp::range(4, -1, AxisType::OUTER);
+    Tensor t = var("t", {3});
+    Tensor t_i = t.after({t.store(a[i] * 2.0).uop()});  // rewritten in every iteration
+    Tensor b_i = b.after({i});
+    Tensor loss = b.after({b_i.store(b_i * t_i).end({i}).uop()});
+    CHECK_THAT(refusal(loss.uop(), a), Catch::Contains("an effect run in every iteration of a loop by a node inside the loop's values"));
+  }
+}

@@ -239,6 +239,24 @@ TEST_CASE("test_model_bound_range with tinygrad's default LOOP range: data-paral
   for (size_t i = 0; i < w.size(); ++i) CHECK(std::fabs(w[i] - ww[i]) < 1e-6);
 }
 
+TEST_CASE("the training loop with a per-binding variable: GRADIENT(loss, W.after(i)) feeds the step's update [S9.1]", "[outerworld-range]") {
+  // The graph language's spelling of test_model_bound_range: W_i = W.after(i) is the weights as
+  // step i reads them; the gradient with respect to that value is the partial derivative of
+  // step i's loss (nothing flows into earlier steps), so the loop is plain SGD.
+  Tensor W = Tensor::from_npy(data("in_W0.npy"));
+  UOp rng = UOp::range(STEPS, -1, AxisType::OUTER);
+  UOp vib = UOp::variable("i", 0, STEPS - 1).bind(rng);
+  Tensor W_i = W.after({rng});
+  Tensor loss = (cls().X[vib].linear(W_i.T()) - cls().Y[vib]).square().mean();
+  Tensor losses = Tensor::empty({STEPS});
+  losses.setitem({vib}, loss);
+  W_i.assign(W_i - loss.gradient({W_i})[0] * 0.1);
+  losses.realize({W_i});
+  compare(losses.tolist());
+  std::vector<float> w = W.tolist(), want = expected("out_W_final.npy");
+  for (size_t k = 0; k < w.size(); ++k) CHECK(std::fabs(w[k] - want[k]) <= 1e-6);
+}
+
 TEST_CASE("test_vmap_gemm_grad (skipped in tinygrad as broken): gradients through a vmapped MLP", "[outerworld-range]") {
   std::vector<nn::Linear> lin = {nn::Linear(16, 16, false), nn::Linear(16, 16, false)};
   std::vector<std::function<Tensor(const Tensor&)>> layers = {lin[0], [](const Tensor& t) { return t.relu(); }, lin[1], [](const Tensor& t) { return t.relu(); }};

@@ -55,6 +55,13 @@ class Backward {
   std::vector<UOp> run(Expansion& ex) {
     prog_ = program_of(loss_, targets_, names_);
     if (prog_.stmts.empty()) return pure();
+    std::vector<UOp> loss_free = free_ranges(loss_);
+    for (UOp t : targets_)
+      for (UOp r : free_ranges(t))
+        if (std::find(loss_free.begin(), loss_free.end(), r) == loss_free.end())
+          throw Error("gradient: the variable depends on range " + range_name(r) + " but the loss does not, and effects lie between them: "
+                      "a per-binding gradient through a loop is not supported (at " + number_graph(t).line(t) + ")");
+    check_reads();
     prepare();
     ex.replace.insert(ex.replace.end(), prog_.replace.begin(), prog_.replace.end());
     for (auto& [store, tape] : tapes_) {
@@ -109,6 +116,72 @@ class Backward {
 
   static bool is_float_buffer(UOp b) { return b->dtype.is_float(); }
   static bool is_read_target(UOp t) { return leaf_of(t) != t || t->op == Ops::BUFFER || (t->op == Ops::AFTER && is_read(t)); }
+
+  // ---- exactness: every value is read at the state reverse mode rebuilds for it ----
+  // The backward rebuilds the state just before each store (the loss: after the whole program).
+  // A read that is not ordered after an earlier write of its buffer sees the contents from before
+  // it (S5.5), a state the backward never has: refused, naming the read. A read is ordered after
+  // a write its view names (through AFTER), one its store's target names, or one in an earlier
+  // step of a GROUP around it; steps inside one statement are in order by construction.
+  using NodeSet = std::set<const UOpNode*>;
+
+  void check_reads() {
+    std::vector<const Stmt*> earlier;  // the stores of the statements checked so far
+    NodeSet checked;                   // their effect nodes: reads inside them are done
+    std::function<void(const Stmt&)> mark = [&](const Stmt& s) {
+      checked.insert(s.node.get());
+      if (s.kind == Stmt::Kind::Store) earlier.push_back(&s);
+      for (const Stmt& b : s.body) mark(b);
+    };
+    for (const Stmt& s : prog_.stmts) {
+      if (!earlier.empty()) check_stmt(s, earlier, checked, {});
+      mark(s);
+    }
+    if (!earlier.empty()) check_reads_in(prog_.replace.empty() ? loss_ : substitute(loss_, prog_.replace), earlier, checked, {});
+  }
+
+  void check_stmt(const Stmt& s, const std::vector<const Stmt*>& earlier, const NodeSet& checked, NodeSet ordered) {
+    auto add = [&](UOp x) {
+      for (UOp u : toposort(x)) ordered.insert(u.get());
+    };
+    if (s.kind == Stmt::Kind::Store) {
+      add(s.target);
+      return check_reads_in(s.node, earlier, checked, ordered);
+    }
+    for (const Stmt& b : s.body) {
+      check_stmt(b, earlier, checked, ordered);
+      if (s.kind == Stmt::Kind::Seq) add(b.node);
+    }
+  }
+
+  // The reads of buffers in `x` (whole view chains), not looking inside statements already checked.
+  static NodeSet reads_in(UOp x, const NodeSet& checked) {
+    NodeSet seen, reads;
+    std::vector<UOp> todo{x};
+    while (!todo.empty()) {
+      UOp u = todo.back();
+      todo.pop_back();
+      if (!seen.insert(u.get()).second || (u != x && checked.count(u.get()))) continue;
+      for (UOp src : u->src) {
+        if (is_read(src) && u->op != Ops::AFTER && !is_movement(u->op)) reads.insert(src.get());
+        todo.push_back(src);
+      }
+    }
+    return reads;
+  }
+
+  void check_reads_in(UOp x, const std::vector<const Stmt*>& earlier, const NodeSet& checked, const NodeSet& ordered) {
+    for (const UOpNode* n : reads_in(x, checked)) {
+      UOp r(n), b = base_of(r);
+      NodeSet named;
+      for (UOp u : toposort(r)) named.insert(u.get());
+      for (const Stmt* w : earlier)
+        if (base_of(w->target) == b && !named.count(w->node.get()) && !ordered.count(w->node.get()))
+          throw Error("gradient: a read of buffer '" + b->arg.tuple()->at(0).as<std::string>() +
+                      "' is not ordered after a write of it that comes earlier in the program (it sees the contents from before, S5.5); "
+                      "name the write with AFTER (at " + number_graph(r).line(r) + ")");
+    }
+  }
 
   // ---- setup: adjoints, working copies, tapes ----
   void prepare() {
