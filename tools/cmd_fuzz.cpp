@@ -2,7 +2,9 @@
 // random valid tensor graph (src/fuzz) gets seeded random inputs; the interpreter evaluates it
 // (the definition), then backend::run_graph in check mode lowers it and runs every kernel both
 // compiled and interpreted. Any error of the compiled path is a finding: it is shrunk and written
-// as DIR/fuzz-<seed>.uop with an `ow check` command that reproduces it.
+// as DIR/fuzz-<seed>.uop with an `ow check` command that reproduces it. Gradient graphs (a share
+// of the seeds, src/fuzz/generate.h) are also checked against central differences in float64
+// (src/fuzz/gradcheck.h); the gradients the interpreter refuses are counted by kind.
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -21,6 +23,7 @@
 #include "backends/program.h"
 #include "cli.h"
 #include "fuzz/generate.h"
+#include "fuzz/gradcheck.h"
 #include "uop/error.h"
 #include "uop/text.h"
 
@@ -46,6 +49,9 @@ extern "C" void on_fatal_signal(int sig) {
 
 // A coarse class of a compiled-path error, so the shrinker keeps the same kind of failure.
 std::string category(const std::string& msg) {
+  if (msg.rfind("gradient differs from central differences", 0) == 0) return "gradient-vs-fd";
+  if (msg.rfind("finite differences:", 0) == 0) return "fd-error";
+  if (msg.rfind("gradient expansion:", 0) == 0) return "gradient-expansion";
   if (msg.find("diverges") != std::string::npos) return "kernel-diverges";
   if (msg.find("after lowering") != std::string::npos) return "output-mismatch";
   if (msg.rfind("kernel ", 0) == 0) {
@@ -66,7 +72,32 @@ struct Outcome {
   std::string error;
 };
 
-// The interpreter on the tensor graph: an error here is the generator's bug.
+// A refusal's kind: its message without the node, names and numbers.
+std::string refusal_kind(const std::string& msg) {
+  std::string m = msg.substr(0, msg.find(" (at ")), out;
+  bool quoted = false;
+  for (size_t i = 0; i < m.size(); ++i) {
+    char c = m[i];
+    if (c == '\'' && (quoted || i == 0 || m[i - 1] == ' ')) quoted = !quoted, out += quoted ? "'" : "";  // a quoted name, not "loop's"
+    else if (!quoted && !std::isdigit(static_cast<unsigned char>(c))) out += c;
+  }
+  return out;
+}
+
+// The gradients of a gradient graph against central differences (after the interpreter has
+// evaluated it, so an error here is a finding).
+Outcome finite_differences(UOp g, const interp::BufferMap& inputs, uint64_t seed, fuzz::FdCheck* stats = nullptr) {
+  try {
+    fuzz::FdCheck c = fuzz::check_finite_differences(g, inputs, seed);
+    if (stats) *stats = c;
+    return {c.ok, c.error};
+  } catch (const Error& e) {
+    return {false, std::string("finite differences: ") + e.what()};
+  }
+}
+
+// The interpreter on the tensor graph: an error here is the generator's bug (or, for a gradient
+// graph whose losses evaluate, the gradient expansion's).
 Outcome interpret(UOp g, const interp::BufferMap& inputs) {
   try {
     interp::BufferMap b = copy_buffers(inputs);
@@ -74,7 +105,23 @@ Outcome interpret(UOp g, const interp::BufferMap& inputs) {
     return {};
   } catch (const Error& e) {
     return {false, e.what()};
+  } catch (const std::exception& e) {
+    return {false, std::string("internal error: ") + e.what()};
   }
+}
+
+// A gradient graph whose losses the interpreter evaluates but whose gradients it neither
+// evaluates nor refuses: the expansion built something wrong.
+Outcome expansion(UOp g, const interp::BufferMap& inputs) {
+  std::vector<UOp> losses;
+  ArgTuple names;
+  for (UOp u : toposort(g))
+    if (u->op == Ops::GRADIENT && std::find(losses.begin(), losses.end(), u->src[0]) == losses.end())
+      losses.push_back(u->src[0]), names.emplace_back("loss" + std::to_string(names.size()));
+  if (losses.empty() || !interpret(UOp::sink(losses, Arg(names)), inputs).ok) return {};
+  Outcome o = interpret(g, inputs);
+  if (o.ok || o.error.rfind("gradient:", 0) == 0) return {};
+  return {false, "gradient expansion: " + o.error};
 }
 
 Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check) {
@@ -202,6 +249,45 @@ int cmd_fuzz(const Args& args) {
   std::map<std::string, uint64_t> op_count, form_count;
   std::map<std::string, std::vector<uint64_t>> by_category;
   std::set<std::string> first_of_category;
+  std::map<std::string, std::vector<uint64_t>> grad_refused;  // gradient refusals by kind -> seeds
+  uint64_t grad_graphs = 0, fd_checked = 0, fd_unreliable = 0;
+  // A finding: counted by category; the first of each category is shrunk (keeping the category
+  // under `check`) and written as DIR/fuzz-SEED.uop with the command that reproduces it.
+  auto report = [&](uint64_t seed, UOp root, const std::string& tier, const std::string& error,
+                    const std::function<Outcome(UOp, const interp::BufferMap&)>& check, const std::string& cmd_template) {
+    ++findings;
+    std::string cat = category(error);
+    by_category[cat].push_back(seed);
+    std::cout << "seed " << seed << ": FINDING (" << tier << ", " << cat << "): " << error << "\n";
+    if (!first_of_category.insert(cat).second && !vm.count("shrink-all")) {
+      std::cout << "  (category seen before: not shrunk; --shrink-all to shrink every finding)\n";
+      return;
+    }
+    UOp small = root;
+    if (shrink_on) {
+      fuzz::ShrinkStats st;
+      small = fuzz::shrink(
+          root,
+          [&](UOp c) {
+            interp::BufferMap in;
+            fill_random_inputs(c, in, seed);
+            Outcome o = check(c, in);
+            return !o.ok && category(o.error) == cat;
+          },
+          &st);
+      std::cout << "  shrunk from " << st.nodes_before << " to " << st.nodes_after << " nodes (" << st.tries << " tries)\n";
+    }
+    interp::BufferMap in;
+    fill_random_inputs(small, in, seed);
+    Outcome again = check(small, in);
+    std::filesystem::create_directories(out_dir);
+    std::string base = out_dir + "/fuzz-" + std::to_string(seed);
+    write_file(base + ".uop", print_graph(small));
+    std::string cmd = cmd_template;
+    if (size_t f = cmd.find("FILE"); f != std::string::npos) cmd.replace(f, 4, base + ".uop");
+    write_file(base + ".txt", "# " + cmd + "\n# category: " + cat + "\n" + again.error + "\n\n# the graph as generated:\n" + print_graph(root));
+    std::cout << "  reproducer: " << base << ".uop\n  " << cmd << "\n  error: " << again.error << "\n";
+  };
   Progress bar("fuzz", static_cast<int64_t>(count));  // drawn only on a terminal
   for (uint64_t i = 0; i < count; ++i) {
     bar.update(static_cast<int64_t>(i), std::to_string(findings) + " findings");
@@ -232,6 +318,21 @@ int cmd_fuzz(const Args& args) {
     interp::BufferMap inputs;
     fill_random_inputs(root, inputs, seed);
     Outcome ref = interpret(root, inputs);
+    if (!ref.ok && gen.loss && ref.error.rfind("gradient:", 0) == 0) {  // a clear refusal, not a finding
+      grad_refused[refusal_kind(ref.error)].push_back(seed);
+      g_started_ms = -1;
+      reset_uop_table();
+      continue;
+    }
+    if (!ref.ok && gen.loss) {
+      if (Outcome e = expansion(root, inputs); !e.ok) {
+        report(seed, root, "interp", e.error, expansion, "ow check FILE --seed " + std::to_string(seed));
+        g_started_ms = -1;
+        reset_uop_table();
+        if (!keep_going) break;
+        continue;
+      }
+    }
     if (!ref.ok) {
       ++gen_errors;
       std::cout << "seed " << seed << ": generator error (the interpreter rejects the graph): " << ref.error << "\n";
@@ -251,39 +352,21 @@ int cmd_fuzz(const Args& args) {
         break;
       }
       found = true;
-      ++findings;
-      std::string cat = category(got.error);
-      by_category[cat].push_back(seed);
-      std::cout << "seed " << seed << ": FINDING (" << tier << ", " << cat << "): " << got.error << "\n";
-      if (!first_of_category.insert(cat).second && !vm.count("shrink-all")) {
-        std::cout << "  (category seen before: not shrunk; --shrink-all to shrink every finding)\n";
-        break;
-      }
-      UOp small = root;
-      if (shrink_on) {
-        fuzz::ShrinkStats st;
-        small = fuzz::shrink(
-            root,
-            [&](UOp c) {
-              interp::BufferMap in;
-              fill_random_inputs(c, in, seed);
-              if (!interpret(c, in).ok) return false;
-              Outcome o = run_compiled(c, in, tier);
-              return !o.ok && category(o.error) == cat;
-            },
-            &st);
-        std::cout << "  shrunk from " << st.nodes_before << " to " << st.nodes_after << " nodes (" << st.tries << " tries)\n";
-      }
-      interp::BufferMap in;
-      fill_random_inputs(small, in, seed);
-      Outcome again = run_compiled(small, in, tier);
-      std::filesystem::create_directories(out_dir);
-      std::string base = out_dir + "/fuzz-" + std::to_string(seed);
-      write_file(base + ".uop", print_graph(small));
-      std::string cmd = "ow check " + base + ".uop --seed " + std::to_string(seed) + " --compiler " + tier + (bounds ? " --bounds-check" : "");
-      write_file(base + ".txt", "# " + cmd + "\n# category: " + cat + "\n" + again.error + "\n\n# the graph as generated:\n" + print_graph(root));
-      std::cout << "  reproducer: " << base << ".uop\n  " << cmd << "\n  error: " << again.error << "\n";
+      report(seed, root, tier, got.error, [&](UOp c, const interp::BufferMap& in) { return interpret(c, in).ok ? run_compiled(c, in, tier) : Outcome{}; },
+             "ow check FILE --seed " + std::to_string(seed) + " --compiler " + tier + (bounds ? " --bounds-check" : ""));
       break;
+    }
+    if (!found && gen.loss) {
+      ++grad_graphs;
+      fuzz::FdCheck st;
+      Outcome fd = finite_differences(root, inputs, seed, &st);
+      fd_checked += static_cast<uint64_t>(st.checked);
+      fd_unreliable += static_cast<uint64_t>(st.unreliable);
+      if (!fd.ok) {
+        found = true;
+        report(seed, root, "fd", fd.error, [&](UOp c, const interp::BufferMap& in) { return interpret(c, in).ok ? finite_differences(c, in, seed) : Outcome{}; },
+               "ow check FILE --finite-differences --seed " + std::to_string(seed));
+      }
     }
     g_started_ms = -1;
     reset_uop_table();  // nothing refers to this graph any more; keep memory flat over long runs
@@ -318,6 +401,10 @@ int cmd_fuzz(const Args& args) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f", secs);
   by_kind("refused as not supported by the compiled path yet (not findings):", unsupported_kinds);
+  by_kind("gradients refused with a clear error (not findings):", grad_refused);
+  std::cout << "gradient graphs: " << grad_graphs << " checked against central differences (" << fd_checked << " elements compared, "
+            << fd_unreliable << " skipped as not converged), " << [&] { uint64_t n = 0; for (auto& [k, v] : grad_refused) n += v.size(); return n; }()
+            << " refused\n";
   std::cout << "checked: " << runs_tcc << " tcc runs, " << runs_cc << " cc runs, " << unsupported << " graphs not supported\n";
   std::cout << "fuzz: " << graphs << " graphs, " << findings << " findings, " << gen_errors << " generator errors, " << buf << " s\n";
   return findings > 0 ? 1 : 0;

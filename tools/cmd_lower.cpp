@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "backends/c/render.h"
 #include "backends/program.h"
+#include "fuzz/gradcheck.h"
 #include "interp/interp.h"
 #include "lower/lower.h"
 #include "uop/error.h"
@@ -69,21 +70,32 @@ int cmd_show_c(const Args& args) {
   return 0;
 }
 
+// Samples elements of every GRADIENT output of a whole float64 buffer (src/fuzz/gradcheck.h).
+int check_gradients(UOp root, const interp::BufferMap& inputs, uint64_t seed) {
+  fuzz::FdCheck c = fuzz::check_finite_differences(root, inputs, seed);
+  if (!c.ok) throw Error(c.error);
+  if (c.checked == 0) throw Error("check: no gradient element could be compared with central differences (" + std::to_string(c.unreliable) + " not converged)");
+  std::cout << "finite differences: " << c.checked << " gradient elements agree (" << c.unreliable << " skipped as not converged)\n";
+  return 0;
+}
+
 int cmd_check(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "passes", "evaluate the graph after every lowering pass and name the first that changes an output")(
       "compiler", po::value<std::vector<std::string>>()->composing(), "without --passes: compiled tiers to check against the interpreter (default: tcc and cc)")(
-      "bounds-check", "compiled kernels check every memory access");
+      "bounds-check", "compiled kernels check every memory access")(
+      "finite-differences", "instead: the graph's GRADIENT outputs (of whole float64 buffers) against central differences in float64");
   add_input_options(opts, true);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("check", "FILE [--passes] [--compiler tcc|cc]... [--in NAME=PATH.npy]... [--seed S]", opts, pos, args, vm)) return 0;
+  if (!parse_options("check", "FILE [--passes | --finite-differences] [--compiler tcc|cc]... [--in NAME=PATH.npy]... [--seed S]", opts, pos, args, vm)) return 0;
   UOp root = load_graph(vm["file"].as<std::string>()).root;
   interp::BufferMap inputs = load_inputs(vm);
   fill_random_inputs(root, inputs, vm["seed"].as<uint64_t>());
   if (vm.count("passes")) return check_passes(root, inputs);
+  if (vm.count("finite-differences")) return check_gradients(root, inputs, vm["seed"].as<uint64_t>());
   std::vector<std::string> tiers = vm.count("compiler") ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
   for (const std::string& t : tiers) {
     backend::RunOptions ro;

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "tensor/random.h"
 #include "tensor/tensor.h"
@@ -52,12 +53,14 @@ bool depends_on(const Tensor& t, UOp r) {
 
 class Gen {
  public:
-  Gen(uint64_t seed, const GenOptions& o) : o_(o) {
+  Gen(uint64_t seed, const GenOptions& o, bool smooth) : o_(o), smooth_(smooth) {
     rng_.seed(seed * 0x9e3779b97f4a7c15ULL + 0x5eed);
     budget_ = 3 + static_cast<int>(pick(static_cast<uint64_t>(std::max(1, o.max_ops - 2))));
   }
 
-  Generated run() {
+  Generated run() { return smooth_ ? run_gradient() : run_values(); }
+
+  Generated run_values() {
     int nout = 1;
     if (o_.max_outputs > 1 && chance(0.3)) nout = 2 + static_cast<int>(pick(static_cast<uint64_t>(o_.max_outputs - 1)));
     std::vector<UOp> outs;
@@ -67,18 +70,95 @@ class Gen {
       DType d = rand_dtype();
       int depth = 2 + static_cast<int>(pick(4));
       uint64_t k = pick(100);
-      Tensor t = k < 44 ? expr(s, d, depth) : k < 48 ? collect_output(s, d, depth) : k < 64 ? assign_form(s, d, depth)
-               : k < 76 ? scan(s, d, depth) : k < 85 ? fold(s, d, depth) : k < 92 ? effect_in_fold(s, d, depth)
-               : effect_then_expr(s, d, depth);
-      outs.push_back(t.uop());
+      outs.push_back(output(s, d, depth, k).uop());
       names.emplace_back("out" + std::to_string(i));
     }
+    return finish(UOp::sink(outs, Arg(names)));
+  }
+
+  // One output of a form chosen by k in [0, 100).
+  Tensor output(const Shape& s, DType d, int depth, uint64_t k) {
+    return k < 44 ? expr(s, d, depth) : k < 48 ? collect_output(s, d, depth) : k < 64 ? assign_form(s, d, depth)
+         : k < 76 ? scan(s, d, depth) : k < 85 ? fold(s, d, depth) : k < 92 ? effect_in_fold(s, d, depth)
+         : effect_then_expr(s, d, depth);
+  }
+
+  Generated finish(UOp root) {
     Generated g;
-    g.root = UOp::sink(outs, Arg(names));
+    g.root = root;
     std::sort(forms_.begin(), forms_.end());
     forms_.erase(std::unique(forms_.begin(), forms_.end()), forms_.end());
     g.forms = forms_;
     return g;
+  }
+
+  // A loss of one or two outputs (their sums added), its gradients with respect to up to four of
+  // the buffers it reads or writes, and sometimes the gradient of a gradient.
+  Generated run_gradient() {
+    form("gradient");
+    int nout = chance(0.25) ? 2 : 1;
+    std::optional<Tensor> loss;
+    for (int i = 0; i < nout; ++i) {
+      Shape s = rand_shape(3, 64);
+      int depth = 2 + static_cast<int>(pick(3));
+      uint64_t k = pick(115);
+      Tensor t = k >= 100 ? vmap_layers(s, depth) : output(s, dtypes::float64, depth, k);
+      loss = nout == 1 ? t : i == 0 ? t.sum() : *loss + t.sum();
+    }
+    std::vector<Tensor> vars = grad_vars();
+    if (chance(0.1)) {
+      form("gradient-second-order");
+      Tensor g(UOp::make(Ops::GRADIENT, dtypes::float64, {loss->uop(), vars[0].uop()}));
+      loss = (g * g).sum();
+    }
+    std::vector<UOp> outs;
+    ArgTuple names;
+    for (const Tensor& v : vars) {
+      outs.push_back(UOp::make(Ops::GRADIENT, dtypes::float64, {loss->uop(), v.uop()}));
+      names.emplace_back("g" + std::to_string(names.size()));
+    }
+    Generated g = finish(UOp::sink(outs, Arg(names)));
+    g.loss = loss->uop();
+    for (const Tensor& v : vars) g.vars.push_back(v.uop());
+    return g;
+  }
+
+  // Input and target buffers, at most four; a fresh input the loss does not read if there are
+  // none (its gradient is zeros).
+  std::vector<Tensor> grad_vars() {
+    std::vector<Tensor> all = inputs_;
+    all.insert(all.end(), targets_.begin(), targets_.end());
+    for (size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[pick(i)]);
+    if (all.size() > 4) all.erase(all.begin() + 4, all.end());
+    if (all.empty()) {
+      form("gradient-unused-var");
+      all.push_back(buffer_view("in" + std::to_string(next_buf_++), rand_shape(2, 16), dtypes::float64));
+    }
+    return all;
+  }
+
+  // A multi-layer perceptron vmapped over a range (an OUTER one more often than not), as in
+  // tinygrad's test_vmap_gemm_grad: row r of x through 1-3 layers h @ W.T with a smooth
+  // activation, collected by pad + reduce into the rows of an (n, m) result.
+  Tensor vmap_layers(const Shape& s0, int depth) {
+    DType d = dtypes::float64;
+    Shape s = s0.size() == 2 && s0[0] >= 1 && s0[1] >= 1 ? s0 : Shape{1 + static_cast<int64_t>(pick(4)), 1 + static_cast<int64_t>(pick(5))};
+    form("vmap-layers");
+    int layers = 1 + static_cast<int>(pick(3));
+    int64_t in = 1 + static_cast<int64_t>(pick(6));
+    Tensor x = input({s[0], in}, d);
+    Tensor t = vmap(s, d, depth, 0, [&](const Shape&, const Range& R) {
+      Tensor h = x.at({Dim(R.r)}).reshape(dims({1, in}));
+      int64_t k = in;
+      for (int l = 0; l < layers; ++l) {
+        int64_t n = l == layers - 1 ? s[1] : 1 + static_cast<int64_t>(pick(6));
+        h = h.matmul(input({n, k}, d).T());
+        h = chance(0.5) ? Tensor(h.uop().alu(Ops::SIN, {})) : h * h * 0.25 + h;
+        k = n;
+      }
+      return h;
+    }, s[0]);
+    return same_shape(t, s0) ? t : t.sum();
   }
 
  private:
@@ -89,12 +169,14 @@ class Gen {
 
   Random rng_;
   GenOptions o_;
+  bool smooth_;  // gradient graphs: float64, differentiable ops only (no kinks for central differences)
   int budget_;
   int next_range_ = 1, next_buf_ = 0;
   std::vector<std::string> forms_;
   std::vector<Range> scope_;         // ranges open at this point (leaves may use them)
   std::vector<Tensor> special_;      // leaves of the current effect construct (acc, prev, target)
   std::vector<Tensor> inputs_;       // input buffers, reused by shape and dtype
+  std::vector<Tensor> targets_;      // buffers the effects write
 
   uint64_t pick(uint64_t n) { return n == 0 ? 0 : rng_.next() % n; }
   bool chance(double p) { return rng_.uniform() < p; }
@@ -120,6 +202,7 @@ class Gen {
   }
 
   DType rand_dtype() {
+    if (smooth_) return dtypes::float64;
     uint64_t r = pick(100);
     return r < 70 ? dtypes::float32 : r < 88 ? dtypes::int32 : dtypes::bool_;
   }
@@ -131,7 +214,7 @@ class Gen {
       return v[pick(chance(0.1) ? 9 : 7)];
     }
     static const double v[] = {0.0, 1.0, -1.0, 0.5, 2.0, -3.0, 3.25, -0.0, 1e30, -1e-30, INFINITY, -INFINITY, NAN};
-    return v[pick(chance(0.15) ? 13 : 7)];
+    return v[pick(chance(0.15) && !smooth_ ? 13 : 7)];
   }
 
   // ---- leaves ----
@@ -154,7 +237,10 @@ class Gen {
     return Tensor(UOp::make(Ops::RESHAPE, d, src));
   }
 
-  Tensor target(const Shape& s, DType d) { return buffer_view("tgt" + std::to_string(next_buf_++), s, d); }
+  Tensor target(const Shape& s, DType d) {
+    targets_.push_back(buffer_view("tgt" + std::to_string(next_buf_++), s, d));
+    return targets_.back();
+  }
 
   Tensor constant(const Shape& s, DType d) {
     form("const");
@@ -220,7 +306,7 @@ class Gen {
   // ---- combining ----
 
   Tensor combine(const Tensor& a, const Tensor& b) {
-    Ops op = a.dtype() == dtypes::bool_ ? Ops::XOR : (chance(0.5) ? Ops::ADD : Ops::MAX);
+    Ops op = a.dtype() == dtypes::bool_ ? Ops::XOR : (chance(0.5) ? Ops::ADD : smooth_ ? Ops::MUL : Ops::MAX);
     return Tensor(a.uop().alu(op, {b.cast(a.dtype()).uop()}));
   }
 
@@ -263,8 +349,8 @@ class Gen {
     if (k < 8) return leaf(s, d, depth);
     if (k < 20) return unary(s, d, depth);
     if (k < 40) return binary(s, d, depth);
-    if (k < 46) return where(s, d, depth);
-    if (k < 52) return cast(s, d, depth);
+    if (k < 46) return smooth_ && scope_.empty() ? binary(s, d, depth) : where(s, d, depth);
+    if (k < 52) return smooth_ ? unary(s, d, depth) : cast(s, d, depth);
     if (k < 70) return movement(s, d, depth);
     if (k < 75) return reduce_axis(s, d, depth);
     if (k < 78) return matmul(s, d, depth);
@@ -282,6 +368,7 @@ class Gen {
       return Tensor(expr(s, d, depth - 1).uop().ne(UOp::cnst(d, 1)));
     }
     Tensor x = expr(s, d, depth - 1);
+    if (smooth_) return smooth_unary(x);
     if (d.is_int()) {
       form("NEG");
       return -x;
@@ -294,6 +381,15 @@ class Gen {
     }
     form(op_name(ops[k]).data());
     return Tensor(x.uop().alu(ops[k], {}));
+  }
+
+  // Differentiable everywhere: SQRT, LOG2 and RECIPROCAL of x*x + 1 > 0.
+  Tensor smooth_unary(const Tensor& x) {
+    static const Ops ops[] = {Ops::NEG, Ops::SIN, Ops::EXP2, Ops::SQRT, Ops::LOG2, Ops::RECIPROCAL};
+    Ops op = ops[pick(6)];
+    form(("smooth-" + std::string(op_name(op))).c_str());
+    UOp a = op == Ops::SQRT || op == Ops::LOG2 || op == Ops::RECIPROCAL ? x.uop() * x.uop() + UOp::cnst(x.dtype(), 1) : x.uop();
+    return Tensor(a.alu(op, {}));
   }
 
   // The second operand: same shape, a broadcast shape, or an unshaped scalar.
@@ -319,7 +415,7 @@ class Gen {
     }
     if (!nonzero) return u;
     form("safe-divisor");
-    if (chance(0.5)) return u.eq(UOp::cnst(d, 0)).where(UOp::cnst(d, 1), u);
+    if (chance(0.5) && !smooth_) return u.eq(UOp::cnst(d, 0)).where(UOp::cnst(d, 1), u);
     return u * u + UOp::cnst(d, 1);  // x*x+1 is never 0 mod 2^32
   }
 
@@ -342,20 +438,23 @@ class Gen {
     } else if (d.is_int()) {
       static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::IDIV, Ops::MOD, Ops::AND, Ops::OR, Ops::XOR};
       op = ops[pick(9)];
+    } else if (smooth_) {
+      static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV};
+      op = ops[pick(4)];
     } else {
       static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::ADD, Ops::MUL, Ops::POW};
       op = ops[pick(8)];
     }
     form(op_name(op).data());
     UOp a = expr(s, d, depth - 1).uop();
-    UOp b = operand(s, d, depth, op == Ops::IDIV || op == Ops::MOD);
+    UOp b = operand(s, d, depth, op == Ops::IDIV || op == Ops::MOD || (smooth_ && op == Ops::FDIV));
     if (op != Ops::IDIV && op != Ops::MOD && b->shape.kind != ShapeInfo::Kind::Shaped && chance(0.3)) std::swap(a, b);
     return Tensor(a.alu(op, {b}));
   }
 
   Tensor where(const Shape& s, DType d, int depth) {
     form("WHERE");
-    UOp c = chance(0.15) && !scope_.empty() ? scope_[pick(scope_.size())].r.eq(0) : expr(s, dtypes::bool_, depth - 1).uop();
+    UOp c = (chance(0.15) || smooth_) && !scope_.empty() ? scope_[pick(scope_.size())].r.eq(0) : expr(s, dtypes::bool_, depth - 1).uop();
     UOp t = expr(s, d, depth - 1).uop();
     UOp f = chance(0.2) ? UOp::cnst(d, rand_value(d)) : expr(s, d, depth - 1).uop();
     if (c->shape.kind != ShapeInfo::Kind::Shaped && f->shape.kind != ShapeInfo::Kind::Shaped && chance(0.5)) std::swap(t, f);
@@ -444,14 +543,14 @@ class Gen {
     return expr(s, d, depth - 1).flip(axes);
   }
 
-  static Ops rand_reduce_op(Random& rng, bool bias_add) {
-    uint64_t k = rng.next() % 100;
+  Ops rand_reduce_op(bool bias_add) {
+    uint64_t k = rng_.next() % 100;
     if (k < (bias_add ? 70u : 45u)) return Ops::ADD;
-    return k < 85 ? Ops::MAX : Ops::MUL;
+    return k < 85 && !smooth_ ? Ops::MAX : Ops::MUL;
   }
 
   Tensor reduce_axis(const Shape& s, DType d, int depth) {
-    Ops op = rand_reduce_op(rng_, false);
+    Ops op = rand_reduce_op(false);
     form(("REDUCE_AXIS-" + std::string(op_name(op))).c_str());
     Shape s2 = s;
     ArgTuple axes;
@@ -532,7 +631,7 @@ class Gen {
       scope_.pop_back();
     }
     scope_.pop_back();
-    Ops op = rand_reduce_op(rng_, false);
+    Ops op = rand_reduce_op(false);
     form(two ? "range-reduce-2" : ("range-reduce-" + std::string(op_name(op))).c_str());
     return inner.reduce(rs, op);
   }
@@ -568,7 +667,7 @@ class Gen {
   // vmap by pad + reduce: REDUCE(PAD(f(r), (before + r, n - before - r - 1)), r) over m <= n
   // iterations, so the rows before + m .. n - 1 (and the first `before`) are the pad's zeros.
   // `body(s1, R)` builds f(r) of shape s1 with R open.
-  template <class Body> Tensor vmap(const Shape& s, DType d, int depth, size_t ax, Body body, int64_t m = -1) {
+  template <class Body> Tensor vmap(const Shape& s, DType d, int /*depth*/, size_t ax, Body body, int64_t m = -1) {
     int64_t n = s[ax], before = 0;
     if (m < 0) m = n >= 2 && chance(0.25) ? 1 + static_cast<int64_t>(pick(static_cast<uint64_t>(n - 1))) : n;
     if (m < n) {
@@ -583,7 +682,7 @@ class Gen {
     scope_.pop_back();
     std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size());
     w[ax] = std::make_pair(Dim(simplify(R.r + before)), Dim(simplify(UOp::index(n - 1 - before) - R.r)));
-    Ops op = rand_reduce_op(rng_, true);
+    Ops op = rand_reduce_op(true);
     form(op == Ops::ADD ? "vmap-pad-reduce" : "vmap-pad-reduce-maxmul");
     return inner.pad(w).reduce({R.r}, op);
   }
@@ -610,7 +709,7 @@ class Gen {
 
   // ---- effects (outputs only; each writes a fresh target buffer) ----
 
-  DType effect_dtype() { return chance(0.8) ? dtypes::float32 : dtypes::int32; }
+  DType effect_dtype() { return smooth_ ? dtypes::float64 : chance(0.8) ? dtypes::float32 : dtypes::int32; }
 
   // acc.after(i).store(op(acc.after(i), f(x[i]))).end(i), then acc.after(that)
   Tensor fold(const Shape& s, DType, int depth) {
@@ -650,7 +749,7 @@ class Gen {
     special_.clear();
     if (!mentions(g.uop(), after.uop())) g = combine(g, after);
     scope_.pop_back();
-    return g.reduce({R.r}, rand_reduce_op(rng_, false));
+    return g.reduce({R.r}, rand_reduce_op(false));
   }
 
   // out[t(i)].store(f(i == 0 ? init : out[t(i-1)], x[i])).end(i), then out.after(that)
@@ -713,7 +812,7 @@ class Gen {
       one.insert(one.end(), s.begin(), s.end());
       std::vector<std::optional<std::pair<Dim, Dim>>> w(big.size());
       w[0] = std::make_pair(Dim(r), Dim(simplify(UOp::index(n - 1) - r)));
-      Ops op = rand_reduce_op(rng_, true);
+      Ops op = rand_reduce_op(true);
       return Tensor(tgt.uop()).assign(f.reshape(dims(one)).pad(w).reduce({r}, op));
     }
     if (k < 65) {  // overlapping windows: iteration r contributes rows r .. r+w-1
@@ -732,7 +831,7 @@ class Gen {
       scope_.pop_back();
       std::vector<std::optional<std::pair<Dim, Dim>>> pw(big.size());
       pw[0] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
-      return Tensor(tgt.uop()).assign(f.pad(pw).reduce({R.r}, rand_reduce_op(rng_, true)));
+      return Tensor(tgt.uop()).assign(f.pad(pw).reduce({R.r}, rand_reduce_op(true)));
     }
     if (k < 85) {  // whole-target contributions: every iteration adds to every element
       Tensor tgt = target(s, d);
@@ -743,7 +842,7 @@ class Gen {
       Tensor f = ensure_dep(expr(s, d, depth), s, d, R);
       special_.clear();
       scope_.pop_back();
-      return Tensor(tgt.uop()).assign(f.reduce({R.r}, rand_reduce_op(rng_, false)));
+      return Tensor(tgt.uop()).assign(f.reduce({R.r}, rand_reduce_op(false)));
     }
     form("assign-plain");  // no range: evaluates the value (reading the old target), then writes
     Tensor tgt = target(s, d);
@@ -779,10 +878,19 @@ class Gen {
 
 }  // namespace
 
-Generated generate(uint64_t seed, const GenOptions& opts) {
+bool is_gradient_seed(uint64_t seed, const GenOptions& opts) {
+  Random r;
+  r.seed(seed ^ 0x67726164ULL);  // "grad"
+  return static_cast<int>(r.next() % 100) < opts.gradient_percent;
+}
+
+Generated generate(uint64_t seed, const GenOptions& opts0) {
+  bool smooth = is_gradient_seed(seed, opts0);
+  GenOptions opts = opts0;
+  if (smooth) opts.max_elems = std::min<int64_t>(opts.max_elems, 256), opts.max_ops = std::min(opts.max_ops, 25);
   for (int attempt = 0;; ++attempt) {
     try {
-      Gen g(seed + static_cast<uint64_t>(attempt) * 0x1000193ULL, opts);
+      Gen g(seed + static_cast<uint64_t>(attempt) * 0x1000193ULL, opts, smooth);
       Generated out = g.run();
       out.attempts = attempt + 1;
       if (verify(out.root).empty()) return out;

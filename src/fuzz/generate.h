@@ -7,6 +7,10 @@
 // iterations than rows, reading row r+k of a realized value), collecting expands (as
 // outputs: nothing else shares their range dimension),
 // REDUCEs over ranges of every AxisType, AFTER/STORE/END folds and scans, and assign scans.
+// A share of the seeds gives gradient graphs instead: the same forms (plus vmapped multi-layer
+// perceptrons) built from smooth float64 ops only, so that central differences can check them,
+// with outputs GRADIENT(loss, x) for the loss's input and target buffers (sometimes of a
+// GRADIENT itself: second order).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -22,13 +26,22 @@ struct GenOptions {
   int max_ops = 40;          // upper bound of the random op budget of one graph
   int64_t max_elems = 2000;  // no tensor (input, intermediate or output) is larger
   int max_outputs = 3;
+  int gradient_percent = 25;  // share of seeds that give gradient graphs (smaller: max_elems 256)
 };
 
 struct Generated {
   UOp root;                        // SINK naming its outputs out0, out1, ...
   std::vector<std::string> forms;  // the constructs used ("vmap-collect", "assign-scan", ...)
   int attempts = 1;                // tries until a graph verified (a rejected try is a generator bug)
+  // Gradient graphs only: root's outputs are GRADIENT(loss, x) for each x in vars, a view of a
+  // whole float64 buffer (so a finite difference perturbs one of its elements).
+  UOp loss;
+  std::vector<UOp> vars;
 };
+
+// Does this seed give a gradient graph? (A hash of the seed, so the other seeds' graphs do not
+// change with the share.)
+bool is_gradient_seed(uint64_t seed, const GenOptions& opts = {});
 
 // The same seed gives the same graph (print_graph is byte-identical) in every process.
 Generated generate(uint64_t seed, const GenOptions& opts = {});
