@@ -2,8 +2,13 @@
 // reduces an injected "finding" to a minimal graph.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "fuzz/generate.h"
+#include "fuzz/gradcheck.h"
 #include "interp/interp.h"
+#include "tensor/random.h"
+#include "test_support.h"
 #include "uop/error.h"
 #include "uop/text.h"
 #include "uop/verify.h"
@@ -43,7 +48,8 @@ TEST_CASE("fuzz: generated graphs pass the verifier and the interpreter evaluate
     } catch (const Error& e) {
       std::string m = e.what();
       INFO(m);
-      REQUIRE(m.find("uninitialized") != std::string::npos);
+      // poison, or a gradient graph's clear refusal (SEMANTICS S9.5)
+      REQUIRE((m.find("uninitialized") != std::string::npos || (g.loss && m.rfind("gradient: ", 0) == 0)));
     }
   }
   REQUIRE(interp_ok > 0);
@@ -84,4 +90,49 @@ TEST_CASE("fuzz: the shrinker reduces an injected finding to a minimal graph", "
   REQUIRE(small->op == Ops::SINK);
   REQUIRE(small->src.size() == 1);
   REQUIRE(small->src[0]->op == Ops::FLIP);
+}
+
+namespace {
+// Uniform data in [-1, 1) for every float64 input (the gradient findings are float64 graphs).
+interp::BufferMap float64_inputs(UOp root) {
+  interp::BufferMap b;
+  Random rng;
+  rng.seed(11);
+  for (UOp u : toposort(root)) {
+    if (u->op != Ops::BUFFER || u->dtype != dtypes::float64) continue;
+    const std::string& name = u->arg.tuple()->at(0).as<std::string>();
+    if (b.count(name) || name.rfind('_', 0) == 0) continue;
+    auto s = std::make_shared<interp::Storage>(u->dtype, u->arg.tuple()->at(1).as<int64_t>());
+    for (int64_t i = 0; i < s->size; ++i) s->as<double>()[i] = rng.uniform() * 2 - 1;
+    b[name] = interp::BufferData{u->dtype, s, nullptr};
+  }
+  return b;
+}
+}  // namespace
+
+TEST_CASE("fuzz: gradient findings (tests/fuzz/grad) agree with central differences, or are refused", "[fuzz][grad]") {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(test::source_root() / "tests" / "fuzz" / "grad")) {
+    if (e.path().extension() != ".uop") continue;
+    ++files;
+    std::string name = e.path().filename().string();
+    INFO(name);
+    UOp root = parse_graph(test::slurp(e.path()), e.path().string()).root;
+    interp::BufferMap in = float64_inputs(root);
+    if (name.rfind("refused-", 0) == 0) {  // the expansion used to build an invalid graph
+      try {
+        interp::BufferMap b = in;
+        interp::run(root, b);
+        FAIL("expected a refusal");
+      } catch (const Error& err) {
+        CHECK_THAT(err.what(), Catch::StartsWith("gradient: "));
+      }
+      continue;
+    }
+    fuzz::FdCheck c = fuzz::check_finite_differences(root, in, 5);
+    INFO(c.error);
+    CHECK(c.ok);
+    CHECK(c.checked > 0);
+  }
+  CHECK(files >= 5);
 }

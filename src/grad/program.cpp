@@ -94,7 +94,8 @@ class Parser {
   }
 
   Program run(UOp value) {
-    deps_of(value, {}, {});
+    bound_ = free_ranges(value);
+    deps_of(value, {});
     return Program{std::move(out_), std::move(replace_)};
   }
 
@@ -103,10 +104,11 @@ class Parser {
   std::set<const UOpNode*> fixed_, seen_;
   std::vector<Stmt> out_;
   std::vector<std::pair<UOp, UOp>> replace_;
+  std::vector<UOp> bound_;  // the loss's own free ranges: the program runs once per binding of them
 
   // The statements x depends on, added before whoever asks. `nested`: statements of the bodies
-  // being parsed (they are not dependencies but parts); `loops`: their ranges.
-  void deps_of(UOp x, const std::set<const UOpNode*>& nested, const std::vector<UOp>& loops) {
+  // being parsed (they are not dependencies but parts).
+  void deps_of(UOp x, const std::set<const UOpNode*>& nested) {
     for (UOp n : toposort(x)) {
       std::vector<UOp> found;
       if (n->op == Ops::AFTER)
@@ -114,9 +116,10 @@ class Parser {
           if (is_effect(n->src[i]) && !nested.count(n->src[i].get())) found.push_back(n->src[i]);
       if (n->op == Ops::ASSIGN && !nested.count(n.get())) found.push_back(n);
       if (found.empty()) continue;
-      std::vector<UOp> free = free_ranges(n);
-      for (UOp r : loops)
-        if (std::find(free.begin(), free.end(), r) != free.end())
+      // A runner under a loop of the program (an END) or of a value (a REDUCE, a collect) runs
+      // its effects in every iteration: the program has no statement for that.
+      for (UOp r : free_ranges(n))
+        if (std::find(bound_.begin(), bound_.end(), r) == bound_.end())
           refuse(n, "an effect run in every iteration of a loop by a node inside the loop's values is not differentiated");
       for (UOp e : found) add(e, nested);
     }
@@ -126,19 +129,17 @@ class Parser {
     if (fixed_.count(e.get()) || !seen_.insert(e.get()).second) return;
     if (e->op == Ops::ASSIGN) e = explicit_assign(e);
     std::set<const UOpNode*> mine = nested;
-    std::vector<UOp> loops;
-    structure(e, mine, loops);
-    deps_of(e, mine, loops);
+    structure(e, mine);
+    deps_of(e, mine);
     out_.push_back(parse(e));
   }
 
-  // The statements an effect is made of (not those its values depend on), and its loops' ranges.
-  void structure(UOp e, std::set<const UOpNode*>& parts, std::vector<UOp>& loops) {
+  // The statements an effect is made of (not those its values depend on).
+  void structure(UOp e, std::set<const UOpNode*>& parts) {
     parts.insert(e.get());
-    if (e->op == Ops::END) loops.insert(loops.end(), e->src.begin() + 1, e->src.end());
-    if (e->op == Ops::END) structure(e->src[0], parts, loops);
+    if (e->op == Ops::END) structure(e->src[0], parts);
     if (e->op == Ops::GROUP)
-      for (UOp m : e->src) structure(m, parts, loops);
+      for (UOp m : e->src) structure(m, parts);
   }
 
   Stmt parse(UOp e) {
@@ -150,6 +151,8 @@ class Parser {
         return s;
       }
       case Ops::END: {
+        if (std::any_of(e->src.begin() + 1, e->src.end(), [](UOp r) { return r->src[0]->op == Ops::CONST && r->src[0].const_value() == 0; }))
+          return Stmt{Stmt::Kind::Seq, e, {}, {}, {}, true, {}};  // a loop without iterations does nothing
         Stmt s{Stmt::Kind::Loop, e, {}, {}, {e->src.begin() + 1, e->src.end()}, true, {}};
         s.sequential = std::all_of(s.ranges.begin(), s.ranges.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
         s.body.push_back(parse(e->src[0]));

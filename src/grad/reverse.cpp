@@ -192,13 +192,13 @@ class Backward {
     };
     reads_in(loss_);
     for_each_store(prog_.stmts, [&](const Stmt& s, const auto&) {
+      if (!base_of(s.target)) throw Error("gradient: a store whose target is not a view of a buffer (at " + number_graph(s.node).line(s.node) + ")");
       reads_in(s.value);
       for (UOp u = s.target; u->op != Ops::BUFFER; u = u->src[0])  // a target's own indices may read too
         for (size_t i = 1; i < u->src.size(); ++i) reads_in(u->src[i]);
     });
     for_each_store(prog_.stmts, [&](const Stmt& s, const std::vector<const Stmt*>& loops) {
       UOp b = base_of(s.target);
-      if (!b) throw Error("gradient: a store whose target is not a view of a buffer (at " + number_graph(s.node).line(s.node) + ")");
       if (!work_.count(b.get()) && read.count(b.get())) work_[b.get()] = names_.buffer("gw", b->dtype, size_of(b));
       if (!adj_.count(b.get()) && is_float_buffer(b)) adj_[b.get()] = names_.buffer("g", b->dtype, size_of(b));
       if (read.count(b.get())) add_tape(s, loops);
@@ -223,6 +223,12 @@ class Backward {
   }
 
   void add_tape(const Stmt& s, const std::vector<const Stmt*>& loops) {
+    // Interning merges equal stores, so one node can stand at two places of the program (a
+    // second-order expansion zeroes one adjoint before and inside its loops); its tapes would
+    // be one, so it is refused rather than mixed up.
+    if (tapes_.count(s.node.get()))
+      throw Error("gradient: one STORE node runs at two places of the program, so what each overwrites cannot be saved apart (at " +
+                  number_graph(s.node).line(s.node) + ")");
     Tape t;
     for (const Stmt* l : loops)
       for (UOp r : l->ranges) {

@@ -1,9 +1,9 @@
 // Reverse mode over a graph of values: one rule per op, applied from the root down.
 //
 // Ranges make one twist: a node used under a range r gets one gradient contribution per
-// binding of r. When a contribution mentions a range that its source does not depend on, the
-// contributions of all bindings are summed (REDUCE over r) before they are added to the
-// source's gradient. That is the true derivative, and no free range is ever left behind (S9.2).
+// binding of r. When its user depends on a range (or the contribution mentions one) that the
+// source does not depend on, the contributions of all bindings are summed (REDUCE over r) before
+// they are added to the source's gradient. That is the true derivative, and no free range is ever left behind (S9.2).
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -77,7 +77,21 @@ Grads movement_grad(UOp ret, UOp g, const std::vector<UOp>& x_free) {
   return out;
 }
 
-Grads reduce_grad(UOp ret, UOp g) {
+Grads reduce_grad_per_binding(UOp ret, UOp g);
+
+// One contribution per binding of the reduced ranges. REDUCE(x, r) with x free of r folds x n
+// times (0 times for an empty r), so x's contribution is summed over such ranges here: nothing
+// in it mentions r for reverse() to sum over.
+Grads reduce_grad(UOp ret, UOp g, const std::vector<UOp>& x_free) {
+  Grads out = reduce_grad_per_binding(ret, g);
+  std::vector<UOp> unused;
+  for (size_t i = 1; i < ret->src.size(); ++i)
+    if (std::find(x_free.begin(), x_free.end(), ret->src[i]) == x_free.end()) unused.push_back(ret->src[i]);
+  if (!unused.empty()) out[0] = out[0].reduce(unused, Ops::ADD);
+  return out;
+}
+
+Grads reduce_grad_per_binding(UOp ret, UOp g) {
   UOp x = ret->src[0];
   Grads out(ret->src.size());
   std::vector<UOp> ranges(ret->src.begin() + 1, ret->src.end());
@@ -134,7 +148,7 @@ Grads rule(UOp ret, UOp g, const std::vector<UOp>& x_free) {
       return out;
     }
     case Ops::DETACH: return {UOp()};
-    case Ops::REDUCE: return reduce_grad(ret, g);
+    case Ops::REDUCE: return reduce_grad(ret, g, x_free);
     case Ops::REDUCE_BACKWARD: {  // identity forward; backward sums over the marked ranges
       Grads out(ret->src.size());
       out[0] = g.reduce(std::vector<UOp>(ret->src.begin() + 1, ret->src.end()), ret->arg.as<Ops>());
@@ -176,11 +190,19 @@ std::vector<UOp> reverse(UOp root, UOp root_grad, const std::vector<UOp>& leaves
       UOp s = u->src[i];
       if (!sg[i] || !on_path.count(s.get())) continue;
       if (!shaped(s)) throw Error("gradient: the value flows through an unshaped " + std::string(op_name(s->op)) + ", which has no gradient");
+      // One contribution per binding of u's ranges (and of any the contribution mentions): summed
+      // over those s does not depend on, even where the contribution itself happens not to
+      // mention them (a bound simplified away: then each binding adds the same amount).
       UOp c = sg[i];
       std::vector<UOp> extra;
-      for (UOp r : free_ranges(c))
-        if (std::find(free_of(s).begin(), free_of(s).end(), r) == free_of(s).end() && std::find(bound.begin(), bound.end(), r) == bound.end())
+      auto add_extra = [&](UOp r) {
+        if (std::find(free_of(s).begin(), free_of(s).end(), r) == free_of(s).end() && std::find(bound.begin(), bound.end(), r) == bound.end() &&
+            std::find(extra.begin(), extra.end(), r) == extra.end())
           extra.push_back(r);
+      };
+      for (UOp r : free_of(u))  // (REDUCE_BACKWARD's rule sums over its marked ranges itself)
+        if (u->op != Ops::REDUCE_BACKWARD || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) add_extra(r);
+      for (UOp r : free_ranges(c)) add_extra(r);
       if (!extra.empty()) c = c.reduce(extra, Ops::ADD);
       auto prev = grads.find(s.get());
       grads[s.get()] = prev == grads.end() ? c : add(prev->second, c);

@@ -88,6 +88,7 @@ ShapeInfo pad_or_shrink(const UOpNode& n, const ShapeInfo& in) {
   std::vector<UOp> dims;
   for (size_t i = 0; i < in.dims.size(); ++i) {
     UOp b = w[2 * i], e = w[2 * i + 1], s = in.dims[i];
+    if (!pad && s->op == Ops::RANGE) s = s->src[0];  // a bare range as a dimension has its extent as size (S4.1)
     for (UOp x : {b, e})
       if (auto err = check_size(x, pad ? "pad width" : "shrink bound")) return invalid(*err);
     if (pad) {
