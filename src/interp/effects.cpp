@@ -84,31 +84,40 @@ void Interpreter::run_after_deps(UOp u) {
   }
   r = Run{};  // release the old record before running again
   Clock start = ctx_.snapshot();
-  for (size_t i = 1; i < u->src.size(); ++i) exec(u->src[i]);
+  const std::vector<UOp>& free = info_.at(u.get()).free;
+  size_t depth = iterations_.size();  // the bindings up to the innermost of its free ranges
+  while (depth > 0 && std::none_of(free.begin(), free.end(), [&](UOp f) { return f.get() == iteration_ranges_[depth - 1]; })) --depth;
+  for (size_t i = 1; i < u->src.size(); ++i) exec(u->src[i], false, depth);
   runs_[u.get()] = Run{true, std::move(key), ctx_.record_since(start)};
 }
 
 // ---------------- effects ----------------
 
 // Runs a node for its effects. Reached as a dependency (of an AFTER, or as an output), a STORE,
-// END, GROUP or KERNEL runs at most once per iteration of the loops around it (S5.4): two nodes
-// that reach it in the same iteration run it once. One node may be reached at several depths
-// (inside a loop and outside it), so a run is kept while its iterations are still under way,
-// one per depth. A step of a GROUP (or a loop's body) runs every time its GROUP does: a
-// sequence may list one effect twice, and a host schedule lists each launch it runs.
-void Interpreter::exec(UOp u, bool step) {
+// END, GROUP or KERNEL runs at most once per iteration of the loops its runner depends on (S5.4;
+// the first `depth` bindings): a run made in the current iteration of those loops serves every
+// runner, and two nodes that reach it in the same iteration run it once. A run is therefore kept
+// under two keys while they last: the bindings where it ran (for runners that depend on all of
+// them) and the bindings its runner depends on (for runners reaching it later, further out or in
+// a later iteration of a loop it does not depend on). A step of a GROUP (or a loop's body) runs
+// every time its GROUP does: a sequence may list one effect twice, and a host schedule lists each
+// launch it runs.
+void Interpreter::exec(UOp u, bool step, size_t depth) {
   bool once = u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::GROUP || (u->op == Ops::KERNEL && !is_value_kernel(u));
   if (once && !step) {
-    std::vector<uint64_t> key(iterations_.begin(), iterations_.end());
+    const std::vector<uint64_t>& here = iterations_;
+    depth = std::min(depth, here.size());
     std::vector<Run>& runs = effect_runs_[u.get()];
-    runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const Run& r) {  // iterations that ended never come back
-      return r.key.size() > key.size() || !std::equal(r.key.begin(), r.key.end(), key.begin());
-    }), runs.end());
+    auto under_way = [&](const Run& r) { return r.key.size() <= here.size() && std::equal(r.key.begin(), r.key.end(), here.begin()); };
+    runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const Run& r) { return !under_way(r); }), runs.end());  // ended iterations never come back
     for (const Run& r : runs)
-      if (r.key == key) return ctx_.merge(r.done);
+      if (r.key.size() >= depth) return ctx_.merge(r.done);
     Clock start = ctx_.snapshot();
     exec(u, true);
-    effect_runs_[u.get()].push_back(Run{true, std::move(key), ctx_.record_since(start)});
+    Run run{true, here, ctx_.record_since(start)};
+    std::vector<Run>& after = effect_runs_[u.get()];
+    if (depth < here.size()) after.push_back(Run{true, std::vector<uint64_t>(here.begin(), here.begin() + static_cast<std::ptrdiff_t>(depth)), run.done});
+    after.push_back(std::move(run));
     return;
   }
   if (u->op == Ops::END) return run_end(u);

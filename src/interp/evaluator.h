@@ -133,7 +133,9 @@ class Interpreter {
   void run_iteration_effects(UOp value);  // S5.4: a fold's effects at the start of an iteration
   Value after(UOp u);
   void run_after_deps(UOp u);
-  void exec(UOp u, bool step = false);
+  // `depth`: the effect's runner depends on the loops of the first `depth` bindings only, so it
+  // runs once per iteration of those (S5.4); by default, of every loop being run.
+  void exec(UOp u, bool step = false, size_t depth = SIZE_MAX);
   void run_store(UOp u);
   void run_end(UOp u);
   Value assign(UOp u);
@@ -165,6 +167,7 @@ class Interpreter {
   std::unordered_map<const UOpNode*, int64_t> env_;
   std::vector<std::pair<UOp, int64_t>> env_order_;
   std::vector<uint64_t> iterations_;  // a fresh number for every binding made, innermost last
+  std::vector<const UOpNode*> iteration_ranges_;  // ... and the range each binds
   uint64_t iteration_count_ = 0;
   uint64_t evals_ = 0;
   size_t depth_ = 0;

@@ -187,6 +187,7 @@ std::vector<Output> Interpreter::outputs() {
 
 Interpreter::Bind::Bind(Interpreter& in, UOp range, int64_t v) : I(in), r(range) {
   I.iterations_.push_back(++I.iteration_count_);
+  I.iteration_ranges_.push_back(range.get());
   auto it = I.env_.find(r.get());
   had = it != I.env_.end();
   old = had ? it->second : 0;
@@ -197,6 +198,7 @@ Interpreter::Bind::Bind(Interpreter& in, UOp range, int64_t v) : I(in), r(range)
 
 Interpreter::Bind::~Bind() {
   I.iterations_.pop_back();
+  I.iteration_ranges_.pop_back();
   if (had) {
     I.env_[r.get()] = old;
     for (auto& p : I.env_order_) if (p.first == r) p.second = old;

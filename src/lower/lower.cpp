@@ -1,6 +1,8 @@
 // The pipeline: read it top to bottom (reference/LOWERING.md describes each stage's forms).
 #include "lower/lower.h"
 
+#include "uop/args.h"
+
 namespace ow::lower {
 
 UOp Context::fresh_range(UOp extent, AxisType axis) { return UOp::range(extent, next_range++, axis); }
@@ -32,6 +34,8 @@ std::string unsupported(const std::string& what) { return "lowering: " + what + 
 
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
   for (const Pass& p : passes()) {
+    for (UOp u : toposort(root))
+      if (u->op == Ops::BUFFER) ctx.taken.insert(buffer_name(u));
     root = p.run(root, ctx);
     if (after_each) after_each(p, root);
   }

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,13 @@ struct Context {
   std::function<void(const Rule&, UOp, UOp)> on_fire;   // every rule firing (ow explain)
 
   UOp fresh_range(UOp extent, AxisType axis);
-  std::string fresh_buffer(const std::string& prefix) { return "_" + prefix + std::to_string(next_buffer++); }
+  std::set<std::string> taken;  // buffer names the graph already uses (the gradient pass's temporaries too)
+  std::string fresh_buffer(const std::string& prefix) {
+    std::string name;
+    do name = "_" + prefix + std::to_string(next_buffer++);
+    while (!taken.insert(name).second);
+    return name;
+  }
 };
 
 struct Pass {

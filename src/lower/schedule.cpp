@@ -302,8 +302,12 @@ class Scheduler {
     Frame& fr = frames_[f];
     s.after = fr.seq;
     if (laying_out_inside(f)) s.after.insert(fr.inner.begin(), fr.inner.end());
-    for (const Ref& d : deps)
+    for (const Ref& d : deps) {
       if (d.frame == f) s.after.insert(d.step);
+      // A dependency in an outer frame (placed earlier, for another reader) must precede the
+      // loop being laid out there, as if it had been placed now.
+      else if (laying_out_inside(d.frame)) frames_[d.frame].inner.insert(d.step);
+    }
     for (size_t a : s.after) {
       s.before.insert(a);
       s.before.insert(fr.steps[a].before.begin(), fr.steps[a].before.end());
