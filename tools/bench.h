@@ -70,5 +70,6 @@ double render_and_lookup(UOp program, const std::string& backend, int repeat);
 int bench_compile(const Settings& s);
 int bench_first_result(const Settings& s);
 int bench_micro(const Settings& s);
+int bench_grad_memory(const Settings& s);  // bench_grad.cpp
 
 }  // namespace ow::cli::bench

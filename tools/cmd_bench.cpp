@@ -513,6 +513,9 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
                   expanded product) on tcc, cc and numpy (a*b+1, a@b), steady state (compile
                   excluded), median of --repeat; prints numpy's BLAS. Targets: a*b+1 cc <= 1.3x
                   numpy, tcc <= 3x; matmul cc >= 25% of numpy's speed.
+  --grad-memory   the gradient of a scan h = sin(h * w + x[i]) of N = 100, 1000, 10000 steps
+                  (state 16 float64): the bytes its expansion adds (tapes, working copies,
+                  adjoints: O(N*S)) and the time per step on interp, tcc and cc (bit for bit).
 )";
 
 }  // namespace
@@ -525,6 +528,7 @@ int cmd_bench(const Args& args) {
       "backends", po::value<std::string>()->default_value("interp,tcc,cc,numpy"), "steady state: which of interp,tcc,cc,numpy to time")(
       "compile", "mode: per-kernel compile latency, tcc vs cc")("first-result", "mode: time to first result per reference case, tcc and cc")(
       "micro", "mode: a*b+1 (16M float32) and 512^3 float32 matmul, tcc/cc vs numpy")(
+      "grad-memory", "mode: extra memory and time per step of a scan's gradient, N = 100, 1000, 10000")(
       "repeat", po::value<int>()->default_value(10), "timed runs per side (after one warm-up); the median and min are reported")(
       "numpy", po::value<std::string>()->default_value("/usr/bin/python3"), "python interpreter with numpy")(
       "cases-dir", po::value<std::string>(), "directory of the .uop cases (default: reference/cases found above the executable or CWD)")(
@@ -539,13 +543,13 @@ int cmd_bench(const Args& args) {
       "keep", "keep the temporary directory of .npy inputs and outputs");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_options("bench", "[--compile | --first-result | --micro] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
+  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
                      args, vm)) {
     std::cout << "\n" << kHelp;
     return 0;
   }
-  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro"));
-  if (modes > 1) throw Error("ow bench: --compile, --first-result and --micro are separate modes: pick one");
+  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro") + vm.count("grad-memory"));
+  if (modes > 1) throw Error("ow bench: --compile, --first-result, --micro and --grad-memory are separate modes: pick one");
 
   Settings s;
   s.repeat = vm["repeat"].as<int>();
@@ -586,7 +590,8 @@ int cmd_bench(const Args& args) {
 
   std::printf("ow bench: %s\n", load_line().c_str());
   std::fflush(stdout);
-  int rc = vm.count("compile") ? bench_compile(s) : vm.count("first-result") ? bench_first_result(s) : vm.count("micro") ? bench_micro(s) : steady_state(s, vm.count("init-outputs") > 0);
+  int rc = vm.count("compile") ? bench_compile(s) : vm.count("first-result") ? bench_first_result(s) : vm.count("micro") ? bench_micro(s)
+         : vm.count("grad-memory") ? bench_grad_memory(s) : steady_state(s, vm.count("init-outputs") > 0);
   std::printf("%s (at the end)\n", load_line().c_str());
   return rc;
 }
