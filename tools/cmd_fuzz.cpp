@@ -105,6 +105,8 @@ Outcome interpret(UOp g, const interp::BufferMap& inputs) {
     return {};
   } catch (const Error& e) {
     return {false, e.what()};
+  } catch (const InternalError& e) {
+    return {false, e.what()};
   } catch (const std::exception& e) {
     return {false, std::string("internal error: ") + e.what()};
   }

@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
     } catch (const std::bad_alloc&) {
       std::cerr << "ow " << name << ": out of memory\n";
       return 2;
+    } catch (const ow::InternalError& e) {  // its message says "internal error: ... (please report)"
+      std::cerr << "ow " << name << ": " << e.what() << "\n";
+      return 2;
     } catch (const std::exception& e) {
       std::cerr << "ow " << name << ": internal error: " << e.what() << "\n";
       return 2;
