@@ -103,7 +103,7 @@ class Scheduler {
         return;
       case Ops::END: done.push_back(loop(u, hint, step)); return;
       case Ops::GROUP: {  // as a dependency, laid out once (per frame)
-        std::vector<const void*> key{u.get(), frames_[hint].end.get()};
+        std::vector<const void*> key{u.get(), frame_id(hint)};
         if (step) key.push_back(reinterpret_cast<const void*>(++steps_));
         auto it = groups_.find(key);
         if (it == groups_.end()) {
@@ -160,6 +160,11 @@ class Scheduler {
   std::map<const UOpNode*, UOp> stripped_;
   uintptr_t steps_ = 0;  // numbers the steps listed in GROUPs and loop bodies
   std::map<std::vector<const void*>, std::vector<Ref>> groups_;  // a GROUP's identity -> its steps
+
+  // A frame's identity in placement keys: its index, not its loop's END node. Interning makes
+  // one END node of several loops laid out apart (the same inner loop in two outer host loops),
+  // and each of them computes its own values into its own temporaries.
+  static const void* frame_id(size_t f) { return reinterpret_cast<const void*>(f + 1); }
 
   // The innermost frame being laid out whose loop ranges u depends on.
   size_t frame_of_ranges(UOp u) {
@@ -232,7 +237,7 @@ class Scheduler {
       deps.push_back(p.ref);
       renames.push_back({temp_of(v), p.temp});
     }
-    std::vector<const void*> key{k.get(), frames_[f].end.get()};
+    std::vector<const void*> key{k.get(), frame_id(f)};
     if (step) key.push_back(reinterpret_cast<const void*>(++steps_));  // every listed step runs
     if (auto it = done_.find(key); it != done_.end()) return it->second;
     Step s = make_step(k, renames);
@@ -261,7 +266,7 @@ class Scheduler {
     }
     // One placement per set of writes of its inputs it sees (the steps of its frame it follows
     // that write them), and per temporaries of its own inputs.
-    std::vector<const void*> key{k.get(), frames_[f].end.get()};
+    std::vector<const void*> key{k.get(), frame_id(f)};
     for (size_t w : mine)
       if (std::any_of(reads.begin(), reads.end(), [&](const std::string& b) { return frames_[f].steps[w].writes.count(b) > 0; })) {
         key.push_back(reinterpret_cast<const void*>(w + 1));
