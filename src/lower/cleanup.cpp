@@ -40,8 +40,36 @@ UOp name_effect_ranges(const Match& m) {
   return src.size() == a->src.size() ? UOp() : a.replace_src(src);
 }
 
+// REDUCE(f(r, REDUCE(g(r), r)), r) is a fine value (the inner REDUCE binds its own r, S3), but a
+// host loop and a kernel loop have one variable per range: the inner one gets a fresh range.
+// Rewrites run children first, so an inner REDUCE holds no deeper rebinding of r and renaming
+// every r in it is exact. (One that runs effects is left alone: a renamed copy would run them
+// apart from the original.)
+UOp rename_shadowed_ranges(const Match& m) {
+  UOp outer = m.node;
+  std::vector<UOp> ranges(outer->src.begin() + 1, outer->src.end());
+  std::vector<std::pair<UOp, UOp>> renamed;
+  for (UOp u : toposort(outer->src[0])) {
+    if (u->op != Ops::REDUCE) continue;
+    std::vector<std::pair<UOp, UOp>> fresh;
+    for (size_t i = 1; i < u->src.size(); ++i)
+      if (std::find(ranges.begin(), ranges.end(), u->src[i]) != ranges.end())
+        fresh.push_back({u->src[i], m.context<Context>().fresh_range(u->src[i]->src[0], range_axis(u->src[i]))});
+    if (fresh.empty()) continue;
+    std::vector<UOp> inside = toposort(u);
+    if (std::any_of(inside.begin(), inside.end(), [](UOp n) { return is_effect(n); })) continue;
+    renamed.push_back({u, substitute(u, fresh)});
+  }
+  return renamed.empty() ? UOp() : outer.replace_src([&] {
+    std::vector<UOp> src = outer->src;
+    src[0] = substitute(src[0], renamed);
+    return src;
+  }());
+}
+
 const PatternMatcher& cleanup_rules() {
   static const PatternMatcher pm = PatternMatcher({
+      {"a REDUCE inside a REDUCE over the same range gets a range of its own", Pat::ops({Ops::REDUCE}), rename_shadowed_ranges},
       {"DETACH is the identity", Pat::ops({Ops::DETACH}), first_src},
       {"CONTIGUOUS_BACKWARD is the identity", Pat::ops({Ops::CONTIGUOUS_BACKWARD}), first_src},
       {"REDUCE_BACKWARD is the identity forward", Pat::ops({Ops::REDUCE_BACKWARD}), first_src},
