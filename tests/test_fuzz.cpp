@@ -8,6 +8,7 @@
 #include "fuzz/gradcheck.h"
 #include "interp/interp.h"
 #include "tensor/random.h"
+#include "uop/args.h"
 #include "test_support.h"
 #include "uop/error.h"
 #include "uop/text.h"
@@ -100,9 +101,9 @@ interp::BufferMap float64_inputs(UOp root) {
   rng.seed(11);
   for (UOp u : toposort(root)) {
     if (u->op != Ops::BUFFER || u->dtype != dtypes::float64) continue;
-    const std::string& name = u->arg.tuple()->at(0).as<std::string>();
-    if (b.count(name) || name.rfind('_', 0) == 0) continue;
-    auto s = std::make_shared<interp::Storage>(u->dtype, u->arg.tuple()->at(1).as<int64_t>());
+    const std::string& name = buffer_name(u);
+    if (b.count(name) || is_temporary(name)) continue;
+    auto s = std::make_shared<interp::Storage>(u->dtype, buffer_size(u));
     for (int64_t i = 0; i < s->size; ++i) s->as<double>()[i] = rng.uniform() * 2 - 1;
     b[name] = interp::BufferData{u->dtype, s, nullptr};
   }

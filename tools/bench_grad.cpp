@@ -6,7 +6,6 @@
 // gradients must equal the interpreter's bit for bit).
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <cmath>
 
 #include "backends/program.h"
@@ -15,7 +14,6 @@
 #include "grad/gradient.h"
 #include "interp/interp.h"
 #include "lower/lower.h"
-#include "tensor/random.h"
 #include "tensor/tensor.h"
 #include "uop/args.h"
 #include "uop/error.h"
@@ -44,19 +42,6 @@ int64_t temporary_bytes(UOp g) {
   return bytes;
 }
 
-interp::BufferMap random_buffers(UOp g) {
-  interp::BufferMap b;
-  Random rng;
-  rng.seed(3);
-  for (UOp u : toposort(g)) {
-    if (u->op != Ops::BUFFER || is_temporary(buffer_name(u)) || b.count(buffer_name(u))) continue;
-    auto st = std::make_shared<interp::Storage>(u->dtype, buffer_size(u));
-    for (int64_t k = 0; k < st->size; ++k) st->as<double>()[k] = rng.uniform() - 0.5;
-    b[buffer_name(u)] = interp::BufferData{u->dtype, st, nullptr};
-  }
-  return b;
-}
-
 double time_interp(UOp g, const interp::BufferMap& in, int repeat, std::vector<interp::Output>& outs) {
   std::vector<double> t;
   for (int k = 0; k < repeat; ++k) {
@@ -68,15 +53,11 @@ double time_interp(UOp g, const interp::BufferMap& in, int repeat, std::vector<i
   return summarize(t).median;
 }
 
+// Bit for bit, as everywhere in outerworld (first_difference: NaNs equal, -0 != +0).
 bool same_bits(const std::vector<interp::Output>& a, const std::vector<interp::Output>& b) {
   if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k].value.numel() != b[k].value.numel()) return false;
-    for (int64_t e = 0; e < a[k].value.numel(); ++e) {
-      double x = interp::get_element(a[k].value, e), y = interp::get_element(b[k].value, e);
-      if (std::memcmp(&x, &y, sizeof x) != 0) return false;
-    }
-  }
+  for (size_t k = 0; k < a.size(); ++k)
+    if (first_difference(a[k].value, b[k].value)) return false;
   return true;
 }
 
@@ -92,7 +73,8 @@ int bench_grad_memory(const Settings& s) {
   for (int64_t n : {100, 1000, 10000}) {
     UOp g = scan_gradient(n, S);
     int64_t extra = temporary_bytes(grad::expand(g));
-    interp::BufferMap in = random_buffers(g);
+    interp::BufferMap in;
+    fill_random_inputs(g, in, 3);
     std::vector<interp::Output> ref, got;
     double ti = has_backend(s, "interp") ? time_interp(g, in, std::min(s.repeat, 3), ref) : NAN;
     if (ref.empty()) {

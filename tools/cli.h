@@ -39,7 +39,7 @@ std::pair<std::string, std::string> name_eq_path(const std::string& s, const cha
 void add_input_options(po::options_description& opts, bool seed);
 interp::BufferMap load_inputs(const po::variables_map& vm);
 void fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed);
-interp::BufferMap copy_buffers(const interp::BufferMap& b);
+using interp::copy_buffers;  // a deep copy (src/interp)
 
 // The first element where two values differ bit for bit (NaNs equal; -0 != +0); index -1:
 // the shapes differ.

@@ -62,17 +62,6 @@ void fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed) {
   }
 }
 
-interp::BufferMap copy_buffers(const interp::BufferMap& b) {
-  interp::BufferMap out;
-  for (auto& [name, d] : b) {
-    interp::BufferData c = d;
-    c.data = std::make_shared<interp::Storage>(*d.data);
-    if (d.poison) c.poison = std::make_shared<interp::Storage>(*d.poison);
-    out[name] = c;
-  }
-  return out;
-}
-
 std::optional<Difference> first_difference(const interp::Value& a, const interp::Value& b) {
   if (a.shape() != b.shape()) return Difference{-1, 0, 0};
   for (int64_t i = 0; i < a.numel(); ++i) {

@@ -11,25 +11,15 @@
 #include <sstream>
 
 #include "tensor/random.h"
+#include "uop/args.h"
 #include "uop/error.h"
 
 namespace ow::fuzz {
 
 namespace {
 
-interp::BufferMap copy(const interp::BufferMap& b) {
-  interp::BufferMap out;
-  for (auto& [n, d] : b) {
-    interp::BufferData c = d;
-    c.data = std::make_shared<interp::Storage>(*d.data);
-    if (d.poison) c.poison = std::make_shared<interp::Storage>(*d.poison);
-    out[n] = c;
-  }
-  return out;
-}
-
 double sum_of(UOp loss, const interp::BufferMap& in) {
-  interp::BufferMap b = copy(in);
+  interp::BufferMap b = interp::copy_buffers(in);
   std::vector<interp::Output> out = interp::run(UOp::sink({loss}, Arg(ArgTuple{Arg("loss")})), b);
   double s = 0;
   for (int64_t i = 0; i < out[0].value.numel(); ++i) s += interp::get_element(out[0].value, i);
@@ -45,7 +35,7 @@ UOp whole_buffer(UOp x) {
 }  // namespace
 
 FdCheck check_finite_differences(UOp root, const interp::BufferMap& inputs, uint64_t seed, int samples_per_var) {
-  interp::BufferMap b = copy(inputs);
+  interp::BufferMap b = interp::copy_buffers(inputs);
   std::vector<interp::Output> grads = interp::run(root, b);
   Random rng;
   rng.seed(seed ^ 0x6664ULL);
@@ -54,14 +44,14 @@ FdCheck check_finite_differences(UOp root, const interp::BufferMap& inputs, uint
     UOp g = root->src[k];
     UOp buf = g->op == Ops::GRADIENT ? whole_buffer(g->src[1]) : UOp();
     if (!buf) continue;
-    const std::string& name = buf->arg.tuple()->at(0).as<std::string>();
+    const std::string& name = buffer_name(buf);
     const interp::Value& gv = grads[k].value;
     if (!inputs.count(name) || gv.numel() != inputs.at(name).data->size) continue;
     double f0 = sum_of(g->src[0], inputs);
     for (int s = 0; s < samples_per_var && gv.numel() > 0; ++s) {
       int64_t i = static_cast<int64_t>(rng.next() % static_cast<uint64_t>(gv.numel()));
       auto quotient = [&](double h) {
-        interp::BufferMap p = copy(inputs), m = copy(inputs);
+        interp::BufferMap p = interp::copy_buffers(inputs), m = interp::copy_buffers(inputs);
         p[name].data->as<double>()[i] += h;
         m[name].data->as<double>()[i] -= h;
         return (sum_of(g->src[0], p) - sum_of(g->src[0], m)) / (2 * h);

@@ -1,9 +1,10 @@
 // Reverse mode over a graph of values: one rule per op, applied from the root down.
 //
 // Ranges make one twist: a node used under a range r gets one gradient contribution per
-// binding of r. When its user depends on a range (or the contribution mentions one) that the
-// source does not depend on, the contributions of all bindings are summed (REDUCE over r) before
-// they are added to the source's gradient. That is the true derivative, and no free range is ever left behind (S9.2).
+// binding of r. When its user depends on a range, or folds over one (REDUCE), that the source
+// does not depend on (or the contribution mentions one), the contributions of all bindings are
+// summed (REDUCE over r) before they are added to the source's gradient. That is the true
+// derivative, and no free range is ever left behind (S9.2).
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -77,21 +78,7 @@ Grads movement_grad(UOp ret, UOp g, const std::vector<UOp>& x_free) {
   return out;
 }
 
-Grads reduce_grad_per_binding(UOp ret, UOp g);
-
-// One contribution per binding of the reduced ranges. REDUCE(x, r) with x free of r folds x n
-// times (0 times for an empty r), so x's contribution is summed over such ranges here: nothing
-// in it mentions r for reverse() to sum over.
-Grads reduce_grad(UOp ret, UOp g, const std::vector<UOp>& x_free) {
-  Grads out = reduce_grad_per_binding(ret, g);
-  std::vector<UOp> unused;
-  for (size_t i = 1; i < ret->src.size(); ++i)
-    if (std::find(x_free.begin(), x_free.end(), ret->src[i]) == x_free.end()) unused.push_back(ret->src[i]);
-  if (!unused.empty()) out[0] = out[0].reduce(unused, Ops::ADD);
-  return out;
-}
-
-Grads reduce_grad_per_binding(UOp ret, UOp g) {
+Grads reduce_grad(UOp ret, UOp g) {
   UOp x = ret->src[0];
   Grads out(ret->src.size());
   std::vector<UOp> ranges(ret->src.begin() + 1, ret->src.end());
@@ -113,6 +100,18 @@ Grads reduce_axis_grad(UOp ret, UOp g) {
   if (op == Ops::MUL) return {alu(Ops::FDIV, mul(expand(g, xs), expand(ret, xs)), x)};
   UOp hit = cast(alu(Ops::CMPEQ, x, expand(ret, xs)), x->dtype);
   return {mul(hit, expand(alu(Ops::FDIV, g, sum(hit, axes_of(ret))), xs))};
+}
+
+// The ranges a node gives its sources one contribution per binding of: those it depends on, and
+// those a REDUCE folds over (REDUCE(x, r) with x free of r folds x once per binding, none for an
+// empty r); not those REDUCE_BACKWARD marks (its rule sums over them itself).
+std::vector<UOp> contribution_ranges(UOp u, const std::vector<UOp>& u_free) {
+  std::vector<UOp> out;
+  std::vector<UOp> own(u->src.begin() + 1, u->src.end());
+  for (UOp r : u_free)
+    if (u->op != Ops::REDUCE_BACKWARD || std::find(own.begin(), own.end(), r) == own.end()) out.push_back(r);
+  if (u->op == Ops::REDUCE) out.insert(out.end(), own.begin(), own.end());
+  return out;
 }
 
 Grads rule(UOp ret, UOp g, const std::vector<UOp>& x_free) {
@@ -148,7 +147,7 @@ Grads rule(UOp ret, UOp g, const std::vector<UOp>& x_free) {
       return out;
     }
     case Ops::DETACH: return {UOp()};
-    case Ops::REDUCE: return reduce_grad(ret, g, x_free);
+    case Ops::REDUCE: return reduce_grad(ret, g);
     case Ops::REDUCE_BACKWARD: {  // identity forward; backward sums over the marked ranges
       Grads out(ret->src.size());
       out[0] = g.reduce(std::vector<UOp>(ret->src.begin() + 1, ret->src.end()), ret->arg.as<Ops>());
@@ -200,8 +199,7 @@ std::vector<UOp> reverse(UOp root, UOp root_grad, const std::vector<UOp>& leaves
             std::find(extra.begin(), extra.end(), r) == extra.end())
           extra.push_back(r);
       };
-      for (UOp r : free_of(u))  // (REDUCE_BACKWARD's rule sums over its marked ranges itself)
-        if (u->op != Ops::REDUCE_BACKWARD || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) add_extra(r);
+      for (UOp r : contribution_ranges(u, free_of(u))) add_extra(r);
       for (UOp r : free_ranges(c)) add_extra(r);
       if (!extra.empty()) c = c.reduce(extra, Ops::ADD);
       auto prev = grads.find(s.get());

@@ -573,6 +573,17 @@ Value Interpreter::bufferize(UOp u) {
 
 // ---------------- entry point ----------------
 
+BufferMap copy_buffers(const BufferMap& b) {
+  BufferMap out;
+  for (auto& [name, d] : b) {
+    BufferData c = d;
+    c.data = std::make_shared<Storage>(*d.data);
+    if (d.poison) c.poison = std::make_shared<Storage>(*d.poison);
+    out[name] = c;
+  }
+  return out;
+}
+
 std::vector<Output> run(UOp root, BufferMap& buffers, const Options& opts) {
   if (grad::has_gradient(root)) root = grad::expand(root);  // a GRADIENT means the graph computing it (S9)
   Interpreter in(root, buffers, opts);

@@ -19,6 +19,9 @@ struct BufferData {
 };
 using BufferMap = std::map<std::string, BufferData>;
 
+// A deep copy (data and poison masks): run() writes buffers in place.
+BufferMap copy_buffers(const BufferMap& b);
+
 // One evaluation step, for --trace and the stepper.
 struct Step {
   UOp node;

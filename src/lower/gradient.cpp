@@ -10,6 +10,7 @@ UOp gradient(UOp root, Context& ctx) {
   if (!grad::has_gradient(root)) return root;
   static const Rule expanded{"a GRADIENT becomes its reverse-mode graph", Pat::ops({Ops::GRADIENT}), {}};
   UOp out = grad::expand(root);
+  ctx.take_names(out);  // its temporaries (_acc0, _g1, ...) are named outside ctx.fresh_buffer
   if (ctx.on_fire) ctx.on_fire(expanded, root, out);
   return out;
 }

@@ -7,6 +7,11 @@ namespace ow::lower {
 
 UOp Context::fresh_range(UOp extent, AxisType axis) { return UOp::range(extent, next_range++, axis); }
 
+void Context::take_names(UOp root) {
+  for (UOp u : toposort(root))
+    if (u->op == Ops::BUFFER) taken.insert(buffer_name(u));
+}
+
 const std::vector<Pass>& passes() {
   static const std::vector<Pass> list{
       {"gradient", "GRADIENT nodes become the graphs that compute them (reverse mode, through effects)", gradient},
@@ -33,9 +38,8 @@ UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string&
 std::string unsupported(const std::string& what) { return "lowering: " + what + " (not supported by the compiled path yet)"; }
 
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
+  ctx.take_names(root);
   for (const Pass& p : passes()) {
-    for (UOp u : toposort(root))
-      if (u->op == Ops::BUFFER) ctx.taken.insert(buffer_name(u));
     root = p.run(root, ctx);
     if (after_each) after_each(p, root);
   }

@@ -23,7 +23,8 @@ struct Context {
   std::function<void(const Rule&, UOp, UOp)> on_fire;   // every rule firing (ow explain)
 
   UOp fresh_range(UOp extent, AxisType axis);
-  std::set<std::string> taken;  // buffer names the graph already uses (the gradient pass's temporaries too)
+  std::set<std::string> taken;  // buffer names in use: the input's, the gradient pass's, and fresh ones
+  void take_names(UOp root);     // marks the buffer names of a graph as in use
   std::string fresh_buffer(const std::string& prefix) {
     std::string name;
     do name = "_" + prefix + std::to_string(next_buffer++);
