@@ -183,14 +183,16 @@ std::set<const UOpNode*> written_by(const std::vector<UOp>& effects) {
   return out;
 }
 
-// `x` with the effects in `ran` dropped from its AFTERs: they become explicit steps before the
-// loop or at the start of each iteration, and the step order (GROUP, END) now puts every read of
-// the fold's value after them. Left in place, each AFTER would run them again from inside the
-// loop, in contexts the interpreter counts as new iterations.
+// `x` with the effects in `ran` dropped from its AFTERs, and an ASSIGN among them read as its
+// target: they become explicit steps before the loop or at the start of each iteration, and the
+// step order (GROUP, END) now puts every read of the fold's value after them. Left in place, each
+// AFTER (or the ASSIGN, which writes whenever its value is computed) would run them again from
+// inside the loop, in contexts the interpreter counts as new iterations.
 UOp drop_dependencies(UOp x, const std::vector<UOp>& ran) {
   if (ran.empty()) return x;
   std::vector<std::pair<UOp, UOp>> swap;
   for (UOp u : toposort(x)) {
+    if (u->op == Ops::ASSIGN && std::find(ran.begin(), ran.end(), u) != ran.end()) swap.push_back({u, u->src[0]});
     if (u->op != Ops::AFTER) continue;
     std::vector<UOp> src{u->src[0]};
     for (size_t i = 1; i < u->src.size(); ++i)
