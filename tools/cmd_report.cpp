@@ -528,21 +528,22 @@ int cmd_report(const Args& args) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "output,o", po::value<std::string>()->required(), "the HTML file to write")(
       "timings", "print how long each phase took (stderr)");
-  add_input_options(opts, true);
+  add_input_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("report", "FILE -o REPORT.html [--in NAME=PATH.npy]... [--seed S]", opts, pos, args, vm)) return 0;
+  if (!parse_options("report", "FILE -o REPORT.html [--in NAME=PATH.npy]... [--random-inputs [SEED]]", opts, pos, args, vm)) return 0;
   Clock clock;
   auto phase = [&, timings = vm.count("timings") > 0](const char* what) {
     if (timings) std::cerr << "  " << clock.seconds() << " s: " << what << "\n";
   };
   std::string file = vm["file"].as<std::string>();
   UOp root = load_graph(file).root;
-  interp::BufferMap inputs = load_inputs(vm);
+  Inputs in = load_inputs(vm, root, "report");
+  interp::BufferMap& inputs = in.buffers;
   std::set<std::string> given;
-  for (auto& [name, b] : inputs) given.insert(name);
-  fill_random_inputs(root, inputs, vm["seed"].as<uint64_t>());
+  for (auto& [name, b] : inputs)
+    if (!std::count(in.randomized.begin(), in.randomized.end(), name)) given.insert(name);
 
   // The input graph's values: every node evaluated outside any range binding.
   Printed numbered = number_graph(root);
