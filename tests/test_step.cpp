@@ -273,9 +273,10 @@ TEST_CASE("ow step: bad commands are explained, quit exits 0") {
                           "frobnicate\nbreak %9999\nbreak zz=1\nbreak m1=x\nbreak wat\nprint\nprint nosuch\nprint %5\n"
                           "finish\nwhere\ngraph\nstep now\nbreak divergence\ndelete 7\nhelp\nquit\n");
   INFO(r.out << r.err);
-  REQUIRE(r.rc == 0);
+  REQUIRE(r.rc == 1);  // a script in which commands failed (the session still ran to its end)
+  CHECK(r.out.find("(ow) quit\nthe script had 10 failed commands: exit status 1\n") != std::string::npos);
   for (const char* msg : {"unknown command 'frobnicate' (type help for the list)", "break: no node %9999 (the graph has %0 .. %37",
-                          "break: no range named 'zz' (ranges: m1)", "break: 'x' is not an integer", "break: expected %N, RANGE=VALUE, poison or divergence, got 'wat'",
+                          "break: no range named 'zz' (ranges: m1)", "break: 'x' is not an integer", "break: expected %N, %NAME, an output name, RANGE=VALUE, poison or divergence, got 'wat'",
                           "print takes %N", "print: no node or buffer named 'nosuch'", "%5 RANGE has not been evaluated yet",
                           "finish: not inside a loop", "evaluation not started", "graph: no current node", "step takes no argument",
                           "break divergence: needs --lowered", "delete: no breakpoint 7", "break RANGE=VALUE"})
@@ -300,7 +301,7 @@ TEST_CASE("ow step: bad commands are explained, quit exits 0") {
   // --lowered: kernel launches are the steps; the checked run finds no divergence.
   Result l = step_session({f.uop, "--lowered", "--in", "vec=" + f.vec, "--in", "mats=" + f.mats}, "break divergence\nbreak poison\nstep\nwhere\ncontinue\nquit\n");
   INFO(l.out << l.err);
-  REQUIRE(l.rc == 0);
+  REQUIRE(l.rc == 1);  // break poison is refused with --lowered: a failed command
   CHECK(l.out.find("break divergence: a checked run found none") != std::string::npos);
   CHECK(l.out.find("break poison: not available with --lowered") != std::string::npos);
   CHECK(std::regex_search(l.out, std::regex(R"(stopped after %\d+ KERNEL \w+ \(launch 1\))")));
