@@ -29,10 +29,10 @@ struct RawMode {
     raw.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | IEXTEN | ISIG);
     raw.c_cc[VMIN] = 1;
     raw.c_cc[VTIME] = 0;
-    tcsetattr(fd, TCSAFLUSH, &raw);
+    tcsetattr(fd, TCSADRAIN, &raw);  // (TCSAFLUSH would drop keys typed ahead)
   }
   ~RawMode() {
-    if (ok) tcsetattr(fd, TCSAFLUSH, &saved);
+    if (ok) tcsetattr(fd, TCSADRAIN, &saved);
   }
 };
 
@@ -203,8 +203,10 @@ void LineEditor::complete() {
   write(list + "\n");
 }
 
-void LineEditor::add_history(const std::string& line) {
-  if (line.find_first_not_of(" \t") == std::string::npos) return;
+void LineEditor::add_history(std::string line) {
+  size_t b = line.find_first_not_of(" \t"), e = line.find_last_not_of(" \t");
+  if (b == std::string::npos) return;
+  line = line.substr(b, e - b + 1);  // (completion leaves a trailing space)
   if (!history_.empty() && history_.back() == line) return;  // no runs of the same line
   history_.push_back(line);
   if (history_file_.empty()) return;

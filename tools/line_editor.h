@@ -60,7 +60,7 @@ class LineEditor {
   void insert(const std::string& s);
   void walk_history(int delta);
   void complete();
-  void add_history(const std::string& line);
+  void add_history(std::string line);
   void load_history();
 };
 

@@ -205,6 +205,8 @@ const char* kHelp =
 
 const std::vector<std::string> kCommands{"step", "next", "finish", "continue", "restart", "break", "delete", "print", "where", "graph", "help", "quit"};
 
+const char* const kInterrupted = "interrupted (Ctrl-C)";
+
 bool is_motion(const std::string& cmd) {
   for (const char* m : {"step", "s", "next", "n", "finish", "continue", "c"})
     if (cmd == m) return true;
@@ -371,7 +373,7 @@ class Session {
     bool stop = !hits.empty();
     if (interrupted) {
       interrupted = 0;
-      hits.push_back("interrupted (Ctrl-C)");
+      hits.push_back(kInterrupted);
       stop = true;
     }
     switch (mode_) {
@@ -385,6 +387,7 @@ class Session {
     cur_ = s.node;
     cur_bind_ = s.bindings;
     cur_stack_ = stack_;
+    if (!hits.empty() && hits.back() == kInterrupted) out_ << "\n";  // after the terminal's "^C"
     out_ << "stopped after " << node_name(p_, s.node) << " " << op_name(s.node->op);
     if (kernel) out_ << " " << kernel_name(s.node) << " (launch " << launches_ << ")";
     else out_ << " " << to_string(s.value->dtype) << " " << dims_text(s.value->shape());
