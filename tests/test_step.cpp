@@ -506,6 +506,21 @@ TEST_CASE("ow step: the file's node names and output names, where's full path, r
   CHECK(r.out.find("min=10 max=10 mean=10") != std::string::npos);  // 0 + 1 + 2 + 3 + 4
   CHECK(r.out.find("(ow) where %x\npath: %4 SINK > %3 REDUCE > %2 CAST\n") != std::string::npos);
 
+  // A file numbered in another order than ow print: %N is ow print's (as the session shows),
+  // said once at the start; the file's numbers beyond the graph's are still its names.
+  spit(tmp / "renumbered.uop",
+       "%10 = CONST index () 5\n%3 = RANGE index (%10) (-1, AxisType.OUTER)\n%7 = CAST float32 (%3)\n"
+       "%2 = REDUCE float32 (%7, %3) Ops.ADD\n%1 = SINK void (%2) (\"sum\",)\n");
+  Result n = step_session({(tmp / "renumbered.uop").string()}, "break %2\nbreak %10\nbreak %3=1\nbreak %1=1\nquit\n");
+  INFO(n.out);
+  CHECK(n.rc == 1);
+  CHECK(n.out.find("note: this file numbers its nodes in another order than `ow print`") != std::string::npos);
+  CHECK(n.out.find("breakpoint 1: %2 CAST\n") != std::string::npos);
+  CHECK(n.out.find("breakpoint 2: %0 CONST (%10)\n") != std::string::npos);
+  CHECK(n.out.find("error: break: %3 is %3 REDUCE, not a RANGE\n") != std::string::npos);
+  CHECK(n.out.find("breakpoint 3: m1=1 (%1=1)\n") != std::string::npos);
+  CHECK(r.out.find("note:") == std::string::npos);  // sum.uop's names are not numbers
+
   // where lists every node from the root to the current one: each next node is a source of
   // the one before (the scan's REDUCE, PAD and MUL were once skipped).
   Scan f = scan_files();

@@ -309,10 +309,11 @@ class Session {
   // %N is ow print's numbering everywhere (the transcript shows it); say so when the file
   // numbers its nodes differently, since %N typed from the file would then mean another node.
   void note_numbering() {
+    if (o_.lowered) return;  // the lowered program is numbered anew anyway
     for (auto& [name, u] : file_nodes_)
       if (all_digits(name) && "%" + name != node_name(p_, u)) {
-        out_ << "note: this file numbers its nodes differently from `ow print`; %N here is ow print's number "
-                "(the one shown in this session), %NAME with a name that is not a number is the file's\n";
+        out_ << "note: this file numbers its nodes in another order than `ow print`: %N here is ow print's %N, "
+                "as this session shows them\n";
         return;
       }
   }
@@ -624,7 +625,11 @@ class Session {
   void range_break(const std::string& arg, Break& b) {
     size_t eq = arg.find('=');
     std::string name = arg.substr(0, eq), val = arg.substr(eq + 1);
-    if (UOp u = name[0] == '%' ? lookup_node(name) : UOp(); u && u->op == Ops::RANGE) name = range_name(u);  // the file's %NAME
+    if (name[0] == '%') {  // a RANGE node by its %N or the file's %NAME
+      UOp u = find_node("break", name);
+      if (u->op != Ops::RANGE) throw Error("break: " + name + " is " + node_name(p_, u) + " " + std::string(op_name(u->op)) + ", not a RANGE");
+      name = range_name(u);
+    }
     if (!range_names_.count(name))
       throw Error("break: no range named '" + printable(name) + "' (ranges: " + join({range_names_.begin(), range_names_.end()}) + ")");
     size_t used = 0;
