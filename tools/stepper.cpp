@@ -489,8 +489,14 @@ class Session {
       out_ << kHelp;
       return Act::Stay;
     }
-    if (cmd == "quit" || cmd == "q" || cmd == "exit") return no_arg(), Act::Quit;
-    if (is_motion(cmd)) return no_arg(), motion(cmd);
+    if (cmd == "quit" || cmd == "q" || cmd == "exit") {
+      no_arg();
+      return Act::Quit;
+    }
+    if (is_motion(cmd)) {
+      no_arg();
+      return motion(cmd);
+    }
     if (cmd == "restart") {
       no_arg();
       mode_ = Mode::Continue;
