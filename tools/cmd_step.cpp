@@ -21,6 +21,7 @@ int cmd_step(const Args& args) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "lowered", "step through the lowered program (lower::lower) instead: each kernel launch is a step");
   add_input_options(opts);
+  add_print_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -38,6 +39,7 @@ int cmd_step(const Args& args) {
   StepperOptions so;
   so.file = file;
   so.lowered = vm.count("lowered") > 0;
+  so.format = print_options(vm);
   for (auto& [node, loc] : g.where) so.file_names.emplace(node, loc.name);
   bool tty = isatty(STDIN_FILENO) == 1;
   so.echo = !tty;

@@ -778,25 +778,7 @@ class Session {
     else out_ << "; no poison";
     out_ << "\n";
     if (st.clean) out_ << "  min=" << element_text(st.min) << " max=" << element_text(st.max) << " mean=" << element_text(st.mean) << (st.poison ? " (over the clean elements)" : "") << "\n";
-    interp::Value mask;
-    if (v.poison) mask = interp::mask_view(v, v.poison);
-    const auto& shape = v.shape();
-    int64_t last = shape.empty() ? 1 : std::max<int64_t>(shape.back(), 1), limit = 200;
-    for (int64_t start = 0; start < st.count; start += std::min<int64_t>(last, 10)) {
-      if (start >= limit) {
-        out_ << "  ... (" << st.count - start << " more elements)\n";
-        break;
-      }
-      int64_t in_row = start % last, n = std::min<int64_t>({10, last - in_row, st.count - start});
-      std::vector<int64_t> idx = interp::unflatten(shape, start);
-      std::string label;
-      for (size_t i = 0; i + 1 < idx.size(); ++i) label += std::to_string(idx[i]) + ", ";
-      if (!shape.empty()) label += std::to_string(in_row) + ":" + std::to_string(in_row + n);
-      out_ << "  [" << label << "]";
-      for (int64_t i = start; i < start + n; ++i)
-        out_ << " " << (v.poison && interp::get_element(mask, i) != 0 ? "poison" : element_text(interp::get_element(v, i)));
-      out_ << "\n";
-    }
+    out_ << interp::indent_lines(interp::format_array(v, o_.format), "  ") << "\n";
   }
 
   // ---------- where, graph ----------

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interp/format.h"
 #include "interp/interp.h"
 #include "uop/text.h"
 
@@ -48,6 +49,7 @@ struct StepperOptions {
   bool catch_interrupt = false;  // Ctrl-C (SIGINT) stops a running evaluation at its next step
   interp::BufferMap initial;  // the inputs as given: `restart` and `break divergence` start from them
   std::unordered_map<const UOpNode*, std::string> file_names;  // the .uop file's names (no %), for %NAME
+  interp::FormatOptions format;  // how `print` writes values (--full, --precision)
 };
 
 // Runs a debugging session over root: commands from `in` (or opts.editor), the transcript on
