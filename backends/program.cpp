@@ -158,7 +158,12 @@ class Host {
     interp::BufferMap& owner = is_temporary(name) ? temps_ : buffers_;
     auto it = owner.find(name);
     if (it == owner.end()) {
-      interp::BufferData d{b->dtype, std::make_shared<interp::Storage>(b->dtype, size), nullptr};
+      interp::BufferData d{b->dtype, nullptr, nullptr};
+      try {
+        d.data = std::make_shared<interp::Storage>(b->dtype, size);
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + "\n  for buffer '" + name + "' (" + std::to_string(size) + " " + to_string(b->dtype) + " elements)");
+      }
       it = owner.emplace(name, d).first;
     }
     if (it->second.dtype != b->dtype || it->second.data->size != size)
@@ -177,6 +182,7 @@ class Host {
   std::map<const UOpNode*, int64_t> env_;
   Bindings env_order_;
   std::set<const UOpNode*> done_;
+  uint64_t launches_ = 0;
 
   void loop(UOp end, size_t i) {
     if (i == end->src.size()) return exec(end->src[0]);
@@ -208,6 +214,9 @@ class Host {
   }
 
   void launch(UOp k) {
+    if (opts_.max_launches && ++launches_ > opts_.max_launches)
+      throw Error("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + k->arg.tuple()->at(0).as<std::string>() + " with " +
+                  bindings_text(env_order_) + " (ow: --max-steps N raises it)");
     std::vector<interp::BufferData*> slots;
     std::map<std::string, int64_t> vars;
     for (size_t i = 1; i < k->src.size(); ++i) {

@@ -20,6 +20,7 @@ struct RunOptions {
   std::string backend = "tcc";  // interp | tcc | cc | check (check compiles with `compiler`)
   std::string compiler = "tcc"; // for check: which compiled tier to compare against
   bool bounds_check = false;    // compiled kernels check every access
+  uint64_t max_launches = 0;    // kernel launches allowed per run (0: unlimited)
   // Called after every kernel launch: kernel, host-loop bindings (name, value).
   std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)> on_launch;
 };

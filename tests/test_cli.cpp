@@ -529,3 +529,35 @@ TEST_CASE("every command that runs a graph refuses a missing input, and random d
   CHECK(bad.rc == 1);
   CHECK_THAT(bad.err, Catch::Contains("unrecognised option '--seed'"));
 }
+
+TEST_CASE("budgets: --max-memory and --max-steps stop a run with the node or kernel and the amount", "[cli][budget]") {
+  TempDir tmp;
+  // a 4e9-element intermediate (14.9 GB of float32): refused before it is allocated
+  spit(tmp / "huge.uop",
+       "%0 = BUFFER float32 () (\"x\", 4)\n%1 = CONST index () 1000000000\n%2 = CONST index () 4\n%3 = RESHAPE float32 (%0, %2)\n"
+       "%c1 = CONST index () 1\n%4 = RESHAPE float32 (%3, %c1, %2)\n%5 = EXPAND float32 (%4, %1, %2)\n%6 = CONTIGUOUS float32 (%5)\n%7 = SINK void (%6) (\"out\",)\n");
+  write_npy(tmp / "x.npy", "<f4", "(4,)", std::string(16, '\0'));
+  std::string huge = (tmp / "huge.uop").string(), x = "x=" + (tmp / "x.npy").string();
+  for (const std::string& b : kBackends) {
+    INFO("backend " << b);
+    Result r = run_ow({"run", huge, "--backend", b, "--in", x, "--max-memory", "8G"});
+    CHECK(r.rc == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("memory budget exceeded: a value of 14.9 GB with "));
+    CHECK_THAT(r.err, Catch::Contains(" already in use is over the limit of 8.0 GB (ow: --max-memory SIZE raises it; the default is half of physical memory)\n"));
+    // (check runs the interpreter on the graph first, which names nodes as ow print numbers them)
+    std::string where = b == "interp" ? "  at " + huge + ":8: %6 = CONTIGUOUS float32 (%5)\n" : b == "check" ? "  at %7 = CONTIGUOUS float32 (%6)\n" : "  for buffer '_t0' (4000000000 float32 elements)\n";
+    CHECK_THAT(r.err, Catch::Contains(where));
+  }
+  ScanFiles f;
+  std::vector<std::string> in{"--in", "vec=" + f.vec, "--in", "mats=" + f.mats};
+  auto scan = [&](const std::string& b, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = in;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_scan(b, args);
+  };
+  expect_error(scan("interp", {"--max-steps", "5"}), "step budget exceeded: 5 node evaluations (ow: --max-steps N raises it)\n  at " + f.uop +
+                                                           ":31: %30 = RESHAPE float32 (%29, %2, %2, %3)\n  with m1=0");
+  for (const std::string b : {"tcc", "cc"}) expect_error(scan(b, {"--max-steps", "5"}), "step budget exceeded: 5 kernel launches, at kernel k1 with m1=1 (ow: --max-steps N raises it)");
+  CHECK(scan("tcc", {"--max-steps", "14"}).rc == 0);  // the scan is exactly 14 launches
+  expect_error(scan("interp", {"--max-memory", "lots"}), "--max-memory takes a size such as 512M, 4G or none, got 'lots'");
+}

@@ -53,6 +53,11 @@ void add_print_options(po::options_description& opts);
 interp::FormatOptions print_options(const po::variables_map& vm);
 std::string value_block(const std::string& name, const interp::Value& v, const interp::FormatOptions& o, const std::string& indent = "");
 
+// Budgets (tools/budgets.cpp): --max-memory SIZE, --max-steps N. apply_budgets sets the memory
+// limit and returns the step limit (0: none).
+void add_budget_options(po::options_description& opts, bool steps = true);
+uint64_t apply_budgets(const po::variables_map& vm);
+
 using interp::copy_buffers;  // a deep copy (src/interp)
 
 // The first element where two values differ bit for bit (NaNs equal; -0 != +0); index -1:

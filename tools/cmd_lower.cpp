@@ -87,11 +87,13 @@ int cmd_check(const Args& args) {
       "bounds-check", "compiled kernels check every memory access")(
       "finite-differences", "instead: the graph's GRADIENT outputs (of whole float64 buffers) against central differences in float64");
   add_input_options(opts);
+  add_budget_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
   if (!parse_options("check", "FILE [--passes | --finite-differences] [--compiler tcc|cc]... [--in NAME=PATH.npy]... [--random-inputs [SEED]]", opts, pos, args, vm)) return 0;
   UOp root = load_graph(vm["file"].as<std::string>()).root;
+  uint64_t max_steps = apply_budgets(vm);
   Inputs in = load_inputs(vm, root, "check");
   interp::BufferMap& inputs = in.buffers;
   if (vm.count("passes")) return check_passes(root, inputs);
@@ -102,6 +104,7 @@ int cmd_check(const Args& args) {
     ro.backend = "check";
     ro.compiler = t;
     ro.bounds_check = vm.count("bounds-check") > 0;
+    ro.max_launches = max_steps;
     int launches = 0;
     ro.on_launch = [&](UOp, const auto&) { ++launches; };
     interp::BufferMap b = copy_buffers(inputs);

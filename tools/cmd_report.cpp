@@ -529,6 +529,7 @@ int cmd_report(const Args& args) {
       "output,o", po::value<std::string>()->required(), "the HTML file to write")(
       "timings", "print how long each phase took (stderr)");
   add_input_options(opts);
+  add_budget_options(opts, false);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -539,6 +540,7 @@ int cmd_report(const Args& args) {
   };
   std::string file = vm["file"].as<std::string>();
   UOp root = load_graph(file).root;
+  apply_budgets(vm);
   Inputs in = load_inputs(vm, root, "report");
   interp::BufferMap& inputs = in.buffers;
   std::set<std::string> given;

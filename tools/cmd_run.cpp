@@ -49,6 +49,7 @@ int cmd_run(const Args& args) {
       "bounds-check", "compiled kernels check every memory access");
   add_input_options(opts);
   add_print_options(opts);
+  add_budget_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -57,9 +58,11 @@ int cmd_run(const Args& args) {
   std::string backend = vm["backend"].as<std::string>();
   if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check") throw Error("--backend must be interp, tcc, cc or check, got '" + backend + "'");
   interp::FormatOptions print = print_options(vm);
+  uint64_t max_steps = apply_budgets(vm);
 
   interp::BufferMap buffers = load_inputs(vm, g.root, "run").buffers;
   interp::Options o;
+  o.max_evals = max_steps;
   o.describe = [&](UOp u) {
     auto it = g.where.find(u.get());
     if (it == g.where.end()) return std::string(op_name(u->op)) + " (created during evaluation)";
@@ -120,6 +123,7 @@ int cmd_run(const Args& args) {
     ro.backend = backend;
     ro.compiler = vm["compiler"].as<std::string>();
     ro.bounds_check = vm.count("bounds-check") > 0;
+    ro.max_launches = max_steps;
     outs = backend::run_graph(g.root, buffers, ro);
   }
   std::map<std::string, std::string> wanted;

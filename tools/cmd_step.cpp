@@ -22,6 +22,7 @@ int cmd_step(const Args& args) {
       "lowered", "step through the lowered program (lower::lower) instead: each kernel launch is a step");
   add_input_options(opts);
   add_print_options(opts);
+  add_budget_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -40,6 +41,7 @@ int cmd_step(const Args& args) {
   so.file = file;
   so.lowered = vm.count("lowered") > 0;
   so.format = print_options(vm);
+  so.max_steps = apply_budgets(vm);
   for (auto& [node, loc] : g.where) so.file_names.emplace(node, loc.name);
   bool tty = isatty(STDIN_FILENO) == 1;
   so.echo = !tty;

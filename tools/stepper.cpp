@@ -323,6 +323,7 @@ class Session {
   // Restart or Quit.
   Act evaluate() {
     interp::Options opts;
+    opts.max_evals = o_.max_steps;
     opts.on_enter = [this](UOp u) { stack_.push_back(u); };
     opts.on_step = [this](const interp::Step& s) { on_step(s); };
     try {

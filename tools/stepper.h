@@ -50,6 +50,7 @@ struct StepperOptions {
   interp::BufferMap initial;  // the inputs as given: `restart` and `break divergence` start from them
   std::unordered_map<const UOpNode*, std::string> file_names;  // the .uop file's names (no %), for %NAME
   interp::FormatOptions format;  // how `print` writes values (--full, --precision)
+  uint64_t max_steps = 0;        // node evaluations allowed (--max-steps; 0: no limit)
 };
 
 // Runs a debugging session over root: commands from `in` (or opts.editor), the transcript on

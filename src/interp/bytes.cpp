@@ -1,4 +1,5 @@
 #include "interp/bytes.h"
+#include "interp/budget.h"
 
 #include <sys/mman.h>
 
@@ -16,6 +17,17 @@ constexpr size_t kAlign = 64;                     // a cache line: vector loads 
 }  // namespace
 
 Bytes::Bytes(size_t n) : size_(n) {
+  charge_memory(n);  // throws when over the budget (interp/budget.h)
+  try {
+    allocate();
+  } catch (...) {
+    release_memory(n);
+    throw;
+  }
+}
+
+void Bytes::allocate() {
+  size_t n = size_;
   if (n >= kMapAtLeast) {
     void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
@@ -37,6 +49,7 @@ Bytes::Bytes(const Bytes& other) : Bytes(other.size_) {
 Bytes::~Bytes() {
   if (mapped_) munmap(data_, size_);
   else std::free(data_);
+  release_memory(size_);
 }
 
 }  // namespace ow::interp

@@ -23,6 +23,8 @@ class Bytes {
   size_t size() const { return size_; }
 
  private:
+  void allocate();
+
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;

@@ -238,7 +238,7 @@ bool Interpreter::reusable(const Memo& m, const NodeInfo& in, const std::vector<
 }
 
 Value Interpreter::eval(UOp u) {
-  if (opts_.max_evals && ++evals_ > opts_.max_evals) fail(u, "evaluation budget of " + std::to_string(opts_.max_evals) + " node evaluations exceeded");
+  if (opts_.max_evals && ++evals_ > opts_.max_evals) fail(u, "step budget exceeded: " + std::to_string(opts_.max_evals) + " node evaluations (ow: --max-steps N raises it)");
   if (++depth_ > opts_.max_depth) {
     depth_ = 0;
     fail(u, "graph is nested deeper than " + std::to_string(opts_.max_depth) + " levels; the interpreter refuses to recurse further");
