@@ -3,11 +3,6 @@
 // rules fired, the C of every kernel and the host schedule, buffer snapshots after every
 // host-loop iteration, the check verdict per kernel); the page's template, CSS and JS live in
 // tools/report_assets.h and draw it.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <csignal>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,13 +16,12 @@
 #include "backends/c/render.h"
 #include "backends/program.h"
 #include "cli.h"
+#include "graphviz.h"
 #include "report_assets.h"
 #include "trace_lowering.h"
 #include "uop/dot.h"
 #include "uop/error.h"
 #include "validate.h"
-
-extern char** environ;
 
 namespace ow::cli {
 
@@ -136,66 +130,6 @@ std::vector<std::string> split_lines(const std::string& text) {
     lines.push_back(text.substr(a, b - a));
   }
   return lines;
-}
-
-// ---- Graphviz: every pass's graph laid out by concurrent `dot -Tsvg` processes ----------------
-
-struct DotJob {
-  std::string in, out;
-  pid_t pid = -1;
-};
-
-DotJob start_dot(const std::string& dot_text, bool big) {
-  DotJob j;
-  char in[] = "/tmp/ow-report-XXXXXX";
-  int fd = mkstemp(in);
-  if (fd < 0) return j;
-  close(fd);
-  j.in = in;
-  j.out = j.in + ".svg";
-  write_file(j.in, dot_text);
-  std::string out_arg = "-o" + j.out;
-  // Large graphs: straight edges and fewer crossing-minimisation rounds (splines dominate).
-  std::vector<const char*> argv{"dot", "-Tsvg", out_arg.c_str()};
-  if (big)
-    for (const char* o : {"-Gsplines=line", "-Gmclimit=0.05", "-Gnslimit=0.5", "-Gnslimit1=0.5"}) argv.push_back(o);
-  argv.push_back(j.in.c_str());
-  argv.push_back(nullptr);
-  if (posix_spawnp(&j.pid, "dot", nullptr, nullptr, const_cast<char* const*>(argv.data()), environ) != 0) j.pid = -1;
-  return j;
-}
-
-// Waits for the job until `deadline` (then kills it); true when dot exited successfully.
-bool wait_dot(DotJob& j, std::chrono::steady_clock::time_point deadline) {
-  if (j.pid <= 0) return false;
-  int status = 0;
-  for (;;) {
-    pid_t r = waitpid(j.pid, &status, WNOHANG);
-    if (r == j.pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (r < 0) return false;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(j.pid, SIGKILL);
-      waitpid(j.pid, &status, 0);
-      return false;
-    }
-    usleep(10000);
-  }
-}
-
-// The SVG element of a finished job ("" when Graphviz failed, is missing or ran past the deadline).
-std::string finish_dot(DotJob& j, std::chrono::steady_clock::time_point deadline) {
-  std::string svg;
-  if (wait_dot(j, deadline)) {
-    try {
-      svg = read_file(j.out);
-    } catch (const Error&) {
-    }
-    size_t at = svg.find("<svg");
-    svg = at == std::string::npos ? "" : svg.substr(at);
-  }
-  if (!j.in.empty()) unlink(j.in.c_str());
-  if (!j.out.empty()) unlink(j.out.c_str());
-  return svg;
 }
 
 // ---- the graph at every stage ------------------------------------------------------------------
