@@ -221,14 +221,23 @@ function place(s) {
 
 const fitScale = () => Math.min(1, $("graph").clientWidth / view.w, $("graph").clientHeight / view.h);
 
-// A new drawing starts whole when that keeps labels readable (60% or more), else at 60%.
+// A new drawing starts whole when that keeps labels readable (60% or more), else at 60% with
+// the graph's root (printed last, drawn on top) at the top centre.
 function startView(svg) {
   view.svg = svg;
   $("zoombar").style.visibility = svg ? "visible" : "hidden";
   if (!svg) return;
   view.w = svg.width.baseVal.value;
   view.h = svg.height.baseVal.value;
-  place(Math.max(fitScale(), 0.6));
+  const fit = fitScale();
+  place(Math.max(fit, 0.6));
+  const titles = [...svg.querySelectorAll("g.node > title")];
+  const root = titles.reduce((a, t) => (a === null || Number(t.textContent) > Number(a.textContent) ? t : a), null);
+  if (fit >= 0.6 || !root) return;
+  const g = $("graph").getBoundingClientRect(), r = root.parentNode.getBoundingClientRect();
+  view.x += g.left + g.width / 2 - (r.left + r.width / 2);
+  view.y += g.top + 16 - r.top;
+  applyView();
 }
 
 function centerOn(node) {
@@ -240,6 +249,14 @@ function centerOn(node) {
 
 function buildPanZoom() {
   const g = $("graph");
+  // The browser may scroll the clipped box itself (find in page, focus): make that a pan instead.
+  g.addEventListener("scroll", () => {
+    if (!view.svg) return;
+    view.x -= g.scrollLeft;
+    view.y -= g.scrollTop;
+    g.scrollTo(0, 0);
+    applyView();
+  });
   g.addEventListener("wheel", (e) => {
     if (!view.svg) return;
     e.preventDefault();
