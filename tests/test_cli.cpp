@@ -337,6 +337,31 @@ TEST_CASE("ow dot --svg writes an SVG file", "[cli][dot]") {
   CHECK((s.rfind("<?xml", 0) == 0 || s.find("<svg") != std::string::npos));
 }
 
+TEST_CASE("ow dot --svg of a large picture: fast layout said on stderr, every box drawn", "[cli][dot]") {
+  if (!have_graphviz()) {
+    WARN("/usr/bin/dot not installed; skipping");
+    return;
+  }
+  TempDir tmp;
+  std::string text = "%0 = BUFFER float32 () (\"x\", 4)\n";
+  for (int i = 1; i <= 320; ++i) text += "%" + std::to_string(i) + " = NEG float32 (%" + std::to_string(i - 1) + ")\n";
+  text += "%321 = SINK void (%320)\n";
+  spit(tmp / "chain.uop", text);
+  Result r = run_ow({"dot", (tmp / "chain.uop").string(), "--svg", (tmp / "chain.svg").string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err == "note: 322 boxes (more than 300): fast layout with straight edges and fewer crossing-reduction rounds\n");
+  std::string svg = slurp(tmp / "chain.svg");
+  size_t drawn = 0;
+  for (size_t at = 0; (at = svg.find("class=\"node\"", at)) != std::string::npos; ++at) ++drawn;
+  CHECK(drawn == 322);
+}
+
+TEST_CASE("ow report --help documents the budget flags", "[cli][report]") {
+  Result r = run_ow({"report", "--help"});
+  CHECK(r.rc == 0);
+  for (const char* flag : {"--layout-budget-ms", "--max-layout-nodes", "--validation-budget"}) CHECK_THAT(r.out, Catch::Contains(flag));
+}
+
 TEST_CASE("ow dot of a malformed file exits 1 with one error line", "[cli][dot]") {
   TempDir tmp;
   fs::path f = tmp / "bad.uop";

@@ -57,7 +57,8 @@ int cmd_dot(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "output,o", po::value<std::string>(), "write DOT here instead of stdout")(
-      "svg", po::value<std::string>(), "also render an SVG with Graphviz 'dot'");
+      "svg", po::value<std::string>(),
+      ("also render an SVG with Graphviz 'dot' (more than " + std::to_string(kFastLayoutBoxes) + " boxes: a fast layout with straight edges)").c_str());
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -76,7 +77,7 @@ std::vector<Command> graph_commands() {
   return {
       {"print", "print a graph in normalized .uop form", cmd_print},
       {"verify", "check a graph against the verifier's rules", cmd_verify},
-      {"dot", "draw a graph as Graphviz DOT (and SVG)", cmd_dot},
+      {"dot", "draw a graph as Graphviz DOT (and SVG), constants and index math inside the labels", cmd_dot},
   };
 }
 

@@ -55,7 +55,10 @@ std::string operand_list(const std::vector<std::string>& items) {
   std::string out, line = "(";
   for (size_t i = 0; i < items.size(); ++i) {
     std::string item = items[i] + (i + 1 < items.size() ? ", " : ")");
-    if (line.size() + item.size() > kLineChars && line.size() > 1) out += line + "\n", line.clear();
+    if (line.size() + item.size() > kLineChars && line.size() > 1) {
+      out += line.substr(0, line.size() - 1) + "\n";  // without the trailing space
+      line.clear();
+    }
     line += item;
   }
   return out + line;
