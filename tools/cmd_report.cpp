@@ -465,7 +465,7 @@ int cmd_report(const Args& args) {
 
   Json j;
   j.begin_obj().field("file", file).field("run", timeline.note).field("check", check);
-  j.field("maxBindings", static_cast<double>(ValueRecorder::kMaxBindings));
+  j.field("maxBindings", static_cast<double>(ValueRecorder::kMaxBindings)).field("maxValueChars", static_cast<double>(ValueRecorder::kMaxChars));
   j.key("stages").begin_arr();
   for (const Stage& s : stages) write_stage(j, s);
   j.end_arr();

@@ -185,7 +185,7 @@ function showNode(n) {
   } else pre.textContent = rec.bindings[0][1];
   box.append(pre);
   if (rec.more)
-    box.append(el("p", { class: "note" }, `capped: ${rec.more} later evaluation(s) are not recorded (the report keeps the first ${data.maxBindings} range bindings of a node and about 1 MB of values per stage)`));
+    box.append(el("p", { class: "note" }, `capped: ${rec.more} later evaluation(s) are not recorded (the report keeps the first ${data.maxBindings} range bindings of a node and ${data.maxValueChars / 1e6} MB of printed values per stage)`));
 }
 
 // ---- pan and zoom of the drawing: wheel zooms at the pointer, drag pans, keys + - 0 1 ----
