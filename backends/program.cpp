@@ -8,6 +8,7 @@
 
 #include "backends/c/render.h"
 #include "backends/compiler.h"
+#include "interp/inputs.h"
 #include "interp/kernel_eval.h"
 #include "lower/lower.h"
 #include "uop/args.h"
@@ -330,6 +331,7 @@ struct Program::Impl {
   std::unique_ptr<Launcher> launcher;
   std::vector<OutputSlot> outs;
   std::set<std::string> declared;  // the names of the buffers the program declares
+  std::vector<interp::BufferSpec> specs;  // what run() accepts (interp/inputs.h)
   interp::BufferMap temps;         // kept between runs, except the outputs (handed over)
 
   // out=: the caller's buffer of an output's name becomes the temporary the output is computed in.
@@ -371,6 +373,7 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
   impl_->opts = std::move(opts);
   impl_->launcher = make_launcher(impl_->opts);
   impl_->outs = output_slots(lowered);
+  impl_->specs = interp::graph_buffers(lowered);
   for (UOp u : toposort(lowered)) {
     if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));
     if (u->op == Ops::KERNEL) impl_->launcher->prepare(u);
@@ -386,6 +389,9 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
   interp::BufferMap ref;  // check: the interpreter's own copy of the caller's buffers
   auto* check = dynamic_cast<CheckLauncher*>(p.launcher.get());
   if (check) check->begin_run(ref = deep_copy(buffers));
+  std::vector<std::string> out_names;  // out=: a caller's buffer may be named after an output
+  for (const OutputSlot& o : p.outs) out_names.push_back(o.name);
+  interp::check_inputs(p.specs, buffers, out_names);
   Host host(buffers, p.temps, *p.launcher, p.opts);
   if (check) check->bindings = &host.bindings();
   std::vector<interp::Output> values;
@@ -403,14 +409,34 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
 
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) { return Program(program, opts).run(buffers); }
 
+namespace {
+// Runs the lowered graph on the caller's buffers the program still declares (lowering may drop
+// a buffer, e.g. a WHERE's discarded branch), after checking them against the graph itself: the
+// inputs a graph needs do not depend on how it was lowered.
+std::vector<interp::Output> run_lowered(UOp graph, interp::BufferMap& buffers, const RunOptions& opts) {
+  interp::check_inputs(interp::graph_buffers(graph), buffers);
+  UOp program = lower::lower(graph);
+  std::set<std::string> keep;
+  for (UOp u : toposort(program))
+    if (u->op == Ops::BUFFER) keep.insert(buffer_name(u));
+  for (const OutputSlot& o : output_slots(program)) keep.insert(o.name);
+  interp::BufferMap mine;
+  for (auto& [name, d] : buffers)
+    if (keep.count(name)) mine.emplace(name, d);
+  std::vector<interp::Output> outs = run_program(program, mine, opts);
+  for (auto& [name, d] : mine) buffers[name] = d;
+  return outs;
+}
+}  // namespace
+
 std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, const RunOptions& opts) {
   if (opts.backend == "interp") return interp::run(graph, buffers);
-  if (opts.backend != "check") return run_program(lower::lower(graph), buffers, opts);
+  if (opts.backend != "check") return run_lowered(graph, buffers, opts);
   // check: the lowered program kernel by kernel (check_program), and its outputs against the
   // tensor-level interpreter on the original graph, which defines them.
   interp::BufferMap ref = deep_copy(buffers);
   std::vector<interp::Output> want = interp::run(graph, ref);
-  std::vector<interp::Output> got = run_program(lower::lower(graph), buffers, opts);
+  std::vector<interp::Output> got = run_lowered(graph, buffers, opts);
   for (size_t i = 0; i < want.size(); ++i) {
     interp::Value w = want[i].value, g = i < got.size() ? got[i].value : interp::Value{};
     if (g.shape() != w.shape()) throw Error("check: output '" + want[i].name + "' has a different shape after lowering");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "interp/inputs.h"
 #include "tensor/tensor.h"
 #include "uop/error.h"
 
@@ -355,7 +356,9 @@ TEST_CASE("as a graph's output, an assign is the contents right after its write 
   b.realize();
   UOp one = UOp::make(Ops::ASSIGN, dtypes::float32, {b.uop(), Tensor::ones({2}).uop()});
   UOp two = UOp::make(Ops::ASSIGN, dtypes::float32, {b.uop().after({one}), (Tensor::ones({2}) * 2.0).uop()});
-  auto outs = interp::run(UOp::sink({one, two}, Arg(ArgTuple{Arg("one"), Arg("two")})), buffer_store());
+  UOp graph = UOp::sink({one, two}, Arg(ArgTuple{Arg("one"), Arg("two")}));
+  interp::BufferMap buffers = interp::buffers_for(graph, buffer_store());
+  auto outs = interp::run(graph, buffers);
   CHECK(interp::get_element(outs[0].value, 0) == 1.0f);
   CHECK(interp::get_element(outs[1].value, 0) == 2.0f);
 }

@@ -280,7 +280,7 @@ namespace {
 std::string poison_program(int lim) {
   return R"(
 %a = BUFFER float32 () ("a", 4)
-%u = BUFFER float32 () ("u", 4)
+%u = BUFFER float32 () ("_u", 4)
 %o = BUFFER float32 () ("out", 4)
 %g0 = DEFINE_GLOBAL float32*4 () 0
 %g1 = DEFINE_GLOBAL float32*4 () 1
@@ -313,7 +313,7 @@ TEST_CASE("kernel: uninitialized memory reaching an output is the poison error; 
     std::string e = error_of([&] { run_text(poison_program(2), bufs); });
     CAPTURE(e);
     CHECK(e.find("output 'out' reads uninitialized memory: 2 of 4 elements are poison, first at [2]") != std::string::npos);
-    CHECK(e.find("buffers never given data: out, u)") != std::string::npos);
+    CHECK(e.find("buffers never given data: out, _u)") != std::string::npos);
     REQUIRE(bufs.at("out").poison);
     CHECK(bufs.at("out").poison->as<uint8_t>()[1] == 0);
     CHECK(bufs.at("out").poison->as<uint8_t>()[3] == 1);
@@ -327,7 +327,7 @@ TEST_CASE("kernel: uninitialized memory reaching an output is the poison error; 
 
 TEST_CASE("kernel: a poisoned index used for an access is an error", "[kernel]") {
   std::string text = R"(
-%u = BUFFER index () ("u", 2)
+%u = BUFFER index () ("_u", 2)
 %a = BUFFER float32 () ("a", 2)
 %o = BUFFER float32 () ("out", 2)
 %g0 = DEFINE_GLOBAL float32*2 () 0
@@ -535,9 +535,11 @@ TEST_CASE("tensor-level INDEX: a false gate gives 0 without a bounds check; out 
   CHECK(e.find("out-of-bounds index: INDEX (2,) into shape (2,)") != std::string::npos);
   CHECK(e.find("INDEX float32 (") != std::string::npos);
   CHECK(e.find("4=2") != std::string::npos);
-  // poison carries through INDEX and BUFFERIZE to the output check
-  BufferMap none;
-  std::string p = error_of([&] { run_text(program("4", true), none); });
+  // poison carries through INDEX and BUFFERIZE to the output check (x given, all poison)
+  BufferMap poisoned{{"x", fbuf({7, 8})}};
+  poisoned["x"].poison = std::make_shared<Storage>(dtypes::bool_, 2);
+  std::fill_n(poisoned["x"].poison->as<uint8_t>(), 2, uint8_t{1});
+  std::string p = error_of([&] { run_text(program("4", true), poisoned); });
   CHECK(p.find("output 'out' reads uninitialized memory: 2 of 4 elements are poison, first at [0]") != std::string::npos);
 }
 

@@ -202,7 +202,7 @@ TEST_CASE("ow step: break poison stops at the first node that reads uninitialize
        "%0 = CONST float32 () 1.5\n"
        "%1 = CONST float32 () 2.0\n"
        "%2 = ADD float32 (%0, %1)\n"
-       "%3 = BUFFER float32 () (\"x\", 4)\n"
+       "%3 = BUFFER float32 () (\"_x\", 4)\n"
        "%4 = MUL float32 (%2, %3)\n"
        "%5 = SINK void (%4) (\"out\",)\n");
   Result r = step_session({(tmp / "leak.uop").string()}, "break poison\ncontinue\nprint %3\ncontinue\nwhere\ncontinue\nquit\n");

@@ -57,8 +57,10 @@ def main():
         os.symlink(os.path.join(src, "reference"), os.path.join(work, "reference"))
         for no, cmd, expected in cmds:
             p = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=300)
-            actual = (p.stdout + p.stderr).splitlines()
-            missing = matches(expected, actual) if p.returncode == 0 else "(exit status %d)" % p.returncode
+            # a block showing a failure ends with "(exit status N)": that status is required
+            actual = (p.stdout + p.stderr).splitlines() + (["(exit status %d)" % p.returncode] if p.returncode else [])
+            wants_failure = bool(expected) and expected[-1].startswith("(exit status ")
+            missing = matches(expected, actual) if (p.returncode != 0) == wants_failure else "(exit status %d)" % p.returncode
             status = "ok" if missing is None else "FAILED"
             print("TUTORIAL.md:%d: %s: %s" % (no, status, cmd))
             if missing is not None:

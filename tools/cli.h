@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/format.h"
 #include "interp/interp.h"
 #include "uop/text.h"
 
@@ -32,13 +33,26 @@ void write_file(const std::string& path, const std::string& data);
 // Reads, parses and verifies a .uop file; throws ParseError at the first problem.
 ParsedGraph load_graph(const std::string& path, bool strict = false);
 
-// Inputs (tools/inputs.cpp): --in NAME=PATH.npy options, or seeded random data for every
-// buffer of a graph that was not given (names starting with '_' are temporaries).
+// Inputs (tools/inputs.cpp): --in NAME=PATH.npy, --flat-inputs, --random-inputs[=SEED].
 std::pair<std::string, std::string> name_eq_path(const std::string& s, const char* opt);
-// Adds --in (and, with `seed`, --seed S for the data of the inputs not given) to a command.
-void add_input_options(po::options_description& opts, bool seed);
-interp::BufferMap load_inputs(const po::variables_map& vm);
-void fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed);
+void add_input_options(po::options_description& opts);
+struct Inputs {
+  interp::BufferMap buffers;
+  std::vector<std::string> randomized;  // buffers given seeded random data (--random-inputs)
+  std::optional<uint64_t> seed;
+};
+// The buffers for a run of graph, checked against it (interp/inputs.h): unknown or repeated
+// names, shapes, dtypes (converted only where exact) and missing inputs are errors. Random data
+// is announced on stderr as "ow CMD: random inputs (seed S): a, b".
+Inputs load_inputs(const po::variables_map& vm, UOp graph, const std::string& cmd);
+// Seeded random data for every non-temporary buffer of root not in `buffers`; returns their names.
+std::vector<std::string> fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed);
+// Printing values (tools/printing.cpp): --full, --precision; "NAME: float32 (2, 3)\n[[...]]\n"
+// with every line of the array after `indent`.
+void add_print_options(po::options_description& opts);
+interp::FormatOptions print_options(const po::variables_map& vm);
+std::string value_block(const std::string& name, const interp::Value& v, const interp::FormatOptions& o, const std::string& indent = "");
+
 using interp::copy_buffers;  // a deep copy (src/interp)
 
 // The first element where two values differ bit for bit (NaNs equal; -0 != +0); index -1:

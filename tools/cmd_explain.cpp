@@ -40,14 +40,13 @@ int cmd_explain(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "examples", po::value<size_t>()->default_value(3), "firings shown per rule");
-  add_input_options(opts, true);
+  add_input_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("explain", "FILE [--in NAME=PATH.npy]... [--seed S] [--examples N]", opts, pos, args, vm)) return 0;
+  if (!parse_options("explain", "FILE [--in NAME=PATH.npy]... [--random-inputs [SEED]] [--examples N]", opts, pos, args, vm)) return 0;
   UOp root = load_graph(vm["file"].as<std::string>()).root;
-  interp::BufferMap inputs = load_inputs(vm);
-  fill_random_inputs(root, inputs, vm["seed"].as<uint64_t>());
+  interp::BufferMap inputs = load_inputs(vm, root, "explain").buffers;
   std::vector<interp::Output> want = evaluate(root, inputs);
   std::cout << "input graph: " << toposort(root).size() << " nodes, " << want.size() << " output(s) evaluated by the interpreter\n";
   int status = 0;

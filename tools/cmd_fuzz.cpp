@@ -328,7 +328,7 @@ int cmd_fuzz(const Args& args) {
     }
     if (!ref.ok && gen.loss) {
       if (Outcome e = expansion(root, inputs); !e.ok) {
-        report(seed, root, "interp", e.error, expansion, "ow check FILE --seed " + std::to_string(seed));
+        report(seed, root, "interp", e.error, expansion, "ow check FILE --random-inputs " + std::to_string(seed));
         g_started_ms = -1;
         reset_uop_table();
         if (!keep_going) break;
@@ -355,7 +355,7 @@ int cmd_fuzz(const Args& args) {
       }
       found = true;
       report(seed, root, tier, got.error, [&](UOp c, const interp::BufferMap& in) { return interpret(c, in).ok ? run_compiled(c, in, tier) : Outcome{}; },
-             "ow check FILE --seed " + std::to_string(seed) + " --compiler " + tier + (bounds ? " --bounds-check" : ""));
+             "ow check FILE --random-inputs " + std::to_string(seed) + " --compiler " + tier + (bounds ? " --bounds-check" : ""));
       break;
     }
     if (!found && gen.loss) {
@@ -367,7 +367,7 @@ int cmd_fuzz(const Args& args) {
       if (!fd.ok) {
         found = true;
         report(seed, root, "fd", fd.error, [&](UOp c, const interp::BufferMap& in) { return interpret(c, in).ok ? finite_differences(c, in, seed) : Outcome{}; },
-               "ow check FILE --finite-differences --seed " + std::to_string(seed));
+               "ow check FILE --finite-differences --random-inputs " + std::to_string(seed));
       }
     }
     g_started_ms = -1;

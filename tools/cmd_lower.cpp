@@ -86,16 +86,16 @@ int cmd_check(const Args& args) {
       "compiler", po::value<std::vector<std::string>>()->composing(), "without --passes: compiled tiers to check against the interpreter (default: tcc and cc)")(
       "bounds-check", "compiled kernels check every memory access")(
       "finite-differences", "instead: the graph's GRADIENT outputs (of whole float64 buffers) against central differences in float64");
-  add_input_options(opts, true);
+  add_input_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("check", "FILE [--passes | --finite-differences] [--compiler tcc|cc]... [--in NAME=PATH.npy]... [--seed S]", opts, pos, args, vm)) return 0;
+  if (!parse_options("check", "FILE [--passes | --finite-differences] [--compiler tcc|cc]... [--in NAME=PATH.npy]... [--random-inputs [SEED]]", opts, pos, args, vm)) return 0;
   UOp root = load_graph(vm["file"].as<std::string>()).root;
-  interp::BufferMap inputs = load_inputs(vm);
-  fill_random_inputs(root, inputs, vm["seed"].as<uint64_t>());
+  Inputs in = load_inputs(vm, root, "check");
+  interp::BufferMap& inputs = in.buffers;
   if (vm.count("passes")) return check_passes(root, inputs);
-  if (vm.count("finite-differences")) return check_gradients(root, inputs, vm["seed"].as<uint64_t>());
+  if (vm.count("finite-differences")) return check_gradients(root, inputs, in.seed.value_or(1));  // the seed also picks the elements sampled
   std::vector<std::string> tiers = vm.count("compiler") ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
   for (const std::string& t : tiers) {
     backend::RunOptions ro;

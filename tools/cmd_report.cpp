@@ -423,12 +423,12 @@ int cmd_report(const Args& args) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "output,o", po::value<std::string>()->required(), "the HTML file to write")(
       "timings", "print how long each phase took (stderr)");
-  add_input_options(opts, true);
+  add_input_options(opts);
   add_budget_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("report", "FILE -o REPORT.html [--in NAME=PATH.npy]... [--seed S] [--layout-budget-ms MS] [--max-layout-nodes N] [--validation-budget EVALS]",
+  if (!parse_options("report", "FILE -o REPORT.html [--in NAME=PATH.npy]... [--random-inputs [SEED]] [--layout-budget-ms MS] [--max-layout-nodes N] [--validation-budget EVALS]",
                      opts, pos, args, vm))
     return 0;
   Clock clock;
@@ -437,10 +437,11 @@ int cmd_report(const Args& args) {
   };
   std::string file = vm["file"].as<std::string>();
   UOp root = load_graph(file).root;
-  interp::BufferMap inputs = load_inputs(vm);
+  Inputs in = load_inputs(vm, root, "report");
+  interp::BufferMap& inputs = in.buffers;
   std::set<std::string> given;
-  for (auto& [name, b] : inputs) given.insert(name);
-  fill_random_inputs(root, inputs, vm["seed"].as<uint64_t>());
+  for (auto& [name, b] : inputs)
+    if (!std::count(in.randomized.begin(), in.randomized.end(), name)) given.insert(name);
 
   // The input graph's values, per range binding.
   auto values = std::make_unique<ValueRecorder>(root);

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "cli.h"
 #include "progress.h"
@@ -15,38 +16,22 @@ namespace ow::cli {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "(";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + (s.size() == 1 ? ",)" : ")");
-}
-
-std::string summary(const interp::Value& v) {
-  std::string s = to_string(v.dtype) + " " + shape_text(v.shape());
-  int64_t n = v.numel();
-  if (n == 0) return s;
-  double lo = interp::get_element(v, 0), hi = lo, sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double x = interp::get_element(v, i);
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-    sum += x;
+// A value on one line of the text trace: numpy's layout with the line breaks taken out, and
+// values over 12 elements cut to their edges unless --full.
+std::string one_line(const interp::Value& v, interp::FormatOptions o) {
+  o.line_width = std::numeric_limits<int>::max();
+  if (!o.full) o.threshold = 12;
+  std::string text = interp::format_array(v, o);
+  std::string line;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      line += text[i];
+      continue;
+    }
+    while (i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == ' ')) ++i;
+    line += ' ';
   }
-  char buf[160];
-  std::snprintf(buf, sizeof buf, " min=%.6g max=%.6g mean=%.6g", lo, hi, sum / static_cast<double>(n));
-  return s + buf + (v.poison ? " (has poison)" : "");
-}
-
-void print_values(const std::string& name, const interp::Value& v) {
-  std::cout << name << ": " << summary(v) << "\n ";
-  int64_t n = v.numel(), shown = std::min<int64_t>(n, 64);
-  for (int64_t i = 0; i < shown; ++i) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, " %.7g", interp::get_element(v, i));
-    std::cout << buf;
-  }
-  if (shown < n) std::cout << " ... (" << n << " elements)";
-  std::cout << "\n";
+  return line;
 }
 
 int cmd_run(const Args& args) {
@@ -62,14 +47,18 @@ int cmd_run(const Args& args) {
       "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
       "bounds-check", "compiled kernels check every memory access");
-  add_input_options(opts, false);
+  add_input_options(opts);
+  add_print_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
   if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--trace[=json]] [--trace-out FILE]", opts, pos, args, vm)) return 0;
   ParsedGraph g = load_graph(vm["file"].as<std::string>());
+  std::string backend = vm["backend"].as<std::string>();
+  if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check") throw Error("--backend must be interp, tcc, cc or check, got '" + backend + "'");
+  interp::FormatOptions print = print_options(vm);
 
-  interp::BufferMap buffers = load_inputs(vm);
+  interp::BufferMap buffers = load_inputs(vm, g.root, "run").buffers;
   interp::Options o;
   o.describe = [&](UOp u) {
     auto it = g.where.find(u.get());
@@ -95,7 +84,8 @@ int cmd_run(const Args& args) {
       o.on_step = [&](const interp::Step& s) {
         auto it = g.where.find(s.node.get());
         std::string name = it == g.where.end() ? "?" : "%" + it->second.name;
-        *trace << "[" << interp::bindings_text(s.bindings) << "] " << name << " " << op_name(s.node->op) << " " << summary(*s.value) << "\n";
+        *trace << "[" << interp::bindings_text(s.bindings) << "] " << name << " " << op_name(s.node->op) << " " << interp::format_header(*s.value) << " "
+               << one_line(*s.value, print) << "\n";
       };
     } else {
       throw Error("--trace takes no value (text) or =json, got '" + mode + "'");
@@ -121,8 +111,6 @@ int cmd_run(const Args& args) {
       bar.update(static_cast<int64_t>(evals), "evaluations");
     };
   }
-  std::string backend = vm["backend"].as<std::string>();
-  if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check") throw Error("--backend must be interp, tcc, cc or check, got '" + backend + "'");
   std::vector<interp::Output> outs;
   if (backend == "interp") {
     outs = interp::run(g.root, buffers, o);
@@ -147,7 +135,7 @@ int cmd_run(const Args& args) {
     interp::save_npy(path, it->value);
   }
   if (wanted.empty())
-    for (const interp::Output& x : outs) print_values(x.name, x.value);
+    for (const interp::Output& x : outs) std::cout << value_block(x.name, x.value, print);
   return 0;
 }
 

@@ -17,7 +17,7 @@ int cmd_step(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "lowered", "step through the lowered program (lower::lower) instead: each kernel launch is a step");
-  add_input_options(opts, false);
+  add_input_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -35,7 +35,7 @@ int cmd_step(const Args& args) {
   bool tty = isatty(STDIN_FILENO) == 1;
   so.echo = !tty;
   so.prompt = tty;
-  interp::BufferMap buffers = load_inputs(vm);
+  interp::BufferMap buffers = load_inputs(vm, g.root, "step").buffers;
   UOp root = g.root;
   if (so.lowered) {
     root = lower::lower(g.root);

@@ -1,7 +1,12 @@
-// Input buffers for ow run / check / fuzz: --in NAME=PATH.npy, or seeded random data.
-#include <cstring>
+// Input buffers for every `ow` command that runs a graph: --in NAME=PATH.npy checked against the
+// graph's buffers (interp/inputs.h holds the rules the C++ API applies too), and seeded random
+// data only when asked for (--random-inputs), announced on stderr.
+#include <iostream>
+#include <map>
+#include <set>
 
 #include "cli.h"
+#include "interp/inputs.h"
 #include "interp/npy.h"
 #include "tensor/random.h"
 #include "uop/error.h"
@@ -14,23 +19,33 @@ std::pair<std::string, std::string> name_eq_path(const std::string& s, const cha
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
-void add_input_options(po::options_description& opts, bool seed) {
-  opts.add_options()("in", po::value<std::vector<std::string>>()->composing(), "bind an input buffer: NAME=PATH.npy (repeatable)");
-  if (seed) opts.add_options()("seed", po::value<uint64_t>()->default_value(1), "seed for the random data of inputs not given with --in");
-}
-
-interp::BufferMap load_inputs(const po::variables_map& vm) {
-  interp::BufferMap buffers;
-  if (!vm.count("in")) return buffers;
-  for (const std::string& s : vm["in"].as<std::vector<std::string>>()) {
-    auto [name, path] = name_eq_path(s, "in");
-    interp::NpyArray a = interp::load_npy(path);
-    buffers[name] = interp::BufferData{a.dtype, a.data, nullptr};
-  }
-  return buffers;
+void add_input_options(po::options_description& opts) {
+  opts.add_options()("in", po::value<std::vector<std::string>>()->composing(), "give a buffer its data: NAME=PATH.npy (repeatable; PATH - reads stdin)")(
+      "random-inputs", po::value<uint64_t>()->implicit_value(1)->value_name("SEED"),
+      "seeded random data for every buffer not given with --in (announced on stderr)")(
+      "flat-inputs", "accept an .npy of any shape with the buffer's element count (read row-major); by default its shape must be the one the graph first views the buffer as");
 }
 
 namespace {
+
+std::string dims(const std::vector<int64_t>& s) {
+  std::string t = "(";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + (s.size() == 1 ? ",)" : ")");
+}
+
+interp::BufferData load_one(const interp::BufferSpec& spec, const std::string& path, bool flat) {
+  interp::NpyArray a = path == "-" ? interp::parse_npy(read_file("-"), "<stdin>") : interp::load_npy(path);
+  const std::string& where = path == "-" ? "<stdin>" : path;
+  int64_t n = a.data->size;
+  if (flat ? n != spec.size : a.shape != spec.shape) {
+    std::string msg = where + ": shape " + dims(a.shape) + " does not match buffer '" + spec.name + "', which the graph views as " + dims(spec.shape);
+    if (!flat && n == spec.size) msg += " (the same " + std::to_string(n) + " elements: pass --flat-inputs to read them row-major)";
+    throw Error(msg);
+  }
+  return interp::BufferData{spec.dtype, interp::npy_as(a, spec.dtype, where, spec.name), nullptr};
+}
+
 template <class T> void fill(interp::Storage& s, Random& rng) {
   T* p = s.as<T>();
   for (int64_t i = 0; i < s.size; ++i) {
@@ -39,27 +54,50 @@ template <class T> void fill(interp::Storage& s, Random& rng) {
     else p[i] = static_cast<T>(static_cast<int64_t>(rng.next() % 17) - 8);
   }
 }
+
 }  // namespace
 
-void fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed) {
+Inputs load_inputs(const po::variables_map& vm, UOp graph, const std::string& cmd) {
+  std::vector<interp::BufferSpec> specs = interp::graph_buffers(graph);
+  Inputs in;
+  if (vm.count("in"))
+    for (const std::string& arg : vm["in"].as<std::vector<std::string>>()) {
+      auto [name, path] = name_eq_path(arg, "in");
+      if (in.buffers.count(name)) throw Error("--in " + name + " is given twice");
+      in.buffers[name] = load_one(interp::find_buffer(specs, name), path, vm.count("flat-inputs") > 0);
+    }
+  if (vm.count("random-inputs")) {
+    in.seed = vm["random-inputs"].as<uint64_t>();
+    in.randomized = fill_random_inputs(graph, in.buffers, *in.seed);
+    if (!in.randomized.empty()) {
+      std::string list;
+      for (const std::string& n : in.randomized) list += (list.empty() ? "" : ", ") + n;
+      std::cerr << "ow " << cmd << ": random inputs (seed " << *in.seed << "): " << list << "\n";
+    }
+  }
+  interp::check_inputs(specs, in.buffers, {}, [](const std::string& name) { return "; give it with --in " + name + "=PATH.npy, or pass --random-inputs for seeded random data"; });
+  return in;
+}
+
+std::vector<std::string> fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed) {
   Random rng;
   rng.seed(seed);
-  for (UOp u : toposort(root)) {
-    if (u->op != Ops::BUFFER) continue;
-    const ArgTuple& t = *u->arg.tuple();
-    const std::string& name = t[0].as<std::string>();
-    if (buffers.count(name) || name.rfind('_', 0) == 0) continue;
-    auto data = std::make_shared<interp::Storage>(u->dtype, t[1].as<int64_t>());
-    switch (u->dtype.scalar) {
+  std::vector<std::string> filled;
+  for (const interp::BufferSpec& spec : interp::graph_buffers(root)) {
+    if (buffers.count(spec.name)) continue;
+    auto data = std::make_shared<interp::Storage>(spec.dtype, spec.size);
+    switch (spec.dtype.scalar) {
       case Scalar::Float32: fill<float>(*data, rng); break;
       case Scalar::Float64: fill<double>(*data, rng); break;
       case Scalar::Int32: fill<int32_t>(*data, rng); break;
       case Scalar::Int64: case Scalar::Index: fill<int64_t>(*data, rng); break;
       case Scalar::Bool: fill<uint8_t>(*data, rng); break;
-      default: throw Error("no random data for buffer '" + name + "' of dtype " + to_string(u->dtype));
+      default: throw Error("no random data for buffer '" + spec.name + "' of dtype " + to_string(spec.dtype));
     }
-    buffers[name] = interp::BufferData{u->dtype, data, nullptr};
+    buffers[spec.name] = interp::BufferData{spec.dtype, data, nullptr};
+    filled.push_back(spec.name);
   }
+  return filled;
 }
 
 std::optional<Difference> first_difference(const interp::Value& a, const interp::Value& b) {

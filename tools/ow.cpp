@@ -1,5 +1,8 @@
 // ow — the outerworld command line. Exit codes: 0 ok, 1 user error, 2 internal error.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -21,12 +24,23 @@ bool parse_options(const std::string& cmd, const std::string& usage, po::options
   return true;
 }
 
+// PATH "-" is stdin, which can be read once per command.
 std::string read_file(const std::string& path) {
+  if (path == "-") {
+    static bool used = false;
+    if (used) throw Error("stdin ('-') can be read only once per command");
+    used = true;
+    std::string data((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) throw Error("<stdin>: read failed");
+    return data;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open file");
+  if (!in) throw Error(path + ": cannot open file (" + std::strerror(errno) + ")");
   in.seekg(0, std::ios::end);
   auto size = in.tellg();
-  if (size < 0) throw Error(path + ": cannot read file");
+  if (size < 0) throw Error(path + ": cannot read file (not a regular file?)");
   if (size > (int64_t{1} << 30)) throw Error(path + ": file is larger than 1 GiB");
   std::string data(static_cast<size_t>(size), '\0');
   in.seekg(0);

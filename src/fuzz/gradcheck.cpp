@@ -10,6 +10,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "interp/inputs.h"
 #include "tensor/random.h"
 #include "uop/args.h"
 #include "uop/error.h"
@@ -19,8 +20,9 @@ namespace ow::fuzz {
 namespace {
 
 double sum_of(UOp loss, const interp::BufferMap& in) {
-  interp::BufferMap b = interp::copy_buffers(in);
-  std::vector<interp::Output> out = interp::run(UOp::sink({loss}, Arg(ArgTuple{Arg("loss")})), b);
+  UOp graph = UOp::sink({loss}, Arg(ArgTuple{Arg("loss")}));
+  interp::BufferMap b = interp::copy_buffers(interp::buffers_for(graph, in));
+  std::vector<interp::Output> out = interp::run(graph, b);
   double s = 0;
   for (int64_t i = 0; i < out[0].value.numel(); ++i) s += interp::get_element(out[0].value, i);
   return s;
@@ -35,7 +37,7 @@ UOp whole_buffer(UOp x) {
 }  // namespace
 
 FdCheck check_finite_differences(UOp root, const interp::BufferMap& inputs, uint64_t seed, int samples_per_var) {
-  interp::BufferMap b = interp::copy_buffers(inputs);
+  interp::BufferMap b = interp::copy_buffers(interp::buffers_for(root, inputs));
   std::vector<interp::Output> grads = interp::run(root, b);
   Random rng;
   rng.seed(seed ^ 0x6664ULL);

@@ -1,5 +1,6 @@
 // The reference interpreter: setup, the memo and every value (evaluator.h says where the rest is).
 #include "interp/interp.h"
+#include "interp/inputs.h"
 
 #include <algorithm>
 #include <set>
@@ -585,6 +586,7 @@ BufferMap copy_buffers(const BufferMap& b) {
 }
 
 std::vector<Output> run(UOp root, BufferMap& buffers, const Options& opts) {
+  check_inputs(graph_buffers(root), buffers);
   if (grad::has_gradient(root)) root = grad::expand(root);  // a GRADIENT means the graph computing it (S9)
   Interpreter in(root, buffers, opts);
   return in.outputs();

@@ -1,6 +1,12 @@
 #include "interp/npy.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -14,8 +20,72 @@ struct Descr {
   const char* text;
   DType dtype;
 };
+// What we write (and read without conversion).
 const Descr kDescrs[] = {{"<f4", dtypes::float32}, {"<f8", dtypes::float64}, {"<i4", dtypes::int32},
                          {"<i8", dtypes::int64},   {"|b1", dtypes::bool_},   {"|u1", dtypes::bool_}};
+
+// A file's element type: kind 'f', 'i', 'u' or 'b', size in bytes, byte order.
+struct FileType {
+  char kind = 0;
+  int size = 0;
+  bool big_endian = false;
+};
+
+FileType file_type(const std::string& descr, const std::string& path) {
+  // descr is quoted: '<f4'
+  std::string d = descr.size() >= 2 ? descr.substr(1, descr.size() - 2) : descr;
+  FileType t;
+  if (d.size() >= 3 && std::string("<>|=").find(d[0]) != std::string::npos) {
+    t.big_endian = d[0] == '>';
+    t.kind = d[1];
+    t.size = std::atoi(d.c_str() + 2);
+  }
+  bool ok = (t.kind == 'f' && (t.size == 4 || t.size == 8)) || ((t.kind == 'i' || t.kind == 'u') && (t.size == 1 || t.size == 2 || t.size == 4 || t.size == 8)) ||
+            (t.kind == 'b' && t.size == 1);
+  if (!ok) throw Error(path + ": unsupported .npy dtype " + descr + " (supported: floats of 4 or 8 bytes, integers, bool; convert with a.astype(np.float32))");
+  return t;
+}
+
+// Reads one element of a file's data as an exact integer (kind i/u/b) or double (kind f).
+struct Element {
+  bool is_float;
+  int64_t i;
+  uint64_t u;
+  double f;
+};
+Element read_element(const unsigned char* p, const FileType& t) {
+  unsigned char b[8];
+  for (int k = 0; k < t.size; ++k) b[k] = p[t.big_endian ? t.size - 1 - k : k];
+  Element e{t.kind == 'f', 0, 0, 0};
+  uint64_t raw = 0;
+  std::memcpy(&raw, b, static_cast<size_t>(t.size));
+  if (t.kind == 'f') {
+    if (t.size == 4) {
+      float x;
+      std::memcpy(&x, b, 4);
+      e.f = x;
+    } else {
+      std::memcpy(&e.f, b, 8);
+    }
+  } else if (t.kind == 'i') {
+    int shift = 64 - 8 * t.size;
+    e.i = static_cast<int64_t>(raw << shift) >> shift;  // sign-extend
+    e.u = static_cast<uint64_t>(e.i);
+  } else {
+    e.u = raw;
+    e.i = static_cast<int64_t>(raw);
+  }
+  return e;
+}
+
+// The storage dtype a file's data is read into: ours when it matches, else the widest of its
+// kind (conversion to the buffer's dtype is npy_as's, exactly or not at all).
+DType storage_dtype(const FileType& t) {
+  if (t.kind == 'f') return t.size == 4 ? dtypes::float32 : dtypes::float64;
+  if (t.kind == 'b') return dtypes::bool_;
+  if (t.kind == 'i' && t.size == 4) return dtypes::int32;
+  return dtypes::int64;
+}
 
 std::string field(const std::string& header, const std::string& key, const std::string& path) {
   size_t k = header.find("'" + key + "'");
@@ -31,9 +101,15 @@ std::string field(const std::string& header, const std::string& key, const std::
 }  // namespace
 
 NpyArray load_npy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not an .npy file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open .npy file");
+  if (!in) throw Error(path + ": cannot open .npy file (" + std::strerror(errno) + ")");
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_npy(all, path);
+}
+
+NpyArray parse_npy(const std::string& all, const std::string& path) {
   if (all.size() < 10 || all.compare(0, 6, "\x93NUMPY") != 0) throw Error(path + ": not a .npy file (bad magic)");
   int major = static_cast<unsigned char>(all[6]);
   size_t hlen_size = major == 1 ? 2 : 4;
@@ -47,13 +123,9 @@ NpyArray load_npy(const std::string& path) {
   if (field(header, "fortran_order", path).find("True") != std::string::npos)
     throw Error(path + ": Fortran-order arrays are not supported (save np.ascontiguousarray(a))");
   NpyArray out;
-  bool known = false;
-  for (const Descr& d : kDescrs)
-    if (descr == std::string("'") + d.text + "'") {
-      out.dtype = d.dtype;
-      known = true;
-    }
-  if (!known) throw Error(path + ": unsupported .npy dtype " + descr + " (use float32, float64, int32, int64 or bool)");
+  out.descr = descr;
+  FileType type = file_type(descr, path);
+  out.dtype = storage_dtype(type);
   std::string shape = field(header, "shape", path);
   std::stringstream ss(shape.substr(1, shape.size() - 2));
   int64_t n = 1;
@@ -65,12 +137,75 @@ NpyArray load_npy(const std::string& path) {
     n *= d;
     if (n > (int64_t{1} << 32)) throw Error(path + ": .npy array is larger than 2^32 elements");
   }
-  size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(out.dtype.itemsize());
+  size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(type.size);
   if (all.size() - start - hlen < bytes) throw Error(path + ": truncated .npy data (" + std::to_string(all.size() - start - hlen) + " of " + std::to_string(bytes) + " bytes)");
+  if (type.kind == 'u' && type.size == 8)
+    for (int64_t i = 0; i < n; ++i)
+      if (read_element(reinterpret_cast<const unsigned char*>(all.data() + start + hlen) + i * 8, type).u >> 63)
+        throw Error(path + ": element " + std::to_string(i) + " of this uint64 file is above 2^63 - 1, beyond int64 (the widest integer outerworld holds)");
   out.data = std::make_shared<Storage>(out.dtype, n);
-  std::memcpy(out.data->bytes.data(), all.data() + start + hlen, bytes);
-  if (out.dtype.is_bool())
-    for (int64_t i = 0; i < n; ++i) out.data->as<uint8_t>()[i] = out.data->as<uint8_t>()[i] != 0;
+  const auto* src = reinterpret_cast<const unsigned char*>(all.data() + start + hlen);
+  for (int64_t i = 0; i < n; ++i) {
+    Element e = read_element(src + i * type.size, type);
+    switch (out.dtype.scalar) {
+      case Scalar::Float32: out.data->as<float>()[i] = static_cast<float>(e.f); break;
+      case Scalar::Float64: out.data->as<double>()[i] = e.f; break;
+      case Scalar::Int32: out.data->as<int32_t>()[i] = static_cast<int32_t>(e.i); break;
+      case Scalar::Bool: out.data->as<uint8_t>()[i] = e.u != 0; break;
+      default: out.data->as<int64_t>()[i] = e.i; break;
+    }
+  }
+  return out;
+}
+
+namespace {
+long double exact_element(const Storage& s, int64_t i) {
+  switch (s.dtype.scalar) {
+    case Scalar::Float32: return s.as<float>()[i];
+    case Scalar::Float64: return s.as<double>()[i];
+    case Scalar::Int32: return s.as<int32_t>()[i];
+    case Scalar::Bool: return s.as<uint8_t>()[i];
+    default: return static_cast<long double>(s.as<int64_t>()[i]);
+  }
+}
+
+// Writes x as element i of s; false when the dtype cannot hold x exactly. (long double holds
+// every int64 and every double exactly, so the comparisons below are exact.)
+bool store_exact(Storage& s, int64_t i, long double x) {
+  bool nan = x != x;
+  switch (s.dtype.scalar) {
+    case Scalar::Float32: s.as<float>()[i] = static_cast<float>(x); return nan || static_cast<long double>(s.as<float>()[i]) == x;
+    case Scalar::Float64: s.as<double>()[i] = static_cast<double>(x); return nan || static_cast<long double>(s.as<double>()[i]) == x;
+    case Scalar::Bool: s.as<uint8_t>()[i] = x != 0; return x == 0 || x == 1;
+    case Scalar::Int32:
+      if (nan || x != std::trunc(x) || x < INT32_MIN || x > INT32_MAX) return false;
+      s.as<int32_t>()[i] = static_cast<int32_t>(x);
+      return true;
+    default:
+      if (nan || x != std::trunc(x) || x < -0x1p63L || x >= 0x1p63L) return false;
+      s.as<int64_t>()[i] = static_cast<int64_t>(x);
+      return true;
+  }
+}
+
+std::string numpy_name(DType d) {
+  if (d.is_bool()) return "np.bool_";
+  if (d.is_index()) return "np.int64";
+  return "np." + to_string(d);
+}
+}  // namespace
+
+StoragePtr npy_as(const NpyArray& a, DType to, const std::string& path, const std::string& buffer) {
+  if (a.dtype == to || (to.is_index() && a.dtype == dtypes::int64)) return a.data;
+  auto out = std::make_shared<Storage>(to, a.data->size);
+  for (int64_t i = 0; i < a.data->size; ++i) {
+    long double x = exact_element(*a.data, i);
+    if (store_exact(*out, i, x)) continue;
+    char value[64];
+    std::snprintf(value, sizeof value, "%.17Lg", x);
+    throw Error(path + ": " + a.descr + " data for " + to_string(to) + " buffer '" + buffer + "' does not convert exactly (element " + std::to_string(i) + ": " + value +
+                "); if rounding is meant, convert it yourself: np.save(path, a.astype(" + numpy_name(to) + "))");
+  }
   return out;
 }
 

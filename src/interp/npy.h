@@ -1,4 +1,5 @@
-// Reading and writing NumPy .npy files (format versions 1-3, little-endian, C order).
+// Reading and writing NumPy .npy files (format versions 1-3, C order). Reading takes either byte
+// order and any integer, float32/64 or bool dtype; integers narrower than 32 bits widen to int64.
 #pragma once
 #include <string>
 #include <vector>
@@ -8,13 +9,19 @@
 namespace ow::interp {
 
 struct NpyArray {
-  DType dtype;
+  std::string descr;  // the file's dtype as written, e.g. '>f4'
+  DType dtype;        // what `data` holds
   std::vector<int64_t> shape;
   StoragePtr data;
 };
 
 // Throws ow::Error naming the file and what is wrong with it.
 NpyArray load_npy(const std::string& path);
+NpyArray parse_npy(const std::string& bytes, const std::string& path);  // path: for messages
+// The data as dtype `to`, converted only where every element is exact (int32 data for a float64
+// buffer, float64 data that are all float32 values); otherwise an error naming the element and
+// the astype that would convert it.
+StoragePtr npy_as(const NpyArray& a, DType to, const std::string& path, const std::string& buffer);
 void save_npy(const std::string& path, const Value& v);
 std::string npy_bytes(const Value& v);  // the file's content, for tests and tools
 

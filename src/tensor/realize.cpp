@@ -4,6 +4,7 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "interp/inputs.h"
 #include "interp/npy.h"
 #include "tensor/state.h"
 #include "uop/error.h"
@@ -33,8 +34,14 @@ Evaluator& evaluator() {
   static Evaluator e;
   return e;
 }
+// The store holds every tensor's memory; a run is given only its graph's buffers (a run refuses
+// names it does not know, interp/inputs.h), sharing their storage, and what it creates or
+// replaces goes back to the store.
 std::vector<interp::Output> evaluate(UOp graph) {
-  return evaluator() ? evaluator()(graph, buffer_store()) : interp::run(graph, buffer_store());
+  interp::BufferMap mine = interp::buffers_for(graph, buffer_store());
+  std::vector<interp::Output> outs = evaluator() ? evaluator()(graph, mine) : interp::run(graph, mine);
+  for (auto& [name, d] : mine) buffer_store()[name] = d;
+  return outs;
 }
 
 bool is_effect(UOp u) { return u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::GROUP || u->op == Ops::ASSIGN; }

@@ -147,7 +147,7 @@ async function checkLargestCase(browser) {
   const dir = join(src, "reference/cases");
   const largest = readdirSync(dir).filter((f) => f.endsWith(".uop")).map((f) => join(dir, f)).sort((a, b) => statSync(b).size - statSync(a).size)[0];
   const out = join(work, "largest.html");
-  const r = spawnSync(ow, ["report", largest, "-o", out], { encoding: "utf8" });
+  const r = spawnSync(ow, ["report", largest, "-o", out, "--random-inputs"], { encoding: "utf8" });
   check(`ow report of the largest case (${largest}) succeeds`, r.status === 0, r.stderr);
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await page.goto("file://" + out);
