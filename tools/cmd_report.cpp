@@ -326,10 +326,16 @@ struct Clock {
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
 };
 
-// What a budget cut, for the summary on stderr: "the drawing of pass rangeify (...)".
+// What a budget cut, for the summary on stderr: "the drawing of rangeify (...)"; and drawings
+// Graphviz could not make, which no budget explains.
 struct Cuts {
-  std::vector<std::string> drawings, validations;
+  std::vector<std::string> drawings, validations, failed;
   void tell(std::ostream& os) const {
+    if (!failed.empty()) {
+      os << "warning: Graphviz 'dot' is missing or failed, so " << failed.size() << " stage(s) have no drawing:";
+      for (const std::string& f : failed) os << " " << f;
+      os << " (apt-get install graphviz)\n";
+    }
     auto list = [&](const std::vector<std::string>& items, const char* what, const char* flag) {
       if (items.empty()) return;
       os << "warning: the report's budget cut " << items.size() << " " << what << ":\n";
@@ -343,12 +349,12 @@ struct Cuts {
 
 // The interpreter's verdict on a pass within the evaluation budget (some intermediate graphs,
 // BUFFERIZE evaluated element by element, take the interpreter seconds); records the values it
-// computes on the way.
+// computes on the way (unless `values` is null).
 Verdict budgeted_verdict(const std::vector<interp::Output>& want, const PassTrace& t, const interp::BufferMap& inputs, const Budgets& b,
-                         ValueRecorder& values, Cuts& cuts) {
+                         ValueRecorder* values, Cuts& cuts) {
   interp::Options o;
   o.max_evals = b.max_evals;
-  o.on_step = [&](const interp::Step& s) { values.on_step(s); };
+  if (values) o.on_step = [values](const interp::Step& s) { values->on_step(s); };
   Verdict v = validate_pass(want, t.pass->name, t.after, inputs, o);
   if (v.ok || v.text.find("evaluation budget of") == std::string::npos) return v;
   std::string budget = std::to_string(b.max_evals) + " node evaluations";
@@ -386,6 +392,7 @@ void draw_stages(std::vector<Stage>& stages, const Budgets& b, Cuts& cuts) {
       stages[k].note = late ? "no drawing: the report's " + std::to_string(b.layout_ms) + " ms for layouts ran out (--layout-budget-ms); the printed lines follow"
                             : "no drawing: Graphviz 'dot' is missing or failed; the printed lines follow";
       if (late) cuts.drawings.push_back("the drawing of " + stages[k].name + " (layouts ran past " + std::to_string(b.layout_ms) + " ms)");
+      else cuts.failed.push_back(stages[k].name);
     }
   }
 }
@@ -396,12 +403,11 @@ std::vector<Stage> build_stages(UOp root, const std::vector<PassTrace>& traces, 
   stages.push_back({"input", "the graph as written, evaluated by the interpreter", root, nullptr, {true, "the reference: " + std::to_string(want.size()) + " output(s)"}, "", "",
                     std::move(input_values)});
   for (const PassTrace& t : traces) {
-    auto values = std::make_unique<ValueRecorder>(t.after);
-    Verdict v = budgeted_verdict(want, t, inputs, b, *values, cuts);
-    Stage& prev = stages.back();
-    bool same = prev.graph == t.after;
-    int same_as = same ? (prev.same_as >= 0 ? prev.same_as : static_cast<int>(stages.size()) - 1) : -1;
-    stages.push_back({t.pass->name, t.pass->what, t.after, &t, v, "", "", same ? nullptr : std::move(values), same_as});
+    const Stage& prev = stages.back();
+    int same_as = prev.graph != t.after ? -1 : prev.same_as >= 0 ? prev.same_as : static_cast<int>(stages.size()) - 1;
+    auto values = same_as >= 0 ? nullptr : std::make_unique<ValueRecorder>(t.after);
+    Verdict v = budgeted_verdict(want, t, inputs, b, values.get(), cuts);
+    stages.push_back({t.pass->name, t.pass->what, t.after, &t, v, "", "", std::move(values), same_as});
   }
   draw_stages(stages, b, cuts);
   return stages;
