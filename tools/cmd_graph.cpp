@@ -41,11 +41,11 @@ int cmd_verify(const Args& args) {
 }
 
 // The SVG by Graphviz; large pictures get the fast layout, said on stderr.
-void render_svg(const std::string& dot_text, const DotStats& st, const std::string& svg_path) {
+void render_svg(const std::string& dot_text, size_t boxes, const std::string& svg_path) {
   if (!graphviz_installed()) throw Error("Graphviz 'dot' is not installed, so no SVG can be drawn (apt-get install graphviz); use -o to write the DOT file");
-  bool fast = st.drawn > kFastLayoutBoxes;
+  bool fast = boxes > kFastLayoutBoxes;
   if (fast)
-    std::cerr << "note: " << st.drawn << " boxes (more than " << kFastLayoutBoxes
+    std::cerr << "note: " << boxes << " boxes (more than " << kFastLayoutBoxes
               << "): fast layout with straight edges and fewer crossing-reduction rounds\n";
   DotJob job = start_dot(dot_text, fast);
   std::string svg = finish_dot(job, std::chrono::steady_clock::time_point::max());
@@ -64,10 +64,10 @@ int cmd_dot(const Args& args) {
   po::variables_map vm;
   if (!parse_options("dot", "FILE [-o OUT.dot] [--svg OUT.svg]", opts, pos, args, vm)) return 0;
   std::ostringstream dot;
-  DotStats st = write_dot(dot, load_graph(vm["file"].as<std::string>()).root);
+  size_t boxes = write_dot(dot, load_graph(vm["file"].as<std::string>()).root);
   if (vm.count("output")) write_file(vm["output"].as<std::string>(), dot.str());
   else if (!vm.count("svg")) std::cout << dot.str();
-  if (vm.count("svg")) render_svg(dot.str(), st, vm["svg"].as<std::string>());
+  if (vm.count("svg")) render_svg(dot.str(), boxes, vm["svg"].as<std::string>());
   return 0;
 }
 

@@ -374,15 +374,15 @@ void draw_stages(std::vector<Stage>& stages, const Budgets& b, Cuts& cuts) {
         continue;
       }
       std::ostringstream dot;
-      DotStats st = write_dot(dot, stages[k].graph);
-      if (st.drawn > b.max_layout_boxes) {
-        stages[k].note = "no drawing: " + std::to_string(st.drawn) + " boxes are more than the report lays out (--max-layout-nodes " +
+      size_t boxes = write_dot(dot, stages[k].graph);
+      if (boxes > b.max_layout_boxes) {
+        stages[k].note = "no drawing: " + std::to_string(boxes) + " boxes are more than the report lays out (--max-layout-nodes " +
                          std::to_string(b.max_layout_boxes) + "); the printed lines follow";
-        cuts.drawings.push_back("the drawing of " + stages[k].name + " (" + std::to_string(st.drawn) + " boxes, more than " +
+        cuts.drawings.push_back("the drawing of " + stages[k].name + " (" + std::to_string(boxes) + " boxes, more than " +
                                 std::to_string(b.max_layout_boxes) + ")");
       }
-      bool skip = st.drawn > b.max_layout_boxes || std::chrono::steady_clock::now() > deadline;
-      jobs.push_back(skip ? DotJob{} : start_dot(dot.str(), st.drawn > kFastLayoutBoxes));
+      bool skip = boxes > b.max_layout_boxes || std::chrono::steady_clock::now() > deadline;
+      jobs.push_back(skip ? DotJob{} : start_dot(dot.str(), boxes > kFastLayoutBoxes));
     }
     for (size_t k = i; k < std::min(i + 2, stages.size()); ++k) {
       if (!stages[k].note.empty() || stages[k].same_as >= 0) continue;

@@ -1,6 +1,7 @@
 #include "uop/dot.h"
 
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -78,15 +79,14 @@ class Picture {
     kernel_of_ = kernel_owners();
   }
 
-  DotStats write(std::ostream& os) {
-    DotStats st;
-    st.nodes = p_.order.size();
+  size_t write(std::ostream& os) {
+    size_t boxes = 0;
     os << "digraph G {\nrankdir=BT;\nnode [shape=box, style=\"rounded,filled\", fontname=\"monospace\", fontsize=10];\n"
        << "edge [fontsize=8, color=\"#555555\"];\n";
     std::map<size_t, std::vector<UOp>> clusters;  // kernel number -> its drawn nodes
     for (UOp u : p_.order) {
       if (!drawn(u)) continue;
-      ++st.drawn;
+      ++boxes;
       auto k = kernel_of_.find(u.get());
       if (k != kernel_of_.end()) clusters[k->second].push_back(u);
       else write_node(os, u);
@@ -98,9 +98,9 @@ class Picture {
       os << "}\n";
     }
     for (UOp u : p_.order)
-      if (drawn(u)) st.edges += write_edges(os, u);
+      if (drawn(u)) write_edges(os, u);
     os << "}\n";
-    return st;
+    return boxes;
   }
 
  private:
@@ -190,17 +190,17 @@ class Picture {
 
   // Solid edges from drawn sources (labelled with their index where that helps), dashed ones
   // from the ranges and variables of operands written inline.
-  size_t write_edges(std::ostream& os, UOp u) {
+  void write_edges(std::ostream& os, UOp u) {
     std::map<size_t, std::vector<size_t>> solid;  // source number -> its operand indices
-    std::map<size_t, bool> dashed;
+    std::set<size_t> dashed;
     if (is_pure(u)) {
-      for (UOp l : leaves(u)) dashed[number(l)] = true;
+      for (UOp l : leaves(u)) dashed.insert(number(l));
     } else {
       for (size_t i = 0; i < u->src.size(); ++i) {
         UOp s = u->src[i];
         if (drawn(s)) solid[number(s)].push_back(i);
         else
-          for (UOp l : leaves(s)) dashed[number(l)] = true;
+          for (UOp l : leaves(s)) dashed.insert(number(l));
       }
     }
     bool label = !is_commutative(u->op) && solid.size() >= 2;
@@ -213,18 +213,13 @@ class Picture {
       }
       os << ";\n";
     }
-    size_t n = solid.size();
-    for (auto& [from, _] : dashed) {
-      if (solid.count(from)) continue;
-      os << from << " -> " << number(u) << " [style=dashed, color=\"#9aa5b1\"];\n";
-      ++n;
-    }
-    return n;
+    for (size_t from : dashed)
+      if (!solid.count(from)) os << from << " -> " << number(u) << " [style=dashed, color=\"#9aa5b1\"];\n";
   }
 };
 
 }  // namespace
 
-DotStats write_dot(std::ostream& os, UOp root) { return Picture(root).write(os); }
+size_t write_dot(std::ostream& os, UOp root) { return Picture(root).write(os); }
 
 }  // namespace ow

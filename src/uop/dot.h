@@ -16,12 +16,7 @@
 
 namespace ow {
 
-struct DotStats {
-  size_t nodes = 0;   // nodes in the graph
-  size_t drawn = 0;   // nodes drawn as boxes
-  size_t edges = 0;   // edges drawn
-};
-
-DotStats write_dot(std::ostream& os, UOp root);
+// Returns the number of boxes drawn (what Graphviz's layout time grows with).
+size_t write_dot(std::ostream& os, UOp root);
 
 }  // namespace ow
