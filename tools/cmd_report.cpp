@@ -473,6 +473,9 @@ int cmd_report(const Args& args) {
   Json j;
   j.begin_obj().field("file", file).field("run", timeline.note).field("check", check);
   j.field("maxBindings", static_cast<double>(ValueRecorder::kMaxBindings)).field("maxValueChars", static_cast<double>(ValueRecorder::kMaxChars));
+  j.key("legend").begin_arr();
+  for (auto& [what, colour] : dot_legend()) j.begin_arr().str(what).str(colour).end_arr();
+  j.end_arr();
   j.key("stages").begin_arr();
   for (const Stage& s : stages) write_stage(j, s);
   j.end_arr();

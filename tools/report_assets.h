@@ -29,6 +29,9 @@ main { display: flex; gap: 12px; padding: 12px 16px; align-items: flex-start; }
 #zoombar button { font: inherit; padding: 0 8px; border: 1px solid #8796a5; border-radius: 4px; background: #fff; cursor: pointer; }
 #zoom-level { min-width: 42px; text-align: center; font-family: monospace; }
 #node-values label { font-size: 12px; }
+#colours { display: flex; flex-wrap: wrap; gap: 4px 10px; margin: 4px 0; font-size: 11px; color: #556; }
+#colours span::before { content: ""; display: inline-block; width: 10px; height: 10px; margin-right: 3px; border: 1px solid #888;
+  border-radius: 2px; background: var(--c); vertical-align: -1px; }
 #graph g.node { cursor: pointer; }
 #graph g.node.selected polygon, #graph g.node.selected path { stroke: #d62728; stroke-width: 3px; }
 #graph g.node.rewritten polygon, #graph g.node.rewritten path, #graph g.node.rewritten ellipse { stroke: #ff7f0e; stroke-width: 5px; }
@@ -248,6 +251,7 @@ function centerOn(node) {
 }
 
 function buildPanZoom() {
+  for (const [what, colour] of data.legend) $("colours").append(el("span", { style: `--c: ${colour}` }, what));
   const g = $("graph");
   // The browser may scroll the clipped box itself (find in page, focus): make that a pan instead.
   g.addEventListener("scroll", () => {
@@ -389,7 +393,7 @@ inline std::string report_page(const std::string& title, const std::string& json
   return std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ow report: ") + t + "</title>\n<style>" + kReportCss +
          "</style></head>\n<body>\n<header><h1>ow report: " + t + "</h1><div class=\"sub\" id=\"subtitle\"></div></header>\n" +
          R"HTML(<nav id="passbar"><button id="prev" title="previous pass (left arrow)">&larr;</button><span id="pass-name"></span><span id="pass-index"></span><button id="next" title="next pass (right arrow)">&rarr;</button><span id="pass-buttons"></span><span id="pass-hint">&larr; / &rarr; keys move between passes, &uarr; / &darr; between the rewrites of a pass</span></nav>
-<main><section id="graph-pane"><div id="pass-what"></div><div id="verdict" class="verdict"></div><div id="stepbar"><button id="step-prev" title="previous rewrite (up arrow)">&uarr;</button><button id="step-next" title="next rewrite (down arrow)">&darr;</button><pre id="step-text"></pre></div><div id="zoombar"><button id="zoom-out" title="zoom out (- key)">&minus;</button><span id="zoom-level">100%</span><button id="zoom-in" title="zoom in (+ key)">+</button><button id="zoom-fit" title="the whole graph (0 key)">fit</button><button id="zoom-100" title="actual size (1 key)">100%</button><span class="legend">wheel: zoom at the pointer &middot; drag: pan &middot; keys + &minus; 0 1</span></div><div id="graph"></div></section>
+<main><section id="graph-pane"><div id="pass-what"></div><div id="verdict" class="verdict"></div><div id="stepbar"><button id="step-prev" title="previous rewrite (up arrow)">&uarr;</button><button id="step-next" title="next rewrite (down arrow)">&darr;</button><pre id="step-text"></pre></div><div id="zoombar"><button id="zoom-out" title="zoom out (- key)">&minus;</button><span id="zoom-level">100%</span><button id="zoom-in" title="zoom in (+ key)">+</button><button id="zoom-fit" title="the whole graph (0 key)">fit</button><button id="zoom-100" title="actual size (1 key)">100%</button><span class="legend">wheel: zoom at the pointer &middot; drag: pan &middot; keys + &minus; 0 1</span></div><div id="colours" title="fill colours of the boxes; constants and index arithmetic are written into their users' labels, a dashed edge from each range they read"></div><div id="graph"></div></section>
 <aside id="side"><h3>Node</h3><pre id="node-line"></pre><div id="node-values"></div><h3>Rules fired in this pass</h3><div id="firings"></div></aside></main>
 <section><h2>Host loops: buffers after each iteration</h2><div id="timeline"></div></section>
 <section><h2>Host schedule</h2><pre id="host"></pre><p id="check"></p><h2>Kernels (generated C)</h2><div id="kernels"></div></section>

@@ -27,15 +27,23 @@ const char* axis_color(AxisType a) {
   }
 }
 
+// Fill colours of the op classes (dot_legend() names them).
+constexpr const char* kScalarColor = "#f7f7f7";  // constants, variables, index expressions
+constexpr const char* kBufferColor = "#b8e186";
+constexpr const char* kMovementColor = "#c2a5cf";
+constexpr const char* kReduceColor = "#fee08b";
+constexpr const char* kMemoryColor = "#fdae61";
+constexpr const char* kElementwiseColor = "#abd9e9";
+
 const char* op_color(UOp u) {
   Ops op = u->op;
   if (op == Ops::RANGE) return axis_color(range_axis(u));
-  if (op == Ops::CONST || op == Ops::DEFINE_VAR || op == Ops::BIND) return "#f7f7f7";
-  if (op == Ops::BUFFER || op == Ops::DEFINE_GLOBAL) return "#b8e186";
-  if (is_movement(op)) return "#c2a5cf";
-  if (op == Ops::REDUCE || op == Ops::REDUCE_AXIS || op == Ops::REDUCE_BACKWARD) return "#fee08b";
-  if (op == Ops::STORE || op == Ops::ASSIGN || op == Ops::AFTER || op == Ops::END || op == Ops::LOAD || op == Ops::INDEX) return "#fdae61";
-  if (is_elementwise(op)) return "#abd9e9";
+  if (op == Ops::CONST || op == Ops::DEFINE_VAR || op == Ops::BIND) return kScalarColor;
+  if (op == Ops::BUFFER || op == Ops::DEFINE_GLOBAL) return kBufferColor;
+  if (is_movement(op)) return kMovementColor;
+  if (op == Ops::REDUCE || op == Ops::REDUCE_AXIS || op == Ops::REDUCE_BACKWARD) return kReduceColor;
+  if (op == Ops::STORE || op == Ops::ASSIGN || op == Ops::AFTER || op == Ops::END || op == Ops::LOAD || op == Ops::INDEX) return kMemoryColor;
+  if (is_elementwise(op)) return kElementwiseColor;
   return "#ffffff";
 }
 
@@ -184,7 +192,7 @@ class Picture {
 
   void write_node(std::ostream& os, UOp u) {
     os << number(u) << " [label=\"" << escape(label(u)) << "\"";
-    if (is_pure(u)) os << ", style=\"filled,dashed\", fillcolor=\"#f7f7f7\"];\n";
+    if (is_pure(u)) os << ", style=\"filled,dashed\", fillcolor=\"" << kScalarColor << "\"];\n";
     else os << ", fillcolor=\"" << op_color(u) << "\"];\n";
   }
 
@@ -221,5 +229,18 @@ class Picture {
 }  // namespace
 
 size_t write_dot(std::ostream& os, UOp root) { return Picture(root).write(os); }
+
+std::vector<std::pair<std::string, std::string>> dot_legend() {
+  return {{"OUTER range", axis_color(AxisType::OUTER)},
+          {"REDUCE range", axis_color(AxisType::REDUCE)},
+          {"LOOP range", axis_color(AxisType::LOOP)},
+          {"GLOBAL/LOCAL range", axis_color(AxisType::GLOBAL)},
+          {"buffer", kBufferColor},
+          {"movement", kMovementColor},
+          {"reduction", kReduceColor},
+          {"memory and effects", kMemoryColor},
+          {"elementwise", kElementwiseColor},
+          {"constant, variable, index expression", kScalarColor}};
+}
 
 }  // namespace ow

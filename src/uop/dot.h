@@ -11,6 +11,9 @@
 #pragma once
 #include <cstddef>
 #include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "uop/uop.h"
 
@@ -18,5 +21,8 @@ namespace ow {
 
 // Returns the number of boxes drawn (what Graphviz's layout time grows with).
 size_t write_dot(std::ostream& os, UOp root);
+
+// What the fill colours mean, for a legend: {"OUTER range", "#f4a582"}, ...
+std::vector<std::pair<std::string, std::string>> dot_legend();
 
 }  // namespace ow

@@ -60,6 +60,8 @@ const near = (a, b, tol = 1.5) => Math.abs(a - b) <= tol;
 
 // Keys + - 0 1, the wheel (zooming at the pointer: the point under it stays put) and dragging.
 async function checkPanZoom(page) {
+  // The whole box on screen, clear of the sticky pass bar (earlier clicks may have scrolled the page).
+  await page.evaluate(() => document.getElementById("graph").scrollIntoView({ block: "end" }));
   await page.keyboard.press("1");
   check("key 1: actual size", (await page.textContent("#zoom-level")) === "100%");
   // A node in the middle of the visible drawing, so every move below stays on screen.
@@ -108,6 +110,9 @@ async function checkPanZoom(page) {
 async function checkBindings(page) {
   while ((await page.textContent("#pass-name")) !== "input") await page.keyboard.press("ArrowLeft");
   await page.keyboard.press("0");
+  const outerColour = await page.locator("#colours span", { hasText: "OUTER range" }).evaluate((e) => e.style.getPropertyValue("--c").trim());
+  const rangeFill = await node(page, 5).locator("path, polygon").first().getAttribute("fill");
+  check("the legend's OUTER colour is the fill of the OUTER range m1 (%5)", outerColour.length > 0 && rangeFill === outerColour, `${outerColour} vs ${rangeFill}`);
   await node(page, 9).click();
   const vecText = await page.textContent("#node-value");
   const vec = readNpy(join(expected, "in_vec.npy")), shown = numbersOf(vecText);
