@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -455,4 +456,155 @@ TEST_CASE("ow check compares tcc and cc with the interpreter on random inputs", 
   CHECK_THAT(r.out, Catch::Contains("tcc: 3 output(s) and"));
   CHECK_THAT(r.out, Catch::Contains("cc: 3 output(s) and"));
   CHECK_THAT(r.out, Catch::Contains("agree with the interpreter bit for bit"));
+}
+
+// ---- strict inputs: each bad input is exit 1 with one exact message, on every backend ----
+
+namespace {
+
+const std::vector<std::string> kBackends{"interp", "tcc", "cc", "check"};
+
+// An .npy file written by hand: descr, shape text and raw little/big-endian bytes as given.
+void write_npy(const fs::path& p, const std::string& descr, const std::string& shape, const std::string& raw) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  spit(p, bytes + header + raw);
+}
+
+// The float32 payload of a reference .npy (its header is 128 bytes: numpy pads to 64).
+std::string npy_payload(const fs::path& p) {
+  std::string all = slurp(p);
+  size_t hlen = static_cast<unsigned char>(all[8]) | static_cast<size_t>(static_cast<unsigned char>(all[9])) << 8;
+  return all.substr(10 + hlen);
+}
+
+struct ScanFiles {
+  std::string uop = case_file("scan_with_assign").string();
+  std::string vec = expected_file("scan_with_assign", "in_vec.npy").string();
+  std::string mats = expected_file("scan_with_assign", "in_mats.npy").string();
+};
+
+Result run_scan(const std::string& backend, const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"run", ScanFiles().uop, "--backend", backend};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_ow(args);
+}
+
+void expect_error(const Result& r, const std::string& message) {
+  INFO(r.out << r.err);
+  CHECK(r.rc == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == message + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("ow run: a missing, misspelt or repeated input is the same error on every backend", "[cli][inputs]") {
+  ScanFiles f;
+  for (const std::string& b : kBackends) {
+    INFO("backend " << b);
+    expect_error(run_scan(b, {"--in", "vec=" + f.vec}),
+                 "input 'mats' was given no data: the graph reads it and nothing writes it (inputs: vec, mats); give it with --in mats=PATH.npy, or pass "
+                 "--random-inputs for seeded random data");
+    expect_error(run_scan(b, {"--in", "vec=" + f.vec, "--in", "Mats=" + f.mats}), "no buffer named 'Mats' in the graph (did you mean 'mats'?); its buffers: out, vec, mats");
+    expect_error(run_scan(b, {"--in", "vec=" + f.vec, "--in", "vec=" + f.vec, "--in", "mats=" + f.mats}), "--in vec is given twice");
+  }
+}
+
+TEST_CASE("ow run: .npy shape, dtype, byte order and paths are checked on every backend", "[cli][inputs]") {
+  ScanFiles f;
+  TempDir tmp;
+  std::string raw = npy_payload(f.mats);
+  REQUIRE(raw.size() == 300 * 4);
+  write_npy(tmp / "t.npy", "<f4", "(10, 10, 3)", raw);
+  write_npy(tmp / "flat.npy", "<f4", "(300,)", raw);
+  std::string swapped = raw;
+  for (size_t i = 0; i < swapped.size(); i += 4) std::reverse(swapped.begin() + static_cast<long>(i), swapped.begin() + static_cast<long>(i) + 4);
+  write_npy(tmp / "be.npy", ">f4", "(3, 10, 10)", swapped);
+  // 0.1 as a float64 is no float32; 0.5 and 2 are (int32 2 converts exactly too)
+  double tenth = 0.1, half = 0.5;
+  std::string f64(300 * 8, '\0');
+  std::memcpy(f64.data(), &half, 8);
+  std::memcpy(f64.data() + 8 * 7, &tenth, 8);
+  write_npy(tmp / "f64.npy", "<f8", "(3, 10, 10)", f64);
+  std::string i32(300 * 4, '\0');
+  i32[0] = 2;
+  write_npy(tmp / "i32.npy", "<i4", "(3, 10, 10)", i32);
+
+  std::string want_bytes;
+  {
+    Result r = run_scan("interp", {"--in", "vec=" + f.vec, "--in", "mats=" + f.mats, "--out", "out=" + (tmp / "want.npy").string()});
+    REQUIRE(r.rc == 0);
+    want_bytes = slurp(tmp / "want.npy");
+  }
+  for (const std::string& b : kBackends) {
+    INFO("backend " << b);
+    std::string t = (tmp / "t.npy").string();
+    expect_error(run_scan(b, {"--in", "vec=" + f.vec, "--in", "mats=" + t}),
+                 t + ": shape (10, 10, 3) does not match buffer 'mats', which the graph views as (3, 10, 10) (the same 300 elements: pass --flat-inputs to read them row-major)");
+    expect_error(run_scan(b, {"--in", "vec=" + f.vec, "--in", "mats=" + (tmp / "flat.npy").string()}),
+                 (tmp / "flat.npy").string() + ": shape (300,) does not match buffer 'mats', which the graph views as (3, 10, 10) (the same 300 elements: pass --flat-inputs to read them row-major)");
+    std::string f64p = (tmp / "f64.npy").string();
+    expect_error(run_scan(b, {"--in", "vec=" + f.vec, "--in", "mats=" + f64p}),
+                 f64p + ": '<f8' data for float32 buffer 'mats' does not convert exactly (element 7: 0.10000000000000001); if rounding is meant, convert it yourself: "
+                        "np.save(path, a.astype(np.float32))");
+    expect_error(run_scan(b, {"--in", "vec=" + tmp.path.string(), "--in", "mats=" + f.mats}), tmp.path.string() + ": is a directory, not an .npy file");
+    expect_error(run_ow({"run", tmp.path.string(), "--backend", b}), tmp.path.string() + ": is a directory, not a file");
+    std::string nope = (tmp / "nope.npy").string();
+    expect_error(run_scan(b, {"--in", "vec=" + nope, "--in", "mats=" + f.mats}), nope + ": cannot open .npy file (No such file or directory)");
+    // converted where exact: big-endian float32, int32; --flat-inputs reads (300,) row-major
+    std::string out = (tmp / (b + ".npy")).string();
+    for (const std::string& mats : {(tmp / "be.npy").string(), (tmp / "flat.npy").string() + "|flat"}) {
+      bool flat = mats.size() > 5 && mats.substr(mats.size() - 5) == "|flat";
+      std::vector<std::string> args{"--in", "vec=" + f.vec, "--in", "mats=" + (flat ? mats.substr(0, mats.size() - 5) : mats), "--out", "out=" + out};
+      if (flat) args.push_back("--flat-inputs");
+      Result r = run_scan(b, args);
+      INFO(mats << ": " << r.err);
+      REQUIRE(r.rc == 0);
+      CHECK(slurp(out) == want_bytes);
+    }
+    Result ints = run_scan(b, {"--in", "vec=" + f.vec, "--in", "mats=" + (tmp / "i32.npy").string()});
+    INFO(ints.err);
+    CHECK(ints.rc == 0);
+  }
+}
+
+TEST_CASE("ow run reads the graph or an input from stdin ('-'), once", "[cli][inputs]") {
+  ScanFiles f;
+  TempDir tmp;
+  Result want = run_ow({"run", f.uop, "--in", "vec=" + f.vec, "--in", "mats=" + f.mats});
+  REQUIRE(want.rc == 0);
+  Result graph = run_prog(ow_bin(), {"run", "-", "--in", "vec=" + f.vec, "--in", "mats=" + f.mats}, f.uop);
+  CHECK(graph.rc == 0);
+  CHECK(graph.out == want.out);
+  Result input = run_prog(ow_bin(), {"run", f.uop, "--in", "vec=" + f.vec, "--in", "mats=-"}, f.mats);
+  CHECK(input.rc == 0);
+  CHECK(input.out == want.out);
+  Result twice = run_prog(ow_bin(), {"run", "-", "--in", "vec=" + f.vec, "--in", "mats=-"}, f.uop);
+  CHECK(twice.rc == 1);
+  CHECK(twice.err == "stdin ('-') can be read only once per command\n");
+}
+
+TEST_CASE("every command that runs a graph refuses a missing input, and random data is opt-in and announced", "[cli][inputs]") {
+  ScanFiles f;
+  TempDir tmp;
+  std::string missing = "input 'vec' was given no data: the graph reads it and nothing writes it (inputs: vec, mats); give it with --in vec=PATH.npy, or pass "
+                        "--random-inputs for seeded random data\n";
+  for (std::vector<std::string> args : {std::vector<std::string>{"check", f.uop}, {"check", f.uop, "--passes"}, {"explain", f.uop},
+                                        {"report", f.uop, "-o", (tmp / "r.html").string()}, {"step", f.uop}}) {
+    INFO(args[0]);
+    Result r = run_ow(args);
+    CHECK(r.rc == 1);
+    CHECK(r.err == missing);
+  }
+  Result r = run_ow({"check", f.uop, "--random-inputs", "7", "--in", "vec=" + f.vec});
+  CHECK(r.rc == 0);
+  CHECK(r.err == "ow check: random inputs (seed 7): out, mats\n");
+  Result bad = run_ow({"explain", f.uop, "--in", "vec=" + f.vec, "--in", "mats=" + f.mats, "--seed", "3"});
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.err, Catch::Contains("unrecognised option '--seed'"));
 }

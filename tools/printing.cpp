@@ -19,9 +19,7 @@ interp::FormatOptions print_options(const po::variables_map& vm) {
 }
 
 std::string value_block(const std::string& name, const interp::Value& v, const interp::FormatOptions& o, const std::string& indent) {
-  std::string text = interp::format_array(v, o), out = indent;
-  for (char c : text) out += c == '\n' ? "\n" + indent : std::string(1, c);
-  return name + ": " + interp::format_header(v) + "\n" + out + "\n";
+  return name + ": " + interp::format_header(v) + "\n" + interp::indent_lines(interp::format_array(v, o), indent) + "\n";
 }
 
 }  // namespace ow::cli

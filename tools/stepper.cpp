@@ -2,19 +2,24 @@
 // of its hooks; the session stops inside on_step and reads commands until one resumes.
 #include "stepper.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
 
 #include "backends/program.h"
 #include "interp/value.h"
+#include "line_editor.h"
 #include "uop/error.h"
 #include "uop/shape.h"
 
@@ -120,25 +125,93 @@ std::string trace_json(const interp::Step& s, const Printed& numbering, uint64_t
 
 namespace {
 
-struct Quit {};  // thrown from inside the hook to abandon the evaluation (not an ow::Error)
+// Ctrl-C during evaluation (StepperOptions::catch_interrupt): the handler only sets this flag;
+// the hook sees it at the next step and stops there as at a breakpoint.
+volatile std::sig_atomic_t interrupted = 0;
+void on_sigint(int) { interrupted = 1; }
+
+// Installs on_sigint for the session's lifetime. SA_RESTART: a read at the prompt continues.
+struct InterruptHandler {
+  bool on;
+  struct sigaction saved {};
+  explicit InterruptHandler(bool install) : on(install) {
+    if (!on) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, &saved);
+  }
+  ~InterruptHandler() {
+    if (on) sigaction(SIGINT, &saved, nullptr);
+  }
+};
+
+// The session leaves the interpreter by throwing this from inside the hook (not an ow::Error,
+// which the interpreter would report as a failed node).
+enum class Act { Stay, Resume, Restart, Quit };
+struct Leave {
+  Act act;
+};
+
+// User text quoted in a message: control characters (a stray escape sequence) as \xHH.
+std::string printable(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != 0x7f) {
+      o += static_cast<char>(c);
+      continue;
+    }
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    o += buf;
+  }
+  return o;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string all;
+  for (const std::string& w : words) all += (all.empty() ? "" : ", ") + w;
+  return all.empty() ? "none" : all;
+}
 
 const char* kHelp =
     "commands (a script on stdin works the same; empty lines and # comments are skipped):\n"
     "  step, s             run to the next evaluated node, into range loops and kernels\n"
     "  next, n             run to the next node at this nesting level (as many ranges bound or fewer)\n"
     "  finish              run until the current loop is left (fewer ranges bound)\n"
-    "  continue, c         run to the next breakpoint or the end\n"
-    "  break %N            stop after node %N (numbered as by `ow print`) is evaluated\n"
+    "  continue, c         run to the next breakpoint or the end (Ctrl-C stops where it is)\n"
+    "  restart             start the evaluation again with the same inputs and breakpoints\n"
+    "                      and run to the first breakpoint\n"
+    "  break NODE          stop after NODE is evaluated\n"
     "  break RANGE=VALUE   stop when range RANGE becomes bound to VALUE (break m1=2)\n"
     "  break poison        stop at every evaluated node whose value contains poison\n"
     "  break divergence    (--lowered) stop at the first kernel launch whose stored buffers differ\n"
     "                      between the compiled tcc kernel and the interpreter\n"
     "  break               list breakpoints;  delete [ID]  remove one or all\n"
-    "  print %N|BUFFER     values, shape, dtype and poison summary (p)\n"
-    "  where               range bindings and the path from the root to the current node (bt)\n"
-    "  graph               the current node and its sources 2 levels down, as .uop lines\n"
+    "  print NODE|BUFFER   values, shape, dtype and poison summary (p)\n"
+    "  where [NODE]        range bindings and every node on the path from the root to the\n"
+    "                      current node (or NODE) (bt)\n"
+    "  graph [NODE]        the current node (or NODE) and its sources 2 levels down, as .uop lines\n"
     "  help                this list\n"
-    "  quit, q             stop and exit (status 0)\n";
+    "  quit, q             stop and exit (status 0; 1 for a script in which a command failed)\n"
+    "a NODE is %N (numbered as by `ow print`, as shown here), %NAME (the file's own name for it)\n"
+    "or an output name. At a terminal: Up/Down recall earlier commands, Tab completes, Enter on\n"
+    "an empty line repeats step, next, finish or continue.\n";
+
+const std::vector<std::string> kCommands{"step", "next", "finish", "continue", "restart", "break", "delete", "print", "where", "graph", "help", "quit"};
+
+const char* const kInterrupted = "interrupted (Ctrl-C)";
+
+bool is_motion(const std::string& cmd) {
+  for (const char* m : {"step", "s", "next", "n", "finish", "continue", "c"})
+    if (cmd == m) return true;
+  return false;
+}
 
 class Session {
  public:
@@ -148,40 +221,33 @@ class Session {
       if (u->op == Ops::BUFFER) buffer_nodes_.emplace(u->arg.tuple()->at(0).as<std::string>(), u);
       if (u->op == Ops::RANGE) range_names_.insert(range_name(u));
       if (u->op == Ops::KERNEL) ++kernel_count_;
+      auto named = o_.file_names.find(u.get());
+      if (named != o_.file_names.end()) file_nodes_.emplace(named->second, u);
     }
+    name_outputs();
+    if (o_.editor) o_.editor->set_completer([this](const std::string& line, size_t start) { return completions(line, start); });
   }
 
   int run() {
     out_ << "ow step: " << (o_.file.empty() ? "<graph>" : o_.file) << ": " << p_.order.size() << " nodes"
          << (o_.lowered ? " (lowered: " + std::to_string(kernel_count_) + " kernels; kernel launches are the steps)" : "")
          << "; evaluation not started (type help for commands)\n";
-    if (!command_loop()) return 0;
-    interp::Options opts;
-    opts.on_enter = [this](UOp u) { stack_.push_back(u); };
-    opts.on_step = [this](const interp::Step& s) { on_step(s); };
-    try {
-      std::vector<interp::Output> outs = interp::run(root_, buffers_, opts);
-      state_ = State::Finished;
-      out_ << "evaluation finished after " << steps_ << " steps" << (o_.lowered ? " (" + std::to_string(launches_) + " kernel launches)" : "") << "\n";
-      for (const interp::Output& x : outs) {
-        ValueStats st = value_stats(x.value);
-        out_ << "  output " << x.name << ": " << to_string(x.value.dtype) << " " << dims_text(x.value.shape()) << stats_text(st) << "\n";
-      }
-    } catch (const Quit&) {
-      return 0;
-    } catch (const Error& e) {
-      state_ = State::Failed;
-      out_ << "evaluation failed: " << e.what() << "\n";
+    note_numbering();
+    Act a = command_loop();
+    while (a != Act::Quit) {
+      if (a == Act::Restart && state_ != State::NotStarted) reset();
+      a = evaluate();
     }
-    stack_.clear();
-    if (!command_loop()) return 0;
+    if (o_.echo && errors_) {
+      out_ << "the script had " << errors_ << " failed command" << (errors_ > 1 ? "s" : "") << ": exit status 1\n";
+      return 1;
+    }
     return 0;
   }
 
  private:
   enum class Mode { Step, Next, Finish, Continue };
   enum class State { NotStarted, Stopped, Finished, Failed };
-  enum class Act { Stay, Resume, Quit };
   struct Break {
     int id;
     enum Kind { Node, Range, Poison, Divergence } kind;
@@ -204,7 +270,8 @@ class Session {
   std::ostream& out_;
   const StepperOptions& o_;
   Printed p_;
-  std::map<std::string, UOp> buffer_nodes_;
+  std::map<std::string, UOp> buffer_nodes_, file_nodes_, output_nodes_;
+  std::vector<std::string> output_names_;  // in the SINK's order
   std::set<std::string> range_names_;
   size_t kernel_count_ = 0;
 
@@ -215,6 +282,7 @@ class Session {
   int next_break_ = 1;
   std::vector<UOp> stack_;  // nodes being evaluated (on_enter), outermost first
   std::unordered_map<const UOpNode*, Seen> seen_;
+  std::map<std::string, interp::Value> results_;  // the outputs, once the evaluation finished
   UOp cur_;
   Bindings cur_bind_;
   std::vector<UOp> cur_stack_;
@@ -222,7 +290,77 @@ class Session {
   bool divergence_checked_ = false;
   int64_t divergent_launch_ = -1;  // 1-based launch number, or -1
   std::string divergence_;
-  std::string last_command_;
+  std::string repeat_;  // the command an empty line repeats (a motion), or ""
+  int errors_ = 0;      // commands that failed (a script exits 1 if any did)
+
+  // The outputs' names, as the interpreter gives them (interp::Interpreter::outputs).
+  void name_outputs() {
+    std::vector<UOp> outs = root_->op == Ops::SINK ? root_->src : std::vector<UOp>{root_};
+    const ArgTuple* names = root_->op == Ops::SINK ? root_->arg.tuple() : nullptr;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      std::string name = names && i < names->size() && (*names)[i].is<std::string>() ? (*names)[i].as<std::string>()
+                         : outs.size() == 1                                            ? "out"
+                                                                                       : "out" + std::to_string(i);
+      output_nodes_.emplace(name, outs[i]);
+      output_names_.push_back(name);
+    }
+  }
+
+  // %N is ow print's numbering everywhere (the transcript shows it); say so when the file
+  // numbers its nodes differently, since %N typed from the file would then mean another node.
+  void note_numbering() {
+    if (o_.lowered) return;  // the lowered program is numbered anew anyway
+    for (auto& [name, u] : file_nodes_)
+      if (all_digits(name) && "%" + name != node_name(p_, u)) {
+        out_ << "note: this file numbers its nodes in another order than `ow print`: %N here is ow print's %N, "
+                "as this session shows them\n";
+        return;
+      }
+  }
+
+  // ---------- running ----------
+  // Evaluates from the current state's start, then reads commands after the end. Returns
+  // Restart or Quit.
+  Act evaluate() {
+    interp::Options opts;
+    opts.on_enter = [this](UOp u) { stack_.push_back(u); };
+    opts.on_step = [this](const interp::Step& s) { on_step(s); };
+    try {
+      finished(interp::run(root_, buffers_, opts));
+    } catch (const Leave& l) {
+      return l.act;
+    } catch (const Error& e) {
+      state_ = State::Failed;
+      out_ << "evaluation failed: " << e.what() << "\n";
+    }
+    stack_.clear();
+    return command_loop();
+  }
+
+  void finished(const std::vector<interp::Output>& outs) {
+    state_ = State::Finished;
+    out_ << "evaluation finished after " << steps_ << " steps" << (o_.lowered ? " (" + std::to_string(launches_) + " kernel launches)" : "") << "\n";
+    for (const interp::Output& x : outs) {
+      ValueStats st = value_stats(x.value);
+      out_ << "  output " << x.name << ": " << to_string(x.value.dtype) << " " << dims_text(x.value.shape()) << stats_text(st) << "\n";
+      results_[x.name] = x.value;
+    }
+  }
+
+  // Back to the start: the inputs as given, nothing evaluated; breakpoints stay.
+  void reset() {
+    buffers_ = interp::copy_buffers(o_.initial);
+    seen_.clear();
+    results_.clear();
+    stack_.clear();
+    cur_stack_.clear();
+    cur_bind_.clear();
+    cur_ = UOp();
+    steps_ = launches_ = 0;
+    for (Break& b : breaks_) b.held = false;
+    state_ = State::NotStarted;
+    out_ << "restarting: evaluation from the start with the same inputs (" << breaks_.size() << " breakpoint" << (breaks_.size() == 1 ? "" : "s") << ")\n";
+  }
 
   // ---------- the hook ----------
   void on_step(const interp::Step& s) {
@@ -232,6 +370,40 @@ class Session {
     if (kernel) ++launches_;
     seen_[s.node.get()] = Seen{*s.value, s.bindings, steps_};
     if (o_.lowered && !kernel) return;  // lowered: host-side index math is not a step
+    std::vector<std::string> hits = breaks_hit(s, kernel);
+    bool stop = !hits.empty();
+    if (interrupted) {
+      interrupted = 0;
+      hits.push_back(kInterrupted);
+      stop = true;
+    }
+    switch (mode_) {
+      case Mode::Step: stop = true; break;
+      case Mode::Next: stop = stop || s.bindings.size() <= depth_; break;
+      case Mode::Finish: stop = stop || s.bindings.size() < depth_; break;
+      case Mode::Continue: break;
+    }
+    if (!stop) return;
+    state_ = State::Stopped;
+    cur_ = s.node;
+    cur_bind_ = s.bindings;
+    cur_stack_ = stack_;
+    if (!hits.empty() && hits.back() == kInterrupted) out_ << "\n";  // after the terminal's "^C"
+    out_ << "stopped after " << node_name(p_, s.node) << " " << op_name(s.node->op);
+    if (kernel) out_ << " " << kernel_name(s.node) << " (launch " << launches_ << ")";
+    else out_ << " " << to_string(s.value->dtype) << " " << dims_text(s.value->shape());
+    out_ << " with " << interp::bindings_text(s.bindings) << " (step " << steps_ << ")";
+    for (const std::string& h : hits) out_ << " [" << h << "]";
+    out_ << "\n  " << p_.line(s.node) << "\n";
+    if (!kernel) out_ << "  value:" << stats_text(value_stats(*s.value)) << "\n";
+    for (const Break& b : breaks_)
+      if (b.kind == Break::Divergence && kernel && static_cast<int64_t>(launches_) == divergent_launch_) out_ << "  " << divergence_ << "\n";
+    Act a = command_loop();
+    if (a != Act::Resume) throw Leave{a};
+  }
+
+  // The breakpoints this step hits, as "breakpoint ID: TEXT".
+  std::vector<std::string> breaks_hit(const interp::Step& s, bool kernel) {
     std::vector<std::string> hits;
     int64_t poison_first = -1, poison_count = 0;
     for (Break& b : breaks_) {
@@ -249,28 +421,7 @@ class Session {
       }
       if (hit) hits.push_back("breakpoint " + std::to_string(b.id) + ": " + b.text);
     }
-    bool stop = !hits.empty();
-    switch (mode_) {
-      case Mode::Step: stop = true; break;
-      case Mode::Next: stop = stop || s.bindings.size() <= depth_; break;
-      case Mode::Finish: stop = stop || s.bindings.size() < depth_; break;
-      case Mode::Continue: break;
-    }
-    if (!stop) return;
-    state_ = State::Stopped;
-    cur_ = s.node;
-    cur_bind_ = s.bindings;
-    cur_stack_ = stack_;
-    out_ << "stopped after " << node_name(p_, s.node) << " " << op_name(s.node->op);
-    if (kernel) out_ << " " << kernel_name(s.node) << " (launch " << launches_ << ")";
-    else out_ << " " << to_string(s.value->dtype) << " " << dims_text(s.value->shape());
-    out_ << " with " << interp::bindings_text(s.bindings) << " (step " << steps_ << ")";
-    for (const std::string& h : hits) out_ << " [" << h << "]";
-    out_ << "\n  " << p_.line(s.node) << "\n";
-    if (!kernel) out_ << "  value:" << stats_text(value_stats(*s.value)) << "\n";
-    for (const Break& b : breaks_)
-      if (b.kind == Break::Divergence && kernel && static_cast<int64_t>(launches_) == divergent_launch_) out_ << "  " << divergence_ << "\n";
-    if (!command_loop()) throw Quit{};
+    return hits;
   }
 
   std::string kernel_name(UOp k) const {
@@ -287,70 +438,69 @@ class Session {
   }
 
   // ---------- the command loop ----------
-  // Reads commands until one resumes evaluation (true) or the session ends (false).
-  bool command_loop() {
+  // Reads commands until one resumes evaluation, restarts it or ends the session.
+  Act command_loop() {
     while (true) {
-      if (o_.prompt) out_ << "(ow) " << std::flush;
-      std::string line;
-      if (!std::getline(in_, line)) {
-        out_ << (o_.prompt ? "\n" : "") << "end of input: quitting\n";
-        return false;
+      std::optional<std::string> read = read_command();
+      if (!read) {
+        out_ << (o_.prompt && !o_.editor ? "\n" : "") << "end of input: quitting\n";
+        return Act::Quit;
       }
+      std::string line = *read;
       size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
       line = b == std::string::npos ? "" : line.substr(b, e - b + 1);
-      if (line.empty() && o_.prompt) line = last_command_;  // an empty line repeats (gdb)
+      if (line.empty() && o_.prompt) line = repeat_;  // Enter repeats a motion (as gdb does)
       if (line.empty() || line[0] == '#') continue;
-      if (o_.echo) out_ << "(ow) " << line << "\n";
-      last_command_ = line;
+      if (o_.echo) out_ << "(ow) " << printable(line) << "\n";
+      std::string cmd = line.substr(0, line.find_first_of(" \t"));
+      repeat_ = is_motion(cmd) ? line : "";
       Act a = Act::Stay;
       try {
         a = dispatch(line);
       } catch (const Error& err) {
         out_ << "error: " << err.what() << "\n";
+        ++errors_;
       }
-      if (a == Act::Quit) return false;
-      if (a == Act::Resume) return true;
+      if (a == Act::Resume) interrupted = 0;  // a Ctrl-C typed at the prompt is not for the run
+      if (a != Act::Stay) return a;
     }
+  }
+
+  std::optional<std::string> read_command() {
+    if (o_.editor) {
+      out_.flush();
+      return o_.editor->read_line("(ow) ");
+    }
+    if (o_.prompt) out_ << "(ow) " << std::flush;
+    std::string line;
+    if (!std::getline(in_, line)) return std::nullopt;
+    return line;
   }
 
   Act dispatch(const std::string& line) {
     std::istringstream ss(line);
     std::string cmd, arg, extra;
     ss >> cmd >> arg >> extra;
-    if (!extra.empty()) {
-      out_ << cmd << ": too many arguments (type help)\n";
-      return Act::Stay;
-    }
+    if (!extra.empty()) throw Error(cmd + ": too many arguments (type help)");
     auto no_arg = [&]() {
-      if (arg.empty()) return true;
-      out_ << cmd << " takes no argument (type help)\n";
-      return false;
+      if (!arg.empty()) throw Error(cmd + " takes no argument (type help)");
     };
     if (cmd == "help" || cmd == "h") {
       out_ << kHelp;
       return Act::Stay;
     }
-    if (cmd == "quit" || cmd == "q" || cmd == "exit") return no_arg() ? Act::Quit : Act::Stay;
-    if (cmd == "step" || cmd == "s" || cmd == "next" || cmd == "n" || cmd == "finish" || cmd == "continue" || cmd == "c") {
-      if (!no_arg()) return Act::Stay;
-      if (state_ == State::Finished || state_ == State::Failed) {
-        out_ << "the evaluation has " << (state_ == State::Finished ? "finished" : "failed") << "; print still works, quit exits\n";
-        return Act::Stay;
-      }
-      if (cmd == "step" || cmd == "s") mode_ = Mode::Step;
-      else if (cmd == "continue" || cmd == "c") mode_ = Mode::Continue;
-      else if (cmd == "next" || cmd == "n") {
-        mode_ = Mode::Next;
-        depth_ = cur_bind_.size();
-      } else {
-        if (cur_bind_.empty()) {
-          out_ << "finish: not inside a loop (no range is bound here); use next or continue\n";
-          return Act::Stay;
-        }
-        mode_ = Mode::Finish;
-        depth_ = cur_bind_.size();
-      }
-      return Act::Resume;
+    if (cmd == "quit" || cmd == "q" || cmd == "exit") {
+      no_arg();
+      return Act::Quit;
+    }
+    if (is_motion(cmd)) {
+      no_arg();
+      return motion(cmd);
+    }
+    if (cmd == "restart") {
+      no_arg();
+      mode_ = Mode::Continue;
+      return Act::Restart;
     }
     if (cmd == "break" || cmd == "b") {
       if (arg.empty()) list_breaks();
@@ -358,106 +508,161 @@ class Session {
       return Act::Stay;
     }
     if (cmd == "delete" || cmd == "d") {
-      if (arg.empty()) {
-        breaks_.clear();
-        out_ << "deleted all breakpoints\n";
-      } else {
-        auto it = std::find_if(breaks_.begin(), breaks_.end(), [&](const Break& b) { return std::to_string(b.id) == arg; });
-        if (it == breaks_.end()) out_ << "delete: no breakpoint " << arg << " (break lists them)\n";
-        else {
-          out_ << "deleted breakpoint " << arg << "\n";
-          breaks_.erase(it);
-        }
-      }
+      delete_break(arg);
       return Act::Stay;
     }
     if (cmd == "print" || cmd == "p") {
-      if (arg.empty()) out_ << "print takes %N (a node, numbered as by ow print) or a buffer name\n";
-      else print(arg);
+      if (arg.empty()) throw Error("print takes %N (a node, numbered as by ow print), %NAME, an output or a buffer name");
+      print(arg);
       return Act::Stay;
     }
     if (cmd == "where" || cmd == "bt") {
-      if (no_arg()) where();
+      if (arg.empty()) where();
+      else show_path(find_node("where", arg));
       return Act::Stay;
     }
     if (cmd == "graph") {
-      if (no_arg()) graph();
+      graph(arg.empty() ? UOp() : find_node("graph", arg));
       return Act::Stay;
     }
-    out_ << "unknown command '" << cmd << "' (type help for the list)\n";
-    return Act::Stay;
+    throw Error("unknown command '" + printable(cmd) + "' (type help for the list)");
   }
 
-  // %N -> node, or null after printing why not.
-  UOp parse_node(const std::string& cmd, const std::string& arg) {
-    std::string digits = arg.substr(1);
-    bool ok = !digits.empty() && digits.size() < 10 && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-    size_t n = ok ? std::stoul(digits) : 0;
-    if (!ok || n >= p_.order.size()) {
-      out_ << cmd << ": no node " << arg << " (the graph has %0 .. %" << p_.order.size() - 1 << "; ow print FILE numbers them)\n";
-      return UOp();
+  // step, next, finish or continue: sets the mode and resumes (or says why not).
+  Act motion(const std::string& cmd) {
+    if (state_ == State::Finished || state_ == State::Failed) {
+      out_ << "the evaluation has " << (state_ == State::Finished ? "finished" : "failed") << "; print still works, restart runs it again, quit exits\n";
+      return Act::Stay;
     }
-    return p_.order[n];
+    if (cmd == "step" || cmd == "s") mode_ = Mode::Step;
+    else if (cmd == "continue" || cmd == "c") mode_ = Mode::Continue;
+    else if (cmd == "next" || cmd == "n") {
+      mode_ = Mode::Next;
+      depth_ = cur_bind_.size();
+    } else {
+      if (cur_bind_.empty()) {
+        out_ << "finish: not inside a loop (no range is bound here); use next or continue\n";
+        return Act::Stay;
+      }
+      mode_ = Mode::Finish;
+      depth_ = cur_bind_.size();
+    }
+    return Act::Resume;
   }
 
+  // ---------- names ----------
+  // A node as the user names it: %N (ow print's numbering, which the transcript shows), %NAME
+  // (the name the .uop file gave it) or an output name.
+  UOp find_node(const std::string& cmd, const std::string& arg) {
+    if (UOp u = lookup_node(arg)) return u;
+    throw Error(cmd + ": no node " + printable(arg) + " (the graph has %0 .. %" + std::to_string(p_.order.size() - 1) +
+                " as numbered by ow print FILE, the file's own %names, and the outputs " + join(output_names_) + ")");
+  }
+
+  UOp lookup_node(const std::string& arg) {
+    if (arg[0] != '%') {
+      auto out = output_nodes_.find(arg);
+      return out == output_nodes_.end() ? UOp() : out->second;
+    }
+    std::string id = arg.substr(1);
+    if (all_digits(id) && std::stoul(id) < p_.order.size()) return p_.order[std::stoul(id)];
+    auto named = file_nodes_.find(id);
+    return named == file_nodes_.end() ? UOp() : named->second;
+  }
+
+  // Tab completion (LineEditor): commands, then the names the command's argument takes.
+  std::vector<std::string> completions(const std::string& line, size_t word_start) {
+    std::istringstream ss(line.substr(0, word_start));
+    std::vector<std::string> before;
+    for (std::string w; ss >> w;) before.push_back(w);
+    if (before.empty()) return kCommands;
+    if (before.size() > 1) return {};
+    const std::string& cmd = before[0];
+    std::vector<std::string> words;
+    if (cmd == "delete" || cmd == "d") {
+      for (const Break& b : breaks_) words.push_back(std::to_string(b.id));
+      return words;
+    }
+    bool brk = cmd == "break" || cmd == "b", prt = cmd == "print" || cmd == "p";
+    if (!brk && !prt && cmd != "where" && cmd != "bt" && cmd != "graph") return {};
+    for (size_t i = 0; i < p_.order.size(); ++i) words.push_back("%" + std::to_string(i));
+    for (auto& [name, u] : file_nodes_) words.push_back("%" + name);
+    words.insert(words.end(), output_names_.begin(), output_names_.end());
+    if (prt)
+      for (auto& [name, u] : buffer_nodes_) words.push_back(name);
+    if (brk) {
+      for (const std::string& r : range_names_) words.push_back(r + "=");
+      words.push_back(o_.lowered ? "divergence" : "poison");
+    }
+    return words;
+  }
+
+  // ---------- breakpoints ----------
   void add_break(const std::string& arg) {
     Break b;
     b.id = next_break_;
     b.text = arg;
-    if (arg[0] == '%') {
-      UOp u = parse_node("break", arg);
-      if (!u) return;
-      if (o_.lowered && u->op != Ops::KERNEL) {
-        out_ << "break: with --lowered only KERNEL launches are steps, and " << arg << " is a " << op_name(u->op) << "\n";
-        return;
-      }
-      b.kind = Break::Node;
-      b.node = u.get();
-      b.text = arg + " " + std::string(op_name(u->op));
-    } else if (arg == "poison") {
-      if (o_.lowered) {
-        out_ << "break poison: not available with --lowered (kernels do not report poison per node); print BUFFER shows a buffer's poison mask\n";
-        return;
-      }
+    if (arg == "poison") {
+      if (o_.lowered) throw Error("break poison: not available with --lowered (kernels do not report poison per node); print BUFFER shows a buffer's poison mask");
       b.kind = Break::Poison;
     } else if (arg == "divergence") {
-      if (!o_.lowered) {
-        out_ << "break divergence: needs --lowered (it compares compiled kernel launches with the interpreter)\n";
-        return;
-      }
+      if (!o_.lowered) throw Error("break divergence: needs --lowered (it compares compiled kernel launches with the interpreter)");
       if (!find_divergence()) return;
       b.kind = Break::Divergence;
       b.text = "divergence at launch " + std::to_string(divergent_launch_);
-    } else if (size_t eq = arg.find('='); eq != std::string::npos) {
-      std::string name = arg.substr(0, eq), val = arg.substr(eq + 1);
-      if (!range_names_.count(name)) {
-        std::string all;
-        for (const std::string& r : range_names_) all += (all.empty() ? "" : ", ") + r;
-        out_ << "break: no range named '" << name << "' (ranges: " << (all.empty() ? "none" : all) << ")\n";
-        return;
-      }
-      size_t used = 0;
-      int64_t v = 0;
-      try {
-        v = std::stoll(val, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (val.empty() || used != val.size()) {
-        out_ << "break: '" << val << "' is not an integer (break RANGE=VALUE, e.g. break m1=2)\n";
-        return;
-      }
-      b.kind = Break::Range;
-      b.range = name;
-      b.value = v;
-      b.held = std::any_of(cur_bind_.begin(), cur_bind_.end(), [&](const auto& x) { return x.second == v && range_name(x.first) == name; });
+    } else if (arg.find('=') != std::string::npos) {
+      range_break(arg, b);
+    } else if (arg[0] == '%' || output_nodes_.count(arg)) {
+      UOp u = find_node("break", arg);
+      if (o_.lowered && u->op != Ops::KERNEL)
+        throw Error("break: with --lowered only KERNEL launches are steps, and " + printable(arg) + " is a " + std::string(op_name(u->op)));
+      b.kind = Break::Node;
+      b.node = u.get();
+      b.text = node_name(p_, u) + " " + std::string(op_name(u->op)) + (arg != node_name(p_, u) ? " (" + arg + ")" : "");
     } else {
-      out_ << "break: expected %N, RANGE=VALUE, poison or divergence, got '" << arg << "'\n";
-      return;
+      throw Error("break: expected %N, %NAME, an output name, RANGE=VALUE, poison or divergence, got '" + printable(arg) + "'");
     }
     ++next_break_;
     breaks_.push_back(b);
     out_ << "breakpoint " << b.id << ": " << b.text << "\n";
+  }
+
+  // break RANGE=VALUE
+  void range_break(const std::string& arg, Break& b) {
+    size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq), val = arg.substr(eq + 1);
+    if (name[0] == '%') {  // a RANGE node by its %N or the file's %NAME
+      UOp u = find_node("break", name);
+      if (u->op != Ops::RANGE) throw Error("break: " + name + " is " + node_name(p_, u) + " " + std::string(op_name(u->op)) + ", not a RANGE");
+      name = range_name(u);
+    }
+    if (!range_names_.count(name))
+      throw Error("break: no range named '" + printable(name) + "' (ranges: " + join({range_names_.begin(), range_names_.end()}) + ")");
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(val, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (val.empty() || used != val.size()) throw Error("break: '" + printable(val) + "' is not an integer (break RANGE=VALUE, e.g. break m1=2)");
+    b.kind = Break::Range;
+    if (name != arg.substr(0, eq)) b.text = name + "=" + val + " (" + arg + ")";
+    b.range = name;
+    b.value = v;
+    b.held = std::any_of(cur_bind_.begin(), cur_bind_.end(), [&](const auto& x) { return x.second == v && range_name(x.first) == name; });
+  }
+
+  void delete_break(const std::string& arg) {
+    if (arg.empty()) {
+      breaks_.clear();
+      out_ << "deleted all breakpoints\n";
+      return;
+    }
+    auto it = std::find_if(breaks_.begin(), breaks_.end(), [&](const Break& b) { return std::to_string(b.id) == arg; });
+    if (it == breaks_.end()) throw Error("delete: no breakpoint " + printable(arg) + " (break lists them)");
+    out_ << "deleted breakpoint " << arg << "\n";
+    breaks_.erase(it);
   }
 
   // Runs the program once more, checked (tcc against the interpreter, launch by launch), on a
@@ -465,13 +670,7 @@ class Session {
   bool find_divergence() {
     if (!divergence_checked_) {
       divergence_checked_ = true;
-      interp::BufferMap copy;
-      for (auto& [name, d] : o_.initial) {
-        interp::BufferData c = d;
-        c.data = std::make_shared<interp::Storage>(*d.data);
-        if (d.poison) c.poison = std::make_shared<interp::Storage>(*d.poison);
-        copy[name] = c;
-      }
+      interp::BufferMap copy = interp::copy_buffers(o_.initial);
       backend::RunOptions ro;
       ro.backend = "check";
       ro.compiler = "tcc";
@@ -518,34 +717,46 @@ class Session {
     return {size};
   }
 
+  // print NODE|BUFFER: a buffer name first (an output may share it: `out` is both in a scan),
+  // then a node.
   void print(const std::string& arg) {
-    if (arg[0] == '%') {
-      UOp u = parse_node("print", arg);
-      if (!u) return;
-      auto it = seen_.find(u.get());
-      if (it == seen_.end()) {
-        out_ << arg << " " << op_name(u->op) << " has not been evaluated yet\n  " << p_.line(u) << "\n";
-        return;
-      }
-      out_ << arg << " " << op_name(u->op) << ", as evaluated at step " << it->second.step << " with " << interp::bindings_text(it->second.bindings) << ":\n";
-      if (u->op == Ops::KERNEL) {
-        out_ << "  a kernel launch has no value; print one of its buffers:";
-        for (size_t i = 1; i < u->src.size(); ++i)
-          if (u->src[i]->op == Ops::BUFFER) out_ << " " << u->src[i]->arg.tuple()->at(0).as<std::string>();
-        out_ << "\n";
-        return;
-      }
-      print_value(it->second.value);
+    if (arg[0] != '%' && (buffer_nodes_.count(arg) || buffers_.count(arg))) return print_buffer(arg);
+    UOp u = lookup_node(arg);
+    if (!u) {
+      std::vector<std::string> names;
+      for (auto& [n, x] : buffer_nodes_) names.push_back(n);
+      throw Error("print: no node or buffer named '" + printable(arg) + "' (nodes: %0 .. %" + std::to_string(p_.order.size() - 1) +
+                  " and the file's own %names; outputs: " + join(output_names_) + "; buffers: " + join(names) + ")");
+    }
+    auto result = results_.find(arg);
+    if (arg[0] != '%' && result != results_.end()) {
+      out_ << "output " << arg << " (" << node_name(p_, u) << " " << op_name(u->op) << "), as the evaluation returned it:\n";
+      return print_value(result->second);
+    }
+    print_node(u, arg);
+  }
+
+  void print_node(UOp u, const std::string& arg) {
+    std::string label = arg == node_name(p_, u) ? arg : arg + " (" + node_name(p_, u) + ")";
+    auto it = seen_.find(u.get());
+    if (it == seen_.end()) {
+      out_ << label << " " << op_name(u->op) << " has not been evaluated yet\n  " << p_.line(u) << "\n";
       return;
     }
+    out_ << label << " " << op_name(u->op) << ", as evaluated at step " << it->second.step << " with " << interp::bindings_text(it->second.bindings) << ":\n";
+    if (u->op == Ops::KERNEL) {
+      out_ << "  a kernel launch has no value; print one of its buffers:";
+      for (size_t i = 1; i < u->src.size(); ++i)
+        if (u->src[i]->op == Ops::BUFFER) out_ << " " << u->src[i]->arg.tuple()->at(0).as<std::string>();
+      out_ << "\n";
+      return;
+    }
+    print_value(it->second.value);
+  }
+
+  void print_buffer(const std::string& arg) {
     auto node = buffer_nodes_.find(arg);
     auto data = buffers_.find(arg);
-    if (node == buffer_nodes_.end() && data == buffers_.end()) {
-      std::string all;
-      for (auto& [n, u] : buffer_nodes_) all += (all.empty() ? "" : ", ") + n;
-      out_ << "print: no node or buffer named '" << arg << "' (nodes: %0 .. %" << p_.order.size() - 1 << "; buffers: " << (all.empty() ? "none" : all) << ")\n";
-      return;
-    }
     if (data == buffers_.end()) {
       out_ << "buffer " << arg << " was not given data: it is uninitialized (all poison) once evaluation starts\n";
       return;
@@ -567,25 +778,7 @@ class Session {
     else out_ << "; no poison";
     out_ << "\n";
     if (st.clean) out_ << "  min=" << element_text(st.min) << " max=" << element_text(st.max) << " mean=" << element_text(st.mean) << (st.poison ? " (over the clean elements)" : "") << "\n";
-    interp::Value mask;
-    if (v.poison) mask = interp::mask_view(v, v.poison);
-    const auto& shape = v.shape();
-    int64_t last = shape.empty() ? 1 : std::max<int64_t>(shape.back(), 1), limit = 200;
-    for (int64_t start = 0; start < st.count; start += std::min<int64_t>(last, 10)) {
-      if (start >= limit) {
-        out_ << "  ... (" << st.count - start << " more elements)\n";
-        break;
-      }
-      int64_t in_row = start % last, n = std::min<int64_t>({10, last - in_row, st.count - start});
-      std::vector<int64_t> idx = interp::unflatten(shape, start);
-      std::string label;
-      for (size_t i = 0; i + 1 < idx.size(); ++i) label += std::to_string(idx[i]) + ", ";
-      if (!shape.empty()) label += std::to_string(in_row) + ":" + std::to_string(in_row + n);
-      out_ << "  [" << label << "]";
-      for (int64_t i = start; i < start + n; ++i)
-        out_ << " " << (v.poison && interp::get_element(mask, i) != 0 ? "poison" : element_text(interp::get_element(v, i)));
-      out_ << "\n";
-    }
+    out_ << interp::indent_lines(interp::format_array(v, o_.format), "  ") << "\n";
   }
 
   // ---------- where, graph ----------
@@ -609,40 +802,58 @@ class Session {
     return {};
   }
 
+  // Every node from the root down to the last of `chain`, which lists nodes in evaluation
+  // order (each a descendant of the one before). The interpreter does not enter every node
+  // between two of them (effects such as SINK, GROUP, END are walked, view ops are folded into
+  // their readers): those are filled in with a shortest path of source edges.
+  std::vector<UOp> full_path(const std::vector<UOp>& chain) {
+    std::vector<UOp> path{root_};
+    for (UOp u : chain) {
+      std::vector<UOp> step = path_between(path.back(), u);
+      if (step.empty()) path.push_back(u);  // not below the previous node: keep the stack's order
+      else path.insert(path.end(), step.begin() + 1, step.end());
+    }
+    return path;
+  }
+
+  void print_path(const std::vector<UOp>& path) {
+    out_ << "path:";
+    for (size_t i = 0; i < path.size(); ++i) out_ << (i ? " > " : " ") << node_name(p_, path[i]) << " " << op_name(path[i]->op);
+    out_ << "\n";
+  }
+
   void where() {
     if (state_ != State::Stopped) {
       out_ << (state_ == State::NotStarted ? "evaluation not started" : "no current node: the evaluation has ended") << "\n";
       return;
     }
     out_ << "bindings: " << interp::bindings_text(cur_bind_) << "\n";
-    // The evaluation stack, joined to the root by a shortest path where the interpreter walked
-    // effects (SINK, GROUP, END) without evaluating them as values.
     std::vector<UOp> chain = cur_stack_;
     chain.push_back(cur_);
-    std::vector<UOp> path = path_between(root_, chain.front());
-    if (path.empty()) path.push_back(chain.front());
-    path.insert(path.end(), chain.begin() + 1, chain.end());
-    out_ << "path:";
-    for (size_t i = 0; i < path.size(); ++i) out_ << (i ? " > " : " ") << node_name(p_, path[i]) << " " << op_name(path[i]->op);
-    out_ << "\n";
+    print_path(full_path(chain));
   }
 
-  void graph() {
-    if (state_ != State::Stopped) {
-      out_ << "graph: no current node (" << (state_ == State::NotStarted ? "evaluation not started" : "the evaluation has ended") << ")\n";
+  // where NODE: how the root reaches NODE (a shortest path; the graph may have others).
+  void show_path(UOp u) { print_path(full_path({u})); }
+
+  // The node (the current one by default) and its sources 2 levels down.
+  void graph(UOp at) {
+    if (!at && state_ != State::Stopped) {
+      out_ << "graph: no current node (" << (state_ == State::NotStarted ? "evaluation not started" : "the evaluation has ended") << "); graph NODE shows any node\n";
       return;
     }
-    std::set<size_t> keep{p_.number.at(cur_.get())};
-    for (UOp s : cur_->src) {
+    if (!at) at = cur_;
+    std::set<size_t> keep{p_.number.at(at.get())};
+    for (UOp s : at->src) {
       keep.insert(p_.number.at(s.get()));
       for (UOp t : s->src) keep.insert(p_.number.at(t.get()));
     }
-    out_ << "# " << node_name(p_, cur_) << " and its sources 2 levels down (other %N are defined outside this excerpt)\n";
+    out_ << "# " << node_name(p_, at) << " and its sources 2 levels down (other %N are defined outside this excerpt)\n";
     for (size_t n : keep) {
       UOp u = p_.order[n];
       out_ << p_.line(u);
       std::string note = u->shape.dims.empty() ? "" : "shape " + render_shape(u->shape.dims);
-      if (u == cur_) note += (note.empty() ? "" : ", ") + std::string("<- current");
+      if (u == cur_ && state_ == State::Stopped) note += (note.empty() ? "" : ", ") + std::string("<- current");
       if (!note.empty()) out_ << "  # " << note;
       out_ << "\n";
     }
@@ -652,6 +863,7 @@ class Session {
 }  // namespace
 
 int run_stepper(UOp root, interp::BufferMap& buffers, std::istream& in, std::ostream& out, const StepperOptions& opts) {
+  InterruptHandler on_ctrl_c(opts.catch_interrupt);
   Session s(root, buffers, in, out, opts);
   return s.run();
 }

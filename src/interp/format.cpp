@@ -230,6 +230,17 @@ std::string format_header(const Value& v) {
   return s;
 }
 
+std::string indent_lines(const std::string& text, const std::string& indent) {
+  std::string out;
+  bool line_start = true;
+  for (char c : text) {
+    if (line_start && c != '\n') out += indent;
+    out += c;
+    line_start = c == '\n';
+  }
+  return out;
+}
+
 std::string format_element(double x, DType dtype, int precision) {
   Value v = scalar(dtype, x);
   FormatOptions o;

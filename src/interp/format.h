@@ -24,6 +24,9 @@ std::string format_array(const Value& v, const FormatOptions& o = {});
 // "float32 (2, 3)", with ", 2 of 6 elements poison" when some are uninitialized.
 std::string format_header(const Value& v);
 
+// text with `indent` before every non-empty line (for arrays printed under a header).
+std::string indent_lines(const std::string& text, const std::string& indent);
+
 // One element as format_array would write it alone (shortest round-trip digits).
 std::string format_element(double x, DType dtype, int precision = 8);
 
