@@ -223,29 +223,83 @@ TEST_CASE("ow print of a missing file exits 1", "[cli][print]") {
 
 // ---------------------------------------------------------------- dot
 
-TEST_CASE("ow dot writes a digraph with one vertex per node and one edge per source", "[cli][dot]") {
+namespace {
+
+// The boxes of `ow dot` output: DOT id (the printed node number) -> label as written in the DOT.
+std::map<size_t, std::string> dot_boxes(const std::string& dot) {
+  std::map<size_t, std::string> boxes;
+  std::regex box("^([0-9]+) \\[label=\"((\\\\.|[^\"\\\\])*)\"");
+  std::smatch m;
+  std::istringstream lines(dot);
+  for (std::string l; std::getline(lines, l);)
+    if (std::regex_search(l, m, box)) boxes[std::stoul(m[1])] = m[2];
+  return boxes;
+}
+
+fs::path largest_case() {
+  std::vector<fs::path> all = reference_cases();
+  return *std::max_element(all.begin(), all.end(), [](const fs::path& a, const fs::path& b) { return fs::file_size(a) < fs::file_size(b); });
+}
+
+}  // namespace
+
+TEST_CASE("ow dot draws a box for every node but constants and index arithmetic", "[cli][dot]") {
   for (const fs::path& p : reference_cases()) {
     INFO("case: " << p.string());
     Result r = run_ow({"dot", p.string()});
     REQUIRE(r.rc == 0);
     CHECK(r.err.empty());
     CHECK_THAT(r.out, Catch::StartsWith("digraph"));
-    ParsedGraph g = parse_graph(slurp(p));
-    size_t nodes = 0, edges = 0;
-    for (UOp u : toposort(g.root)) {
-      ++nodes;
-      edges += u->src.size();
+    std::map<size_t, std::string> boxes = dot_boxes(r.out);
+    Printed g = number_graph(parse_graph(slurp(p)).root);
+    for (UOp u : g.order) {
+      size_t n = g.number.at(u.get());
+      INFO("node " << g.line(u));
+      // Float values that are not constants are never index arithmetic: each has its box.
+      if (u->op == Ops::CONST) CHECK((boxes.count(n) == 0 || u == g.order.back()));
+      else if (!is_elementwise(u->op) || u->dtype.is_float()) CHECK(boxes.count(n) == 1);
+      if (boxes.count(n)) CHECK(boxes[n].rfind(g.name(u) + " ", 0) == 0);
     }
-    std::regex vertex("^[0-9]+\\[label="), edge("^[0-9]+->[0-9]+");
-    size_t vertices = 0, arrows = 0;
-    std::istringstream lines(r.out);
-    for (std::string l; std::getline(lines, l);) {
-      if (std::regex_search(l, vertex)) ++vertices;
-      if (std::regex_search(l, edge)) ++arrows;
-    }
-    CHECK(vertices == nodes);
-    CHECK(arrows == edges);
   }
+}
+
+TEST_CASE("ow dot writes constants and index arithmetic into their users' labels", "[cli][dot]") {
+  fs::path p = fs::path(std::getenv("OW_SOURCE_DIR")) / "reference" / "cases" / "vmap_convs.uop";
+  Result r = run_ow({"dot", p.string()});
+  REQUIRE(r.rc == 0);
+  std::map<size_t, std::string> boxes = dot_boxes(r.out);
+  // %9 = SHRINK float32 (%5, %6, %7, %8, %3, %8, %4, %8, %4) with %7 = ADD index (%6, %3) and
+  // constants %3 = 1, %4 = 16, %8 = 0: only the view %5 and the range %6 stay boxes.
+  CHECK(boxes[9] == "%9 SHRINK float32\\n(%5, %6, (rm1+1), 0, 1, 0, 16, 0, 16)\\nshape (1, 1, 16, 16)");
+  CHECK(boxes.count(7) == 0);
+  for (size_t c : {0, 2, 3, 4, 8}) CHECK(boxes.count(c) == 0);
+  // SHRINK's operand order matters: its two drawn sources carry their indices.
+  CHECK_THAT(r.out, Catch::Contains("5 -> 9 [label=\"0\"];\n6 -> 9 [label=\"1\"];\n"));
+  // Every constant and the index arithmetic %7, %126 = rm1*N, %127 = %126+3 are folded; the rest are boxes.
+  Printed g = number_graph(parse_graph(slurp(p)).root);
+  size_t consts = std::count_if(g.order.begin(), g.order.end(), [](UOp u) { return u->op == Ops::CONST; });
+  CHECK(boxes.size() == g.order.size() - consts - 3);
+}
+
+TEST_CASE("ow dot --svg draws the largest reference case", "[cli][dot]") {
+  if (!have_graphviz()) {
+    WARN("/usr/bin/dot not installed; skipping");
+    return;
+  }
+  TempDir tmp;
+  fs::path svg = tmp / "largest.svg", in = largest_case();
+  INFO("case: " << in.string());
+  Result r = run_ow({"dot", in.string(), "--svg", svg.string(), "-o", (tmp / "largest.dot").string()});
+  REQUIRE(r.rc == 0);
+  std::string s = slurp(svg);
+  std::smatch m;
+  REQUIRE(std::regex_search(s, m, std::regex("<svg width=\"([0-9]+)pt\" height=\"([0-9]+)pt\"")));
+  std::map<size_t, std::string> boxes = dot_boxes(slurp(tmp / "largest.dot"));
+  size_t drawn = 0;
+  for (size_t at = 0; (at = s.find("class=\"node\"", at)) != std::string::npos; ++at) ++drawn;
+  CHECK(drawn == boxes.size());
+  // Without folding, Graphviz made this picture 14444 x 3950 pt.
+  CHECK(std::stoi(m[1]) < 5000);
 }
 
 TEST_CASE("ow dot output is accepted by Graphviz", "[cli][dot]") {
@@ -282,6 +336,31 @@ TEST_CASE("ow dot --svg writes an SVG file", "[cli][dot]") {
   REQUIRE(fs::exists(svg));
   std::string s = slurp(svg);
   CHECK((s.rfind("<?xml", 0) == 0 || s.find("<svg") != std::string::npos));
+}
+
+TEST_CASE("ow dot --svg of a large picture: fast layout said on stderr, every box drawn", "[cli][dot]") {
+  if (!have_graphviz()) {
+    WARN("/usr/bin/dot not installed; skipping");
+    return;
+  }
+  TempDir tmp;
+  std::string text = "%0 = BUFFER float32 () (\"x\", 4)\n";
+  for (int i = 1; i <= 320; ++i) text += "%" + std::to_string(i) + " = NEG float32 (%" + std::to_string(i - 1) + ")\n";
+  text += "%321 = SINK void (%320)\n";
+  spit(tmp / "chain.uop", text);
+  Result r = run_ow({"dot", (tmp / "chain.uop").string(), "--svg", (tmp / "chain.svg").string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err == "note: 322 boxes (more than 300): fast layout with straight edges and fewer crossing-reduction rounds\n");
+  std::string svg = slurp(tmp / "chain.svg");
+  size_t drawn = 0;
+  for (size_t at = 0; (at = svg.find("class=\"node\"", at)) != std::string::npos; ++at) ++drawn;
+  CHECK(drawn == 322);
+}
+
+TEST_CASE("ow report --help documents the budget flags", "[cli][report]") {
+  Result r = run_ow({"report", "--help"});
+  CHECK(r.rc == 0);
+  for (const char* flag : {"--layout-budget-ms", "--max-layout-nodes", "--validation-budget"}) CHECK_THAT(r.out, Catch::Contains(flag));
 }
 
 TEST_CASE("ow dot of a malformed file exits 1 with one error line", "[cli][dot]") {

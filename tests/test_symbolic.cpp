@@ -274,6 +274,18 @@ TEST_CASE("simplify of the symbolic pad width and shrink size", "[symbolic][exam
   CHECK(render_expr(w) == "((rm1*-1)+2)");
 }
 
+TEST_CASE("render_expr cuts text past max_chars, even for a DAG whose text doubles per level", "[symbolic]") {
+  UOp a = UOp::range(3, -1, AxisType::OUTER);
+  CHECK(render_expr(a + 1, 7) == "(rm1+1)");
+  CHECK(render_expr(a + 1, 6) == "(rm...");
+  UOp x = a;
+  for (int i = 0; i < 60; ++i) x = UOp::make(Ops::MAX, dtypes::index, {x, x});  // 2^60 leaves spelled out
+  std::string t = render_expr(x, 50);
+  CHECK(t.size() == 50);
+  CHECK(t.rfind("max(max(", 0) == 0);
+  CHECK(t.substr(47) == "...");
+}
+
 TEST_CASE("simplify of a variable expression", "[symbolic][example]") {
   UOp v = UOp::variable("n", 1, 8);
   CHECK(simplify(v * 3 - v - v - v) == idx(0));

@@ -1,17 +1,12 @@
 // ow print / verify / dot: read a .uop file, check it, show it.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
+#include <chrono>
 #include <iostream>
 #include <sstream>
 
 #include "cli.h"
+#include "graphviz.h"
 #include "uop/dot.h"
 #include "uop/error.h"
-
-extern char** environ;
 
 namespace ow::cli {
 
@@ -45,45 +40,34 @@ int cmd_verify(const Args& args) {
   return 0;
 }
 
-bool on_path(const std::string& prog) {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "");
-  for (std::string dir; std::getline(ss, dir, ':');)
-    if (!dir.empty() && access((dir + "/" + prog).c_str(), X_OK) == 0) return true;
-  return false;
-}
-
-void render_svg(const std::string& dot_text, const std::string& svg_path) {
-  if (!on_path("dot")) throw Error("Graphviz 'dot' is not installed, so no SVG can be drawn (apt-get install graphviz); use -o to write the DOT file");
-  char tmpl[] = "/tmp/ow-dot-XXXXXX";
-  int fd = mkstemp(tmpl);
-  if (fd < 0) throw Error("cannot create a temporary file for Graphviz");
-  close(fd);
-  write_file(tmpl, dot_text);
-  std::string out_arg = "-o" + svg_path;
-  const char* argv[] = {"dot", "-Tsvg", out_arg.c_str(), tmpl, nullptr};
-  pid_t pid;
-  int rc = posix_spawnp(&pid, "dot", nullptr, nullptr, const_cast<char* const*>(argv), environ);
-  int status = 0;
-  if (rc == 0) waitpid(pid, &status, 0);
-  unlink(tmpl);
-  if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) throw Error("Graphviz 'dot' failed to write " + svg_path);
+// The SVG by Graphviz; large pictures get the fast layout, said on stderr.
+void render_svg(const std::string& dot_text, size_t boxes, const std::string& svg_path) {
+  if (!graphviz_installed()) throw Error("Graphviz 'dot' is not installed, so no SVG can be drawn (apt-get install graphviz); use -o to write the DOT file");
+  bool fast = boxes > kFastLayoutBoxes;
+  if (fast)
+    std::cerr << "note: " << boxes << " boxes (more than " << kFastLayoutBoxes
+              << "): fast layout with straight edges and fewer crossing-reduction rounds\n";
+  DotJob job = start_dot(dot_text, fast);
+  std::string svg = finish_dot(job, std::chrono::steady_clock::time_point::max());
+  if (svg.empty()) throw Error("Graphviz 'dot' failed to write " + svg_path);
+  write_file(svg_path, svg);
 }
 
 int cmd_dot(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "output,o", po::value<std::string>(), "write DOT here instead of stdout")(
-      "svg", po::value<std::string>(), "also render an SVG with Graphviz 'dot'");
+      "svg", po::value<std::string>(),
+      ("also render an SVG with Graphviz 'dot' (more than " + std::to_string(kFastLayoutBoxes) + " boxes: a fast layout with straight edges)").c_str());
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
   if (!parse_options("dot", "FILE [-o OUT.dot] [--svg OUT.svg]", opts, pos, args, vm)) return 0;
   std::ostringstream dot;
-  write_dot(dot, load_graph(vm["file"].as<std::string>()).root);
+  size_t boxes = write_dot(dot, load_graph(vm["file"].as<std::string>()).root);
   if (vm.count("output")) write_file(vm["output"].as<std::string>(), dot.str());
   else if (!vm.count("svg")) std::cout << dot.str();
-  if (vm.count("svg")) render_svg(dot.str(), vm["svg"].as<std::string>());
+  if (vm.count("svg")) render_svg(dot.str(), boxes, vm["svg"].as<std::string>());
   return 0;
 }
 
@@ -93,7 +77,7 @@ std::vector<Command> graph_commands() {
   return {
       {"print", "print a graph in normalized .uop form", cmd_print},
       {"verify", "check a graph against the verifier's rules", cmd_verify},
-      {"dot", "draw a graph as Graphviz DOT (and SVG)", cmd_dot},
+      {"dot", "draw a graph as Graphviz DOT (and SVG), constants and index math inside the labels", cmd_dot},
   };
 }
 

@@ -3,17 +3,13 @@
 // rules fired, the C of every kernel and the host schedule, buffer snapshots after every
 // host-loop iteration, the check verdict per kernel); the page's template, CSS and JS live in
 // tools/report_assets.h and draw it.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <csignal>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -21,111 +17,30 @@
 #include "backends/c/render.h"
 #include "backends/program.h"
 #include "cli.h"
+#include "graphviz.h"
+#include "json.h"
 #include "report_assets.h"
+#include "report_values.h"
 #include "trace_lowering.h"
 #include "uop/dot.h"
 #include "uop/error.h"
 #include "validate.h"
-
-extern char** environ;
 
 namespace ow::cli {
 
 namespace {
 
 // Limits that keep the page small and the command fast on the largest cases.
-constexpr size_t kMaxLayoutNodes = 1500;  // larger graphs get no Graphviz drawing
 constexpr int64_t kMaxCells = 64;         // heat maps are at most 64 x 64 cells
 constexpr size_t kMaxFrames = 64;         // and at most 64 iterations per buffer
 constexpr size_t kExamples = 5;           // firings shown per rule
 constexpr size_t kMaxSteps = 400;         // rewrite steps one can walk through per pass
-constexpr int kLayoutMillis = 2500;       // Graphviz gets this long for all stages together
-constexpr uint64_t kMaxEvals = 300000;    // interpreter budget for validating one pass
 
-// ---- a minimal JSON writer -------------------------------------------------------------------
-
-class Json {
- public:
-  Json& begin_obj() { return open('{'); }
-  Json& end_obj() { return close('}'); }
-  Json& begin_arr() { return open('['); }
-  Json& end_arr() { return close(']'); }
-  Json& key(const std::string& k) {
-    comma();
-    quote(k);
-    os_ << ':';
-    after_key_ = true;
-    return *this;
-  }
-  Json& str(const std::string& s) {
-    comma();
-    quote(s);
-    return *this;
-  }
-  Json& num(double v) {
-    comma();
-    if (!std::isfinite(v)) os_ << "null";
-    else {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.5g", v);
-      os_ << buf;
-    }
-    return *this;
-  }
-  Json& boolean(bool b) {
-    comma();
-    os_ << (b ? "true" : "false");
-    return *this;
-  }
-  Json& null() {
-    comma();
-    os_ << "null";
-    return *this;
-  }
-  Json& field(const std::string& k, const std::string& v) { return key(k).str(v); }
-  Json& field(const std::string& k, double v) { return key(k).num(v); }
-  std::string text() const { return os_.str(); }
-
- private:
-  std::ostringstream os_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-
-  void comma() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (!first_.empty()) {
-      if (!first_.back()) os_ << ',';
-      first_.back() = false;
-    }
-  }
-  Json& open(char c) {
-    comma();
-    os_ << c;
-    first_.push_back(true);
-    return *this;
-  }
-  Json& close(char c) {
-    os_ << c;
-    first_.pop_back();
-    return *this;
-  }
-  // '<' is escaped too, so the blob can sit inside a <script> element.
-  void quote(const std::string& s) {
-    os_ << '"';
-    for (unsigned char c : s) {
-      if (c == '"' || c == '\\') os_ << '\\' << c;
-      else if (c == '\n') os_ << "\\n";
-      else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        os_ << buf;
-      } else os_ << c;
-    }
-    os_ << '"';
-  }
+// Budgets that keep the command fast; each has a flag, and whatever one cuts is named on stderr.
+struct Budgets {
+  size_t max_layout_boxes = 1500;  // --max-layout-nodes: larger pictures are not laid out
+  int layout_ms = 20000;           // --layout-budget-ms: Graphviz's time for all stages together
+  uint64_t max_evals = 300000;     // --validation-budget: interpreter evaluations per pass
 };
 
 std::vector<std::string> split_lines(const std::string& text) {
@@ -138,66 +53,6 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-// ---- Graphviz: every pass's graph laid out by concurrent `dot -Tsvg` processes ----------------
-
-struct DotJob {
-  std::string in, out;
-  pid_t pid = -1;
-};
-
-DotJob start_dot(const std::string& dot_text, bool big) {
-  DotJob j;
-  char in[] = "/tmp/ow-report-XXXXXX";
-  int fd = mkstemp(in);
-  if (fd < 0) return j;
-  close(fd);
-  j.in = in;
-  j.out = j.in + ".svg";
-  write_file(j.in, dot_text);
-  std::string out_arg = "-o" + j.out;
-  // Large graphs: straight edges and fewer crossing-minimisation rounds (splines dominate).
-  std::vector<const char*> argv{"dot", "-Tsvg", out_arg.c_str()};
-  if (big)
-    for (const char* o : {"-Gsplines=line", "-Gmclimit=0.05", "-Gnslimit=0.5", "-Gnslimit1=0.5"}) argv.push_back(o);
-  argv.push_back(j.in.c_str());
-  argv.push_back(nullptr);
-  if (posix_spawnp(&j.pid, "dot", nullptr, nullptr, const_cast<char* const*>(argv.data()), environ) != 0) j.pid = -1;
-  return j;
-}
-
-// Waits for the job until `deadline` (then kills it); true when dot exited successfully.
-bool wait_dot(DotJob& j, std::chrono::steady_clock::time_point deadline) {
-  if (j.pid <= 0) return false;
-  int status = 0;
-  for (;;) {
-    pid_t r = waitpid(j.pid, &status, WNOHANG);
-    if (r == j.pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (r < 0) return false;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(j.pid, SIGKILL);
-      waitpid(j.pid, &status, 0);
-      return false;
-    }
-    usleep(10000);
-  }
-}
-
-// The SVG element of a finished job ("" when Graphviz failed, is missing or ran past the deadline).
-std::string finish_dot(DotJob& j, std::chrono::steady_clock::time_point deadline) {
-  std::string svg;
-  if (wait_dot(j, deadline)) {
-    try {
-      svg = read_file(j.out);
-    } catch (const Error&) {
-    }
-    size_t at = svg.find("<svg");
-    svg = at == std::string::npos ? "" : svg.substr(at);
-  }
-  if (!j.in.empty()) unlink(j.in.c_str());
-  if (!j.out.empty()) unlink(j.out.c_str());
-  return svg;
-}
-
 // ---- the graph at every stage ------------------------------------------------------------------
 
 struct Stage {
@@ -206,19 +61,9 @@ struct Stage {
   const PassTrace* trace = nullptr;  // null for the input graph
   Verdict verdict;
   std::string svg, note;
+  std::unique_ptr<ValueRecorder> values;  // what the interpreter computed while checking this stage
+  int same_as = -1;  // the earlier stage with this very graph (a pass that changed nothing): its drawing and values serve
 };
-
-std::string value_summary(const interp::Value& v) {
-  std::ostringstream os;
-  os << to_string(v.dtype) << " shape (";
-  for (size_t i = 0; i < v.shape().size(); ++i) os << (i ? ", " : "") << v.shape()[i];
-  os << "): [";
-  int64_t n = v.numel(), shown = std::min<int64_t>(n, 12);
-  for (int64_t i = 0; i < shown; ++i) os << (i ? ", " : "") << interp::get_element(v, i);
-  os << (n > shown ? ", ... (" + std::to_string(n) + " elements)]" : "]");
-  if (interp::any_poison(v)) os << " (some elements uninitialized)";
-  return os.str();
-}
 
 void write_firings(Json& j, const PassTrace& t) {
   Printed in = number_graph(t.before), out = number_graph(t.after);
@@ -242,18 +87,17 @@ void write_firings(Json& j, const PassTrace& t) {
   j.end_arr().field("totalSteps", static_cast<double>(t.firings.size()));
 }
 
-void write_stage(Json& j, const Stage& s, const std::map<size_t, std::string>* values) {
+void write_stage(Json& j, const Stage& s) {
   j.begin_obj().field("name", s.name).field("what", s.what);
   j.field("nodes", static_cast<double>(toposort(s.graph).size()));
   j.key("ok").boolean(s.verdict.ok).field("verdict", s.verdict.text);
-  j.field("svg", s.svg).field("note", s.note);
+  j.field("svg", s.svg).field("note", s.note).field("sameAs", static_cast<double>(s.same_as));
   j.key("lines").begin_arr();
   for (const std::string& l : split_lines(print_graph(s.graph))) j.str(l);
   j.end_arr();
-  j.key("values").begin_obj();
-  if (values)
-    for (auto& [n, v] : *values) j.field(std::to_string(n), v);
-  j.end_obj();
+  j.key("values");
+  if (s.values) s.values->write(j);
+  else j.begin_obj().end_obj();
   if (s.trace) write_firings(j, *s.trace);
   else j.key("firings").begin_arr().end_arr().key("steps").begin_arr().end_arr().field("totalSteps", 0.0);
   j.end_obj();
@@ -482,45 +326,102 @@ struct Clock {
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
 };
 
-// The interpreter's verdict on a pass within kMaxEvals node evaluations (some intermediate graphs,
-// BUFFERIZE evaluated element by element, take the interpreter seconds).
-Verdict budgeted_verdict(const std::vector<interp::Output>& want, const PassTrace& t, const interp::BufferMap& inputs) {
+// What a budget cut, for the summary on stderr: "the drawing of rangeify (...)"; and drawings
+// Graphviz could not make, which no budget explains.
+struct Cuts {
+  std::vector<std::string> drawings, validations, failed;
+  void tell(std::ostream& os) const {
+    if (!failed.empty()) {
+      os << "warning: Graphviz 'dot' is missing or failed, so " << failed.size() << " stage(s) have no drawing:";
+      for (const std::string& f : failed) os << " " << f;
+      os << " (apt-get install graphviz)\n";
+    }
+    auto list = [&](const std::vector<std::string>& items, const char* what, const char* flag) {
+      if (items.empty()) return;
+      os << "warning: the report's budget cut " << items.size() << " " << what << ":\n";
+      for (const std::string& i : items) os << "  " << i << "\n";
+      os << "  (raise it with " << flag << ")\n";
+    };
+    list(drawings, "drawing(s)", "--layout-budget-ms MS or --max-layout-nodes N");
+    list(validations, "validation(s)", "--validation-budget EVALS");
+  }
+};
+
+// The interpreter's verdict on a pass within the evaluation budget (some intermediate graphs,
+// BUFFERIZE evaluated element by element, take the interpreter seconds); records the values it
+// computes on the way (unless `values` is null).
+Verdict budgeted_verdict(const std::vector<interp::Output>& want, const PassTrace& t, const interp::BufferMap& inputs, const Budgets& b,
+                         ValueRecorder* values, Cuts& cuts) {
   interp::Options o;
-  o.max_evals = kMaxEvals;
+  o.max_evals = b.max_evals;
+  if (values) o.on_step = [values](const interp::Step& s) { values->on_step(s); };
   Verdict v = validate_pass(want, t.pass->name, t.after, inputs, o);
-  if (!v.ok && v.text.find("evaluation budget of") != std::string::npos)
-    return {true, "not validated in the report (more than " + std::to_string(kMaxEvals) + " node evaluations): ow check --passes validates it"};
-  return v;
+  if (v.ok || v.text.find("step budget exceeded") == std::string::npos) return v;
+  std::string budget = std::to_string(b.max_evals) + " node evaluations";
+  cuts.validations.push_back("the validation of pass " + t.pass->name + " (more than " + budget + ")");
+  return {true, "not validated in the report (more than " + budget + "; raise with --validation-budget): ow check --passes validates it"};
 }
 
-std::vector<Stage> build_stages(UOp root, const std::vector<PassTrace>& traces, const std::vector<interp::Output>& want, const interp::BufferMap& inputs) {
-  std::vector<Stage> stages;
-  stages.push_back({"input", "the graph as written, evaluated by the interpreter", root, nullptr, {true, "the reference: " + std::to_string(want.size()) + " output(s)"}, "", ""});
-  for (const PassTrace& t : traces) stages.push_back({t.pass->name, t.pass->what, t.after, &t, budgeted_verdict(want, t, inputs), "", ""});
-  // Graphviz runs two layouts at a time (two cores), in pass order, until the deadline.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLayoutMillis);
+// Every stage's picture by Graphviz, two layouts at a time (two cores), in pass order, until
+// the layout deadline.
+void draw_stages(std::vector<Stage>& stages, const Budgets& b, Cuts& cuts) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(b.layout_ms);
   for (size_t i = 0; i < stages.size(); i += 2) {
     std::vector<DotJob> jobs;
     for (size_t k = i; k < std::min(i + 2, stages.size()); ++k) {
-      size_t nodes = toposort(stages[k].graph).size();
-      if (nodes > kMaxLayoutNodes) stages[k].note = "graph too large to lay out (" + std::to_string(nodes) + " nodes): see the printed lines";
-      if (nodes > kMaxLayoutNodes || std::chrono::steady_clock::now() > deadline) {
+      if (stages[k].same_as >= 0) {
         jobs.emplace_back();
         continue;
       }
       std::ostringstream dot;
-      write_dot(dot, stages[k].graph);
-      jobs.push_back(start_dot(dot.str(), nodes > 100));
+      size_t boxes = write_dot(dot, stages[k].graph);
+      if (boxes > b.max_layout_boxes) {
+        stages[k].note = "no drawing: " + std::to_string(boxes) + " boxes are more than the report lays out (--max-layout-nodes " +
+                         std::to_string(b.max_layout_boxes) + "); the printed lines follow";
+        cuts.drawings.push_back("the drawing of " + stages[k].name + " (" + std::to_string(boxes) + " boxes, more than " +
+                                std::to_string(b.max_layout_boxes) + ")");
+      }
+      bool skip = boxes > b.max_layout_boxes || std::chrono::steady_clock::now() > deadline;
+      jobs.push_back(skip ? DotJob{} : start_dot(dot.str(), boxes > kFastLayoutBoxes));
     }
     for (size_t k = i; k < std::min(i + 2, stages.size()); ++k) {
-      if (!stages[k].note.empty()) continue;
+      if (!stages[k].note.empty() || stages[k].same_as >= 0) continue;
       stages[k].svg = finish_dot(jobs[k - i], deadline);
-      if (stages[k].svg.empty())
-        stages[k].note = "no drawing: Graphviz 'dot' is missing, failed, or the report's " + std::to_string(kLayoutMillis / 1000.0).substr(0, 3) +
-                         " s for layouts ran out (the printed lines follow)";
+      if (!stages[k].svg.empty()) continue;
+      bool late = std::chrono::steady_clock::now() > deadline;
+      stages[k].note = late ? "no drawing: the report's " + std::to_string(b.layout_ms) + " ms for layouts ran out (--layout-budget-ms); the printed lines follow"
+                            : "no drawing: Graphviz 'dot' is missing or failed; the printed lines follow";
+      if (late) cuts.drawings.push_back("the drawing of " + stages[k].name + " (layouts ran past " + std::to_string(b.layout_ms) + " ms)");
+      else cuts.failed.push_back(stages[k].name);
     }
   }
+}
+
+std::vector<Stage> build_stages(UOp root, const std::vector<PassTrace>& traces, const std::vector<interp::Output>& want, const interp::BufferMap& inputs,
+                                std::unique_ptr<ValueRecorder> input_values, const Budgets& b, Cuts& cuts) {
+  std::vector<Stage> stages;
+  stages.push_back({"input", "the graph as written, evaluated by the interpreter", root, nullptr, {true, "the reference: " + std::to_string(want.size()) + " output(s)"}, "", "",
+                    std::move(input_values)});
+  for (const PassTrace& t : traces) {
+    const Stage& prev = stages.back();
+    int same_as = prev.graph != t.after ? -1 : prev.same_as >= 0 ? prev.same_as : static_cast<int>(stages.size()) - 1;
+    auto values = same_as >= 0 ? nullptr : std::make_unique<ValueRecorder>(t.after);
+    Verdict v = budgeted_verdict(want, t, inputs, b, values.get(), cuts);
+    stages.push_back({t.pass->name, t.pass->what, t.after, &t, v, "", "", std::move(values), same_as});
+  }
+  draw_stages(stages, b, cuts);
   return stages;
+}
+
+void add_report_budget_options(po::options_description& opts) {
+  Budgets d;
+  opts.add_options()("layout-budget-ms", po::value<int>()->default_value(d.layout_ms), "Graphviz's time for all drawings together (ms)")(
+      "max-layout-nodes", po::value<size_t>()->default_value(d.max_layout_boxes), "pictures with more boxes than this are not drawn")(
+      "validation-budget", po::value<uint64_t>()->default_value(d.max_evals), "interpreter evaluations allowed for validating one pass");
+}
+
+Budgets budgets(const po::variables_map& vm) {
+  return {vm["max-layout-nodes"].as<size_t>(), vm["layout-budget-ms"].as<int>(), vm["validation-budget"].as<uint64_t>()};
 }
 
 int cmd_report(const Args& args) {
@@ -530,10 +431,13 @@ int cmd_report(const Args& args) {
       "timings", "print how long each phase took (stderr)");
   add_input_options(opts);
   add_budget_options(opts, false);
+  add_report_budget_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("report", "FILE -o REPORT.html [--in NAME=PATH.npy]... [--random-inputs [SEED]]", opts, pos, args, vm)) return 0;
+  if (!parse_options("report", "FILE -o REPORT.html [--in NAME=PATH.npy]... [--random-inputs [SEED]] [--layout-budget-ms MS] [--max-layout-nodes N] [--validation-budget EVALS]",
+                     opts, pos, args, vm))
+    return 0;
   Clock clock;
   auto phase = [&, timings = vm.count("timings") > 0](const char* what) {
     if (timings) std::cerr << "  " << clock.seconds() << " s: " << what << "\n";
@@ -547,20 +451,16 @@ int cmd_report(const Args& args) {
   for (auto& [name, b] : inputs)
     if (!std::count(in.randomized.begin(), in.randomized.end(), name)) given.insert(name);
 
-  // The input graph's values: every node evaluated outside any range binding.
-  Printed numbered = number_graph(root);
-  std::map<size_t, std::string> values;
+  // The input graph's values, per range binding.
+  auto values = std::make_unique<ValueRecorder>(root);
   interp::Options io;
-  io.on_step = [&](const interp::Step& s) {
-    if (!s.bindings.empty() || !s.value) return;
-    auto it = numbered.number.find(s.node.get());
-    if (it != numbered.number.end() && !values.count(it->second)) values[it->second] = value_summary(*s.value);
-  };
+  io.on_step = [&](const interp::Step& s) { values->on_step(s); };
   std::vector<interp::Output> want = evaluate(root, inputs, io);
   phase("input graph evaluated");
 
+  Cuts cuts;
   std::vector<PassTrace> traces = trace_lowering(root);
-  std::vector<Stage> stages = build_stages(root, traces, want, inputs);
+  std::vector<Stage> stages = build_stages(root, traces, want, inputs, std::move(values), budgets(vm), cuts);
   phase("passes validated and drawn");
   UOp program = traces.back().after;
 
@@ -574,8 +474,12 @@ int cmd_report(const Args& args) {
 
   Json j;
   j.begin_obj().field("file", file).field("run", timeline.note).field("check", check);
+  j.field("maxBindings", static_cast<double>(ValueRecorder::kMaxBindings)).field("maxValueChars", static_cast<double>(ValueRecorder::kMaxChars));
+  j.key("legend").begin_arr();
+  for (auto& [what, colour] : dot_legend()) j.begin_arr().str(what).str(colour).end_arr();
+  j.end_arr();
   j.key("stages").begin_arr();
-  for (size_t i = 0; i < stages.size(); ++i) write_stage(j, stages[i], i == 0 ? &values : nullptr);
+  for (const Stage& s : stages) write_stage(j, s);
   j.end_arr();
   j.field("host", backend::render_program(program)).field("prelude", prelude);
   j.key("kernels").begin_arr();
@@ -589,7 +493,9 @@ int cmd_report(const Args& args) {
 
   std::string out = vm["output"].as<std::string>();
   write_file(out, report_page(file, j.text()));
-  std::cout << out << ": " << stages.size() << " stages, " << kernels.size() << " kernel(s); " << check << " (" << clock.seconds() << " s)\n";
+  cuts.tell(std::cerr);
+  size_t drawn = std::count_if(stages.begin(), stages.end(), [&](const Stage& s) { return !stages[s.same_as >= 0 ? s.same_as : &s - stages.data()].svg.empty(); });
+  std::cout << out << ": " << stages.size() << " stages (" << drawn << " drawn), " << kernels.size() << " kernel(s); " << check << " (" << clock.seconds() << " s)\n";
   return 0;
 }
 

@@ -22,7 +22,16 @@ main { display: flex; gap: 12px; padding: 12px 16px; align-items: flex-start; }
 #graph-pane { flex: 3; min-width: 0; }
 #side { flex: 2; min-width: 280px; max-width: 560px; }
 #graph { overflow: auto; max-height: 75vh; border: 1px solid #ccd; background: #fff; }
-#graph svg { display: block; width: 100%; height: auto; }
+#graph.pannable { overflow: hidden; height: 75vh; position: relative; cursor: grab; touch-action: none; user-select: none; }
+#graph.pannable.dragging { cursor: grabbing; }
+#graph svg { position: absolute; left: 0; top: 0; transform-origin: 0 0; }
+#zoombar { display: flex; gap: 6px; align-items: center; margin: 4px 0; font-size: 12px; }
+#zoombar button { font: inherit; padding: 0 8px; border: 1px solid #8796a5; border-radius: 4px; background: #fff; cursor: pointer; }
+#zoom-level { min-width: 42px; text-align: center; font-family: monospace; }
+#node-values label { font-size: 12px; }
+#colours { display: flex; flex-wrap: wrap; gap: 4px 10px; margin: 4px 0; font-size: 11px; color: #556; }
+#colours span::before { content: ""; display: inline-block; width: 10px; height: 10px; margin-right: 3px; border: 1px solid #888;
+  border-radius: 2px; background: var(--c); vertical-align: -1px; }
 #graph g.node { cursor: pointer; }
 #graph g.node.selected polygon, #graph g.node.selected path { stroke: #d62728; stroke-width: 3px; }
 #graph g.node.rewritten polygon, #graph g.node.rewritten path, #graph g.node.rewritten ellipse { stroke: #ff7f0e; stroke-width: 5px; }
@@ -55,6 +64,7 @@ const $ = (id) => document.getElementById(id);
 let current = 0;  // the pass shown
 let step = -1;    // -1: the graph after the pass; k >= 0: its k-th rewrite, on the graph it received
 let shown = 0;    // the stage whose graph is drawn (the previous one while stepping)
+let pickedBinding = null;  // the range binding last chosen ("m1=2"), kept while clicking other nodes
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -77,6 +87,7 @@ function buildPassBar() {
   $("step-prev").addEventListener("click", () => showStep(step - 1));
   $("step-next").addEventListener("click", () => showStep(step + 1));
   document.addEventListener("keydown", (e) => {
+    if (e.target.tagName === "SELECT") return;  // the arrows choose a range binding there
     if (e.key === "ArrowLeft") showStage(current - 1);
     else if (e.key === "ArrowRight") showStage(current + 1);
     else if (e.key === "ArrowDown" || e.key === "ArrowUp") {
@@ -133,13 +144,16 @@ function showGraph(i, outline) {
   shown = i;
   const s = data.stages[i], g = $("graph");
   g.innerHTML = s.svg;
+  g.classList.toggle("pannable", !!s.svg);
   if (!s.svg) g.append(el("p", { class: "note" }, s.note || "no drawing"), el("pre", {}, s.lines.join("\n")));
+  startView(g.querySelector("svg"));
   g.querySelectorAll("g.node").forEach((n) => {
     if (outline !== null && Number(n.querySelector("title").textContent) === outline) {
       n.classList.add("rewritten");
-      n.scrollIntoView({ block: "nearest", inline: "nearest" });
+      centerOn(n);
     }
     n.addEventListener("click", () => {
+      if (view.dragged) return;  // the end of a drag, not a click
       g.querySelectorAll("g.node.selected").forEach((x) => x.classList.remove("selected"));
       n.classList.add("selected");
       showNode(Number(n.querySelector("title").textContent));
@@ -147,12 +161,142 @@ function showGraph(i, outline) {
   });
 }
 
+// The clicked node's line and its value: one per range binding, chosen in a selector.
 function showNode(n) {
-  const s = data.stages[shown];
+  const s = data.stages[shown], box = $("node-values");
   $("node-line").textContent = n === null ? "click a node in the graph" : (s.lines[n] || `node ${n}`);
-  const value = n === null ? undefined : s.values[String(n)];
-  $("node-value").textContent = value !== undefined ? value
-    : n === null ? "" : shown === 0 ? "(no value outside a range binding)" : "(values are shown for the input graph)";
+  box.replaceChildren();
+  if (n === null) return;
+  const rec = s.values[String(n)];
+  if (!rec || !rec.bindings.length) {
+    box.append(el("p", { class: "note" }, "no value recorded: the interpreter did not evaluate this node while checking this stage"));
+    return;
+  }
+  const pre = el("pre", { id: "node-value" });
+  if (rec.bindings.length > 1 || rec.bindings[0][0] !== "") {
+    const select = el("select", { id: "binding" });
+    rec.bindings.forEach(([key], i) => select.append(el("option", { value: String(i) }, key || "(no range binding)")));
+    select.value = String(Math.max(0, rec.bindings.findIndex(([key]) => key === pickedBinding)));
+    const show = () => {
+      const [key, text] = rec.bindings[Number(select.value)];
+      pickedBinding = key;
+      pre.textContent = text;
+    };
+    select.addEventListener("change", show);
+    box.append(el("label", {}, `value for the range binding (${rec.bindings.length}): `, select));
+    show();
+  } else pre.textContent = rec.bindings[0][1];
+  box.append(pre);
+  if (rec.more)
+    box.append(el("p", { class: "note" }, `capped: ${rec.more} later evaluation(s) are not recorded (the report keeps the first ${data.maxBindings} range bindings of a node and ${data.maxValueChars / 1e6} MB of printed values per stage)`));
+}
+
+// ---- pan and zoom of the drawing: wheel zooms at the pointer, drag pans, keys + - 0 1 ----
+const view = { svg: null, w: 0, h: 0, scale: 1, x: 0, y: 0, drag: null, dragged: false };
+
+function applyView() {
+  if (!view.svg) return;
+  view.svg.style.transform = `translate(${view.x}px, ${view.y}px) scale(${view.scale})`;
+  $("zoom-level").textContent = `${Math.round(view.scale * 100)}%`;
+}
+
+function zoomAt(factor, cx, cy) {
+  const s = Math.min(8, Math.max(0.02, view.scale * factor));
+  view.x = cx - ((cx - view.x) * s) / view.scale;
+  view.y = cy - ((cy - view.y) * s) / view.scale;
+  view.scale = s;
+  applyView();
+}
+
+function zoomCentre(factor) {
+  const g = $("graph");
+  zoomAt(factor, g.clientWidth / 2, g.clientHeight / 2);
+}
+
+// Scale s with the graph centred across and its top (the outputs: edges point up) in view.
+function place(s) {
+  const g = $("graph");
+  view.scale = s;
+  view.x = (g.clientWidth - view.w * s) / 2;
+  view.y = view.h * s <= g.clientHeight ? (g.clientHeight - view.h * s) / 2 : 0;
+  applyView();
+}
+
+const fitScale = () => Math.min(1, $("graph").clientWidth / view.w, $("graph").clientHeight / view.h);
+
+// A new drawing starts whole when that keeps labels readable (60% or more), else at 60% with
+// the graph's root (printed last, drawn on top) at the top centre.
+function startView(svg) {
+  view.svg = svg;
+  $("zoombar").style.visibility = svg ? "visible" : "hidden";
+  if (!svg) return;
+  view.w = svg.width.baseVal.value;
+  view.h = svg.height.baseVal.value;
+  const fit = fitScale();
+  place(Math.max(fit, 0.6));
+  const titles = [...svg.querySelectorAll("g.node > title")];
+  const root = titles.reduce((a, t) => (a === null || Number(t.textContent) > Number(a.textContent) ? t : a), null);
+  if (fit >= 0.6 || !root) return;
+  const g = $("graph").getBoundingClientRect(), r = root.parentNode.getBoundingClientRect();
+  view.x += g.left + g.width / 2 - (r.left + r.width / 2);
+  view.y += g.top + 16 - r.top;
+  applyView();
+}
+
+function centerOn(node) {
+  const g = $("graph").getBoundingClientRect(), r = node.getBoundingClientRect();
+  view.x += g.left + g.width / 2 - (r.left + r.width / 2);
+  view.y += g.top + g.height / 2 - (r.top + r.height / 2);
+  applyView();
+}
+
+function buildPanZoom() {
+  for (const [what, colour] of data.legend) $("colours").append(el("span", { style: `--c: ${colour}` }, what));
+  const g = $("graph");
+  // The browser may scroll the clipped box itself (find in page, focus): make that a pan instead.
+  g.addEventListener("scroll", () => {
+    if (!view.svg) return;
+    view.x -= g.scrollLeft;
+    view.y -= g.scrollTop;
+    g.scrollTo(0, 0);
+    applyView();
+  });
+  g.addEventListener("wheel", (e) => {
+    if (!view.svg) return;
+    e.preventDefault();
+    const r = g.getBoundingClientRect();
+    zoomAt(Math.exp(-e.deltaY * 0.002), e.clientX - r.left, e.clientY - r.top);
+  }, { passive: false });
+  g.addEventListener("pointerdown", (e) => {
+    if (!view.svg || e.button !== 0) return;
+    view.drag = { x: e.clientX, y: e.clientY, vx: view.x, vy: view.y };
+    view.dragged = false;
+  });
+  window.addEventListener("pointermove", (e) => {
+    if (!view.drag) return;
+    const dx = e.clientX - view.drag.x, dy = e.clientY - view.drag.y;
+    if (Math.abs(dx) + Math.abs(dy) > 3) view.dragged = true;
+    if (!view.dragged) return;
+    g.classList.add("dragging");
+    view.x = view.drag.vx + dx;
+    view.y = view.drag.vy + dy;
+    applyView();
+  });
+  window.addEventListener("pointerup", () => {
+    view.drag = null;
+    g.classList.remove("dragging");
+  });
+  document.addEventListener("keydown", (e) => {
+    if (!view.svg || e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey) return;
+    if (e.key === "+" || e.key === "=") zoomCentre(1.25);
+    else if (e.key === "-" || e.key === "_") zoomCentre(0.8);
+    else if (e.key === "0") place(fitScale());
+    else if (e.key === "1") place(1);
+  });
+  $("zoom-in").addEventListener("click", () => zoomCentre(1.25));
+  $("zoom-out").addEventListener("click", () => zoomCentre(0.8));
+  $("zoom-fit").addEventListener("click", () => place(fitScale()));
+  $("zoom-100").addEventListener("click", () => place(1));
 }
 
 function showFirings(s, i) {
@@ -220,8 +364,12 @@ function buildProgram() {
   k.append(el("details", { class: "kernel" }, el("summary", {}, "prelude shared by all kernels"), el("pre", {}, data.prelude)));
 }
 
+// A pass that changed nothing shares the drawing and values of the stage it left as it was.
+for (const s of data.stages)
+  if (s.sameAs >= 0) Object.assign(s, { svg: data.stages[s.sameAs].svg, note: data.stages[s.sameAs].note, values: data.stages[s.sameAs].values });
 $("subtitle").textContent = `${data.stages.length - 1} lowering passes, ${data.kernels.length} kernel(s); report built in ${data.seconds.toFixed(2)} s`;
 buildPassBar();
+buildPanZoom();
 buildTimeline();
 buildProgram();
 showStage(0);
@@ -245,8 +393,8 @@ inline std::string report_page(const std::string& title, const std::string& json
   return std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ow report: ") + t + "</title>\n<style>" + kReportCss +
          "</style></head>\n<body>\n<header><h1>ow report: " + t + "</h1><div class=\"sub\" id=\"subtitle\"></div></header>\n" +
          R"HTML(<nav id="passbar"><button id="prev" title="previous pass (left arrow)">&larr;</button><span id="pass-name"></span><span id="pass-index"></span><button id="next" title="next pass (right arrow)">&rarr;</button><span id="pass-buttons"></span><span id="pass-hint">&larr; / &rarr; keys move between passes, &uarr; / &darr; between the rewrites of a pass</span></nav>
-<main><section id="graph-pane"><div id="pass-what"></div><div id="verdict" class="verdict"></div><div id="stepbar"><button id="step-prev" title="previous rewrite (up arrow)">&uarr;</button><button id="step-next" title="next rewrite (down arrow)">&darr;</button><pre id="step-text"></pre></div><div id="graph"></div></section>
-<aside id="side"><h3>Node</h3><pre id="node-line"></pre><pre id="node-value"></pre><h3>Rules fired in this pass</h3><div id="firings"></div></aside></main>
+<main><section id="graph-pane"><div id="pass-what"></div><div id="verdict" class="verdict"></div><div id="stepbar"><button id="step-prev" title="previous rewrite (up arrow)">&uarr;</button><button id="step-next" title="next rewrite (down arrow)">&darr;</button><pre id="step-text"></pre></div><div id="zoombar"><button id="zoom-out" title="zoom out (- key)">&minus;</button><span id="zoom-level">100%</span><button id="zoom-in" title="zoom in (+ key)">+</button><button id="zoom-fit" title="the whole graph (0 key)">fit</button><button id="zoom-100" title="actual size (1 key)">100%</button><span class="legend">wheel: zoom at the pointer &middot; drag: pan &middot; keys + &minus; 0 1</span></div><div id="colours" title="fill colours of the boxes; constants and index arithmetic are written into their users' labels, a dashed edge from each range they read"></div><div id="graph"></div></section>
+<aside id="side"><h3>Node</h3><pre id="node-line"></pre><div id="node-values"></div><h3>Rules fired in this pass</h3><div id="firings"></div></aside></main>
 <section><h2>Host loops: buffers after each iteration</h2><div id="timeline"></div></section>
 <section><h2>Host schedule</h2><pre id="host"></pre><p id="check"></p><h2>Kernels (generated C)</h2><div id="kernels"></div></section>
 <script type="application/json" id="ow-data">)HTML" +

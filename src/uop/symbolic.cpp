@@ -351,39 +351,68 @@ UOp simplify(UOp u) {
   return graph_rewrite(u, symbolic_rules(), opts);
 }
 
-std::string render_expr(UOp u) {
+std::string render_expr(UOp u, size_t max_chars) {
+  // Appends to one string and stops once it is longer than max_chars: a shared subexpression is
+  // spelled out at every use, so the text of a deep DAG can be exponentially long.
   struct R {
-    static std::string go(UOp u, int depth) {
-      if (depth > 24) return "...";
-      auto s = [&](size_t i) { return i < u->src.size() ? go(u->src[i], depth + 1) : std::string("?"); };
+    std::string out;
+    size_t max;
+    void go(UOp u, int depth) {
+      if (out.size() > max) return;
+      if (depth > 24) {
+        out += "...";
+        return;
+      }
+      auto infix = [&](const char* op) {
+        out += '(';
+        go(u->src[0], depth + 1);
+        out += op;
+        go(u->src[1], depth + 1);
+        out += ')';
+      };
       switch (u->op) {
-        case Ops::CONST: return to_string(u->arg);
-        case Ops::RANGE: return "r" + range_name(u);
+        case Ops::CONST: out += to_string(u->arg); return;
+        case Ops::RANGE: out += "r" + range_name(u); return;
         case Ops::DEFINE_VAR: {
           const ArgTuple* t = u->arg.tuple();
-          return t && !t->empty() && (*t)[0].is<std::string>() ? (*t)[0].as<std::string>() : "var";
+          out += t && !t->empty() && (*t)[0].is<std::string>() ? (*t)[0].as<std::string>() : "var";
+          return;
         }
-        case Ops::BIND: return s(0);
-        case Ops::ADD: return "(" + s(0) + "+" + s(1) + ")";
-        case Ops::SUB: return "(" + s(0) + "-" + s(1) + ")";
-        case Ops::MUL: return "(" + s(0) + "*" + s(1) + ")";
-        case Ops::IDIV: return "(" + s(0) + "//" + s(1) + ")";
-        case Ops::MOD: return "(" + s(0) + "%" + s(1) + ")";
-        case Ops::CMPLT: return "(" + s(0) + "<" + s(1) + ")";
-        case Ops::CMPNE: return "(" + s(0) + "!=" + s(1) + ")";
-        case Ops::CMPEQ: return "(" + s(0) + "==" + s(1) + ")";
-        case Ops::NEG: return "-" + s(0);
-        case Ops::MAX: return "max(" + s(0) + ", " + s(1) + ")";
-        case Ops::WHERE: return "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")";
-        default: {
-          std::string out = std::string(op_name(u->op)) + "(";
-          for (size_t i = 0; i < u->src.size(); ++i) out += (i ? ", " : "") + s(i);
-          return out + ")";
-        }
+        default: break;
       }
+      size_t n = u->src.size();
+      if (u->op == Ops::BIND && n >= 1) return go(u->src[0], depth + 1);
+      if (u->op == Ops::NEG && n == 1) {
+        out += '-';
+        return go(u->src[0], depth + 1);
+      }
+      if (n == 2)
+        for (auto [op, text] : {std::pair{Ops::ADD, "+"}, {Ops::SUB, "-"}, {Ops::MUL, "*"}, {Ops::IDIV, "//"}, {Ops::MOD, "%"},
+                                {Ops::CMPLT, "<"}, {Ops::CMPNE, "!="}, {Ops::CMPEQ, "=="}})
+          if (u->op == op) return infix(text);
+      if (u->op == Ops::WHERE && n == 3) {
+        out += '(';
+        go(u->src[0], depth + 1);
+        out += " ? ";
+        go(u->src[1], depth + 1);
+        out += " : ";
+        go(u->src[2], depth + 1);
+        out += ')';
+        return;
+      }
+      out += u->op == Ops::MAX ? "max" : op_name(u->op);
+      out += '(';
+      for (size_t i = 0; i < n; ++i) {
+        if (i) out += ", ";
+        go(u->src[i], depth + 1);
+      }
+      out += ')';
     }
   };
-  return R::go(u, 0);
+  R r{"", max_chars};
+  r.go(u, 0);
+  if (r.out.size() > max_chars) r.out = r.out.substr(0, max_chars > 3 ? max_chars - 3 : 0) + "...";
+  return r.out;
 }
 
 }  // namespace ow

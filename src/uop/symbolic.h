@@ -21,7 +21,8 @@ const PatternMatcher& symbolic_rules();
 UOp simplify(UOp u);
 
 // Infix text of an index expression for messages: simplified `3-a-1` prints as `((rm1*-1)+2)`.
-std::string render_expr(UOp u);
+// Text longer than max_chars is cut and ends in "...".
+std::string render_expr(UOp u, size_t max_chars = 400);
 
 // Evaluates an integer/bool ALU op on constants with the dtype's wrap-around (index: int64).
 // Returns false when the op cannot be folded (division by zero, non-integer op).
