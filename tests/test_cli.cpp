@@ -118,7 +118,7 @@ TEST_CASE("ow print without a file exits 1", "[cli]") {
   Result r = run_ow({"print"});
   CHECK(r.rc == 1);
   CHECK(count_lines(r.err) == 1);
-  CHECK_THAT(r.err, Catch::Contains("file"));
+  CHECK(r.err == "ow print: missing FILE (usage: ow print FILE [-o OUT])\n");
 }
 
 // ---------------------------------------------------------------- print and verify
@@ -639,4 +639,59 @@ TEST_CASE("budgets: --max-memory and --max-steps stop a run with the node or ker
   for (const std::string b : {"tcc", "cc"}) expect_error(scan(b, {"--max-steps", "5"}), "step budget exceeded: 5 kernel launches, at kernel k1 with m1=1 (ow: --max-steps N raises it)");
   CHECK(scan("tcc", {"--max-steps", "14"}).rc == 0);  // the scan is exactly 14 launches
   expect_error(scan("interp", {"--max-memory", "lots"}), "--max-memory takes a size such as 512M, 4G or none, got 'lots'");
+}
+
+TEST_CASE("small warts: --version, help CMD, a missing FILE, report without -o, cases --write into a new directory", "[cli][warts]") {
+  Result v = run_ow({"--version"});
+  CHECK(v.rc == 0);
+  CHECK(v.out == "ow (outerworld) 0.1.0\n");
+  Result help = run_ow({"help", "run"}), direct = run_ow({"run", "--help"});
+  CHECK(help.rc == 0);
+  CHECK(help.out == direct.out);
+  CHECK_THAT(help.out, Catch::StartsWith("usage: ow run FILE "));
+  Result missing = run_ow({"run"});
+  CHECK(missing.rc == 1);
+  CHECK_THAT(missing.err, Catch::StartsWith("ow run: missing FILE (usage: ow run FILE [--in NAME=PATH.npy]..."));
+  CHECK(missing.err.find("--file") == std::string::npos);
+
+  TempDir tmp;
+  ScanFiles f;
+  Result report = run_prog("/bin/bash", {"-c", "cd '" + tmp.path.string() + "' && exec \"$OW_BIN\" report '" + f.uop + "' --random-inputs 5"});
+  INFO(report.err);
+  CHECK(report.rc == 0);
+  CHECK(report.err == "ow report: random inputs (seed 5): out, vec, mats\n");
+  CHECK_THAT(report.out, Catch::StartsWith("scan_with_assign.html: 9 stages"));
+  REQUIRE(fs::exists(tmp.path / "scan_with_assign.html"));
+  CHECK_THAT(slurp(tmp.path / "scan_with_assign.html"), Catch::Contains("random inputs (seed 5): out, vec, mats"));
+
+  fs::path fresh = tmp.path / "new" / "cases";
+  Result cases = run_ow({"cases", "--write", fresh.string()});
+  CHECK(cases.rc == 0);
+  CHECK(fs::exists(fresh / "scan_with_assign.uop"));
+  CHECK(run_ow({"cases", "--check", fresh.string()}).rc == 0);
+}
+
+TEST_CASE("small warts: a rewrite that only changes a source says which; show-c names loops; check says it passed", "[cli][warts]") {
+  Result e = run_ow({"explain", case_file("vmap_inner_outer").string(), "--random-inputs"});
+  REQUIRE(e.rc == 0);
+  CHECK_THAT(e.out, Catch::Contains("      %21 REDUCE float32 (%20, %8) Ops.ADD\n        -> %21 REDUCE float32 (%20, %8) Ops.ADD; source: %8 RANGE index (%6) (-1, "
+                                    "AxisType.OUTER) -> %8 RANGE index (%6) (-1, AxisType.LOOP)\n"));
+  std::regex same(R"(\n +(%\d+ .*)\n +-> %\d+ (.*)\n)");
+  for (std::sregex_iterator it(e.out.begin(), e.out.end(), same), end; it != end; ++it) {
+    std::string before = (*it)[1].str();
+    CHECK(before.substr(before.find(' ')) != " " + (*it)[2].str());  // never "X -> X"
+  }
+
+  Result c = run_ow({"show-c", case_file("scan_with_assign").string()});
+  REQUIRE(c.rc == 0);
+  CHECK_THAT(c.out, Catch::Contains("  for (long long i = 0; i < 10LL; i++) {  // range 1004\n    acc29[i] = 0.0f;\n"));
+  size_t prelude = c.out.find("// ---- declared before every kernel");
+  REQUIRE(prelude != std::string::npos);
+  CHECK(c.out.find("float exp2f(float);") > prelude);
+  CHECK(c.out.find("// ---- kernel k0 ----\nint k0(") != std::string::npos);
+
+  ScanFiles f;
+  Result r = run_ow({"run", f.uop, "--backend", "check", "--in", "vec=" + f.vec, "--in", "mats=" + f.mats});
+  CHECK(r.rc == 0);
+  CHECK(r.err == "ow run: check: 14 kernel launches (tcc) and 1 output(s) agree with the interpreter bit for bit\n");
 }

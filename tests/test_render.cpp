@@ -137,10 +137,10 @@ TEST_CASE("render: loops named after ranges, REDUCE accumulator form", "[render]
   RenderedKernel k = render_kernel(matmul_bt_kernel(3));
   INFO(k.source);
   auto ls = lines_of(body(k));
-  size_t li = line_index(ls, "for (long long r_0 = 0; r_0 < 2LL; r_0++) {");
-  size_t lj = line_index(ls, "for (long long r_1 = 0; r_1 < 3LL; r_1++) {");
+  size_t li = line_index(ls, "for (long long i = 0; i < 2LL; i++) {");
+  size_t lj = line_index(ls, "for (long long j = 0; j < 3LL; j++) {");
   size_t acc = line_index(ls, "float acc");
-  size_t lk = line_index(ls, "for (long long r_2 = 0; r_2 < 3LL; r_2++) {");
+  size_t lk = line_index(ls, "for (long long k = 0; k < 3LL; k++) {");
   CHECK(li < lj);
   CHECK(lj < acc);
   CHECK(acc < lk);
@@ -165,17 +165,17 @@ TEST_CASE("render: reduce interchange for a matmul", "[render]") {
   INFO(k.source);
   REQUIRE(interchanged(k));
   auto ls = lines_of(body(k));
-  size_t li = line_index(ls, "for (long long r_0 = 0; r_0 < 3LL; r_0++) {");
+  size_t li = line_index(ls, "for (long long i = 0; i < 3LL; i++) {");
   size_t decl = line_index(ls, "float acc");
   std::string acc = ls[decl].substr(ls[decl].find("acc"), ls[decl].find('[') - ls[decl].find("acc"));
   CHECK(ls[decl].find(acc + "[2];") != std::string::npos);
-  size_t init_loop = line_index(ls, "for (long long r_1 = 0; r_1 < 2LL; r_1++) {");
-  size_t init = line_index(ls, acc + "[r_1] = 0.0f;");
-  size_t lk = line_index(ls, "for (long long r_2 = 0; r_2 < 3LL; r_2++) {");
+  size_t init_loop = line_index(ls, "for (long long j = 0; j < 2LL; j++) {");
+  size_t init = line_index(ls, acc + "[j] = 0.0f;");
+  size_t lk = line_index(ls, "for (long long k = 0; k < 3LL; k++) {");
   size_t hoisted = line_index(ls, "float v");  // a[i*3+k]: in the k loop, outside the j loop
   size_t inner = lk + 1;
-  while (inner < ls.size() && ls[inner].find("for (long long r_1 ") == std::string::npos) ++inner;
-  size_t fold = line_index(ls, acc + "[r_1] = (" + acc + "[r_1] + ");
+  while (inner < ls.size() && ls[inner].find("for (long long j ") == std::string::npos) ++inner;
+  size_t fold = line_index(ls, acc + "[j] = (" + acc + "[j] + ");
   size_t st = line_index(ls, "b0[");
   CHECK(li < decl);
   CHECK(decl < init_loop);
@@ -187,8 +187,8 @@ TEST_CASE("render: reduce interchange for a matmul", "[render]") {
   CHECK(inner < fold);
   CHECK(ls[fold].find("b2[") != std::string::npos);
   CHECK(fold < st);
-  CHECK(ls[st].find("= " + acc + "[r_1];") != std::string::npos);
-  CHECK(ls[st - 1].find("for (long long r_1 = 0;") != std::string::npos);
+  CHECK(ls[st].find("= " + acc + "[j];") != std::string::npos);
+  CHECK(ls[st - 1].find("for (long long j = 0;") != std::string::npos);
   // a matvec (the store nest is the j loop alone): the arrays live in the function body
   UOp out = global(0, 8), v = global(1, 4), m = global(2, 32);
   UOp j = UOp::range(8, 0), kk = UOp::range(4, 1, AxisType::REDUCE);
@@ -216,7 +216,7 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
       RenderedKernel k = render_kernel(matmul_kernel(m, kn, n), {check});
       INFO("rows " << m << ", bounds checks " << check << "\n" << k.source);
       REQUIRE(interchanged(k));
-      const char* loop = m == 8 ? "for (long long r_0_4 = 0; r_0_4 < 2LL; r_0_4++) {" : m == 6 ? "for (long long r_0_2 = 0; r_0_2 < 3LL; r_0_2++) {" : "for (long long r_0 = 0; r_0 < 5LL; r_0++) {";
+      const char* loop = m == 8 ? "for (long long i_4 = 0; i_4 < 2LL; i_4++) {" : m == 6 ? "for (long long i_2 = 0; i_2 < 3LL; i_2++) {" : "for (long long i = 0; i < 5LL; i++) {";
       CHECK(body(k).find(loop) != std::string::npos);
       // GCC's unroll-and-jam, asked for per kernel, only where rows are blocked
       CHECK((k.source.find("__attribute__((optimize(\"loop-unroll-and-jam\")))") != std::string::npos) == (m != 5));
@@ -232,7 +232,7 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
     UOp col = b.index({k * 3 + j}).load().reduce({k}, Ops::ADD);
     RenderedKernel rk = render_kernel(kernel("kc", {out.index({i * 3 + j}).store(col).end({i, j})}, {buffer("out", 12), buffer("b", 6)}));
     INFO(rk.source);
-    CHECK(body(rk).find("r_0_4") != std::string::npos);
+    CHECK(body(rk).find("i_4") != std::string::npos);
     for (const char* tier : {"tcc", "cc"}) {
       auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(rk.source)->symbol(rk.name));
       float o[12] = {}, bv[6] = {1, 2, 4, 8, 16, 32};
@@ -250,12 +250,12 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
   RenderedKernel rs = render_kernel(kernel("ks", {out.index({i * 8 + j + 32}).store(self).end({i, j})}, {buffer("out", 64), buffer("a", 64), buffer("b", 64)}));
   INFO(rs.source);
   CHECK(interchanged(rs));
-  CHECK(body(rs).find("r_0_") == std::string::npos);
+  CHECK(body(rs).find("i_") == std::string::npos);
   UOp same = (a.index({i * 4 + k}).load() * b.index({k * 8 + j}).load()).reduce({k}, Ops::ADD);
   RenderedKernel ro = render_kernel(kernel("ko", {out.index({j}).store(same).end({i, j})}, {buffer("out", 64), buffer("a", 64), buffer("b", 64)}));
   INFO(ro.source);
   CHECK(interchanged(ro));
-  CHECK(body(ro).find("r_0_") == std::string::npos);
+  CHECK(body(ro).find("i_") == std::string::npos);
 }
 
 TEST_CASE("render: tcc's vectorized axpy rows, float64 and factors in either order, exact", "[render][tcc]") {
@@ -317,8 +317,8 @@ TEST_CASE("render: column blocking of dot products (a times b transposed), exact
       INFO("columns " << n << ", bounds checks " << check << "\n" << rk.source);
       CHECK_FALSE(interchanged(rk));
       int64_t blk = n == 5 ? 1 : n == 6 ? 2 : n == 12 ? 4 : 8;
-      if (blk > 1) CHECK(body(rk).find("for (long long r_1_" + std::to_string(blk) + " = 0; r_1_" + std::to_string(blk) + " < " + std::to_string(n / blk) + "LL;") != std::string::npos);
-      else CHECK(body(rk).find("r_1_") == std::string::npos);
+      if (blk > 1) CHECK(body(rk).find("for (long long j_" + std::to_string(blk) + " = 0; j_" + std::to_string(blk) + " < " + std::to_string(n / blk) + "LL;") != std::string::npos);
+      else CHECK(body(rk).find("j_") == std::string::npos);
       check_exact(rk, av, bv, want);
     }
   }
@@ -372,8 +372,8 @@ TEST_CASE("render: a load or division is not hoisted out of a loop that may not 
   RenderedKernel k = render_kernel(kern, {true});
   INFO(k.source);
   auto ls = lines_of(body(k));
-  CHECK(line_index(ls, "b2[0") > line_index(ls, "for (long long r_0"));
-  CHECK(line_index(ls, " == 0) return ow_fail(err, 1,") > line_index(ls, "for (long long r_0"));
+  CHECK(line_index(ls, "b2[0") > line_index(ls, "for (long long i"));
+  CHECK(line_index(ls, " == 0) return ow_fail(err, 1,") > line_index(ls, "for (long long i"));
   // sum_{k < n} x[i] * z[k]: x[i] stays inside the k loop (which may be empty), and out-of-bounds
   // x[i + 4] is never read (nor checked) when n = 0.
   UOp fo = global(0, 2), fx = global(1, 4), fz = global(2, 4);
@@ -383,7 +383,7 @@ TEST_CASE("render: a load or division is not hoisted out of a loop that may not 
   RenderedKernel k2 = render_kernel(kern2, {true});
   INFO(k2.source);
   auto ls2 = lines_of(body(k2));
-  CHECK(line_index(ls2, "b1[") > line_index(ls2, "for (long long r_1"));
+  CHECK(line_index(ls2, "b1[") > line_index(ls2, "for (long long j"));
 
   auto cc = make_compiler("tcc");
   using Fn = int (*)(void**, const long long*, long long*);
@@ -424,9 +424,9 @@ TEST_CASE("render: an invariant is hoisted out of the inner loop", "[render]") {
   RenderedKernel k = render_kernel(kern);
   INFO(k.source);
   auto ls = lines_of(body(k));
-  size_t hoisted = line_index(ls, "exp2f(b1[r_0])");
-  CHECK(hoisted > line_index(ls, "for (long long r_0"));
-  CHECK(hoisted < line_index(ls, "for (long long r_1"));
+  size_t hoisted = line_index(ls, "exp2f(b1[i])");
+  CHECK(hoisted > line_index(ls, "for (long long i"));
+  CHECK(hoisted < line_index(ls, "for (long long j"));
   CHECK(ls[hoisted].find("float v") != std::string::npos);
 }
 
@@ -438,11 +438,11 @@ TEST_CASE("render: gated load and store", "[render]") {
   UOp kern = kernel("k3", {out.index({i}).store(v).end({i})}, {buffer("out", 6), buffer("x", 4)});
   RenderedKernel k = render_kernel(kern);
   INFO(k.source);
-  CHECK(k.source.find("((r_0 < 4LL) ? b1[r_0] : 0)") != std::string::npos);
+  CHECK(k.source.find("((i < 4LL) ? b1[i] : 0)") != std::string::npos);
   UOp kern2 = kernel("k4", {out.index({i, gate}).store(UOp::cnst(dtypes::float32, 2.5)).end({i})}, {buffer("out", 6)});
   RenderedKernel k2 = render_kernel(kern2);
   INFO(k2.source);
-  CHECK(k2.source.find("if ((r_0 < 4LL)) b0[r_0] = 2.5f;") != std::string::npos);
+  CHECK(k2.source.find("if ((i < 4LL)) b0[i] = 2.5f;") != std::string::npos);
 }
 
 TEST_CASE("render: bounds checks only when asked", "[render]") {
@@ -465,7 +465,7 @@ TEST_CASE("render: variables, integer wrap, IDIV check, errors", "[render]") {
   INFO(k.source);
   REQUIRE(k.vars == std::vector<std::string>{"n"});
   CHECK(k.source.find("long long var_n = vars[0];") != std::string::npos);
-  CHECK(k.source.find("r_0 < var_n;") != std::string::npos);
+  CHECK(k.source.find("i < var_n;") != std::string::npos);
   CHECK(k.source.find("(int)((unsigned)") != std::string::npos);
   CHECK(k.source.find(" == 0) return ow_fail(err, 1, ") != std::string::npos);
   CHECK(k.source.find("ow_idiv_i32(") != std::string::npos);
@@ -560,7 +560,7 @@ TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc
     INFO(k.source);
     REQUIRE(interchanged(k));
     auto fn = reinterpret_cast<Fn>(cc->compile(k.source)->symbol(k.name));
-    CHECK(body(k).find(check ? "r_1_8 += 8" : "ow_axpy_f32(9LL, ") != std::string::npos);
+    CHECK(body(k).find(check ? "j_8 += 8" : "ow_axpy_f32(9LL, ") != std::string::npos);
     float c[27] = {}, a[12], b[36];
     for (int q = 0; q < 12; ++q) a[q] = static_cast<float>(q + 1);
     for (int q = 0; q < 36; ++q) b[q] = static_cast<float>(q + 1);

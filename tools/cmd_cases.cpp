@@ -24,6 +24,9 @@ int cmd_cases(const Args& args) {
     return 0;
   }
   if (vm.count("write")) {
+    std::error_code ec;
+    std::filesystem::create_directories(vm["write"].as<std::string>(), ec);
+    if (ec) throw Error(vm["write"].as<std::string>() + ": cannot create directory (" + ec.message() + ")");
     for (const std::string& n : cases::names()) write_file(vm["write"].as<std::string>() + "/" + n + ".uop", print_graph(cases::build(n)));
     return 0;
   }

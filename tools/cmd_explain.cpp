@@ -30,8 +30,10 @@ void explain_firings(const PassTrace& t, size_t examples) {
   Printed in = number_graph(t.before), out = number_graph(t.after);
   for (const RuleGroup& g : groups) {
     std::cout << "    " << g.rule << "  x" << g.firings.size() << "\n";
-    for (size_t i = 0; i < g.firings.size() && i < examples; ++i)
-      std::cout << "      " << compact_node(g.firings[i]->before, in) << "\n        -> " << compact_node(g.firings[i]->after, out) << "\n";
+    for (size_t i = 0; i < g.firings.size() && i < examples; ++i) {
+      auto [x, y] = rewrite_texts(g.firings[i]->before, in, g.firings[i]->after, out);
+      std::cout << "      " << x << "\n        -> " << y << "\n";
+    }
     if (g.firings.size() > examples) std::cout << "      ... and " << g.firings.size() - examples << " more\n";
   }
 }

@@ -48,7 +48,7 @@ int cmd_show_c(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "bounds-check", "render the guarded accesses of --bounds-check")(
-      "full", "print every kernel as the complete translation unit the compiler sees");
+      "full", "print every kernel as the complete translation unit the compiler sees (default: the kernels, then their shared declarations once)");
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -57,16 +57,20 @@ int cmd_show_c(const Args& args) {
   std::cout << "// ---- host schedule ----\n" << backend::render_program(program) << "\n";
   backend::RenderOptions ro;
   ro.bounds_check = vm.count("bounds-check") > 0;
-  bool first = true;
+  // The kernels first; the declarations every one of them starts with (the same for all) last.
+  std::string prelude;
   for (UOp k : toposort(program)) {
     if (k->op != Ops::KERNEL) continue;
     backend::RenderedKernel r = backend::render_kernel(k, ro);
     std::string src = r.source;
     size_t body = src.find("int " + r.name + "(");
-    if (!vm.count("full") && !first && body != std::string::npos) src = src.substr(body);
+    if (!vm.count("full") && body != std::string::npos) {
+      prelude = src.substr(0, body);
+      src = src.substr(body);
+    }
     std::cout << "// ---- kernel " << r.name << " ----\n" << src << "\n";
-    first = false;
   }
+  if (!prelude.empty()) std::cout << "// ---- declared before every kernel (--full prints each kernel whole) ----\n" << prelude;
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -70,8 +71,10 @@ void write_firings(Json& j, const PassTrace& t) {
   j.key("firings").begin_arr();
   for (const RuleGroup& g : group_by_rule(t.firings)) {
     j.begin_obj().field("rule", g.rule).field("count", static_cast<double>(g.firings.size())).key("examples").begin_arr();
-    for (size_t i = 0; i < g.firings.size() && i < kExamples; ++i)
-      j.begin_arr().str(compact_node(g.firings[i]->before, in, 140)).str(compact_node(g.firings[i]->after, out, 140)).end_arr();
+    for (size_t i = 0; i < g.firings.size() && i < kExamples; ++i) {
+      auto [x, y] = rewrite_texts(g.firings[i]->before, in, g.firings[i]->after, out, 140);
+      j.begin_arr().str(x).str(y).end_arr();
+    }
     j.end_arr().end_obj();
   }
   j.end_arr();
@@ -82,7 +85,8 @@ void write_firings(Json& j, const PassTrace& t) {
     const Firing& f = t.firings[i];
     auto at = in.number.find(f.before.get());
     j.begin_obj().field("rule", f.rule).field("node", at == in.number.end() ? -1.0 : static_cast<double>(at->second));
-    j.field("before", compact_node(f.before, in, 200)).field("after", compact_node(f.after, out, 200)).end_obj();
+    auto [x, y] = rewrite_texts(f.before, in, f.after, out, 200);
+    j.field("before", x).field("after", y).end_obj();
   }
   j.end_arr().field("totalSteps", static_cast<double>(t.firings.size()));
 }
@@ -424,10 +428,16 @@ Budgets budgets(const po::variables_map& vm) {
   return {vm["max-layout-nodes"].as<size_t>(), vm["layout-budget-ms"].as<int>(), vm["validation-budget"].as<uint64_t>()};
 }
 
+// scan.uop -> scan.html (in the current directory); stdin -> report.html.
+std::string default_output(const std::string& file) {
+  std::string stem = file == "-" ? "report" : std::filesystem::path(file).stem().string();
+  return (stem.empty() ? std::string("report") : stem) + ".html";
+}
+
 int cmd_report(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
-      "output,o", po::value<std::string>()->required(), "the HTML file to write")(
+      "output,o", po::value<std::string>(), "the HTML file to write (default: the graph file's name with .html, in the current directory)")(
       "timings", "print how long each phase took (stderr)");
   add_input_options(opts);
   add_budget_options(opts, false);
@@ -435,7 +445,7 @@ int cmd_report(const Args& args) {
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("report", "FILE -o REPORT.html [--in NAME=PATH.npy]... [--random-inputs [SEED]] [--layout-budget-ms MS] [--max-layout-nodes N] [--validation-budget EVALS]",
+  if (!parse_options("report", "FILE [-o REPORT.html] [--in NAME=PATH.npy]... [--random-inputs [SEED]] [--layout-budget-ms MS] [--max-layout-nodes N] [--validation-budget EVALS]",
                      opts, pos, args, vm))
     return 0;
   Clock clock;
@@ -489,9 +499,12 @@ int cmd_report(const Args& args) {
   j.key("timeline");
   timeline.write(j);
   j.field("seconds", clock.seconds());
+  std::string random;  // the inputs given seeded random data, said on the page as on stderr
+  for (const std::string& n : in.randomized) random += (random.empty() ? "" : ", ") + n;
+  if (!random.empty()) j.field("random_inputs", "random inputs (seed " + std::to_string(*in.seed) + "): " + random);
   j.end_obj();
 
-  std::string out = vm["output"].as<std::string>();
+  std::string out = vm.count("output") ? vm["output"].as<std::string>() : default_output(file);
   write_file(out, report_page(file, j.text()));
   cuts.tell(std::cerr);
   size_t drawn = std::count_if(stages.begin(), stages.end(), [&](const Stage& s) { return !stages[s.same_as >= 0 ? s.same_as : &s - stages.data()].svg.empty(); });

@@ -12,6 +12,13 @@
 
 namespace ow::cli {
 
+namespace {
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+}  // namespace
+
 bool parse_options(const std::string& cmd, const std::string& usage, po::options_description& opts,
                    const po::positional_options_description& pos, const Args& args, po::variables_map& vm) {
   opts.add_options()("help,h", "show this help");
@@ -20,7 +27,15 @@ bool parse_options(const std::string& cmd, const std::string& usage, po::options
     std::cout << "usage: ow " << cmd << " " << usage << "\n\n" << opts << "\n";
     return false;
   }
-  po::notify(vm);
+  try {
+    po::notify(vm);
+  } catch (const po::required_option& e) {
+    // A positional argument is named as the usage shows it, not as its internal option.
+    for (unsigned i = 0; i < pos.max_total_count() && i < 8; ++i)
+      if ("--" + pos.name_for_position(i) == e.get_option_name())
+        throw Error("ow " + cmd + ": missing " + upper(pos.name_for_position(i)) + " (usage: ow " + cmd + " " + usage.substr(0, usage.find('\n')) + ")");
+    throw;
+  }
   return true;
 }
 
@@ -94,11 +109,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string name = argv[1];
-  if (name == "--help" || name == "-h" || name == "help") {
-    usage(std::cout);
+  if (name == "--version" || name == "-V") {
+    std::cout << "ow (outerworld) " << OW_VERSION << "\n";
     return 0;
   }
   Args args(argv + 2, argv + argc);
+  if (name == "help" && !args.empty()) {  // ow help run == ow run --help
+    name = args[0];
+    args = {"--help"};
+  } else if (name == "--help" || name == "-h" || name == "help") {
+    usage(std::cout);
+    return 0;
+  }
   for (const Command& c : all_commands()) {
     if (c.name != name) continue;
     try {

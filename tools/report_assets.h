@@ -367,7 +367,8 @@ function buildProgram() {
 // A pass that changed nothing shares the drawing and values of the stage it left as it was.
 for (const s of data.stages)
   if (s.sameAs >= 0) Object.assign(s, { svg: data.stages[s.sameAs].svg, note: data.stages[s.sameAs].note, values: data.stages[s.sameAs].values });
-$("subtitle").textContent = `${data.stages.length - 1} lowering passes, ${data.kernels.length} kernel(s); report built in ${data.seconds.toFixed(2)} s`;
+$("subtitle").textContent = `${data.stages.length - 1} lowering passes, ${data.kernels.length} kernel(s); report built in ${data.seconds.toFixed(2)} s` +
+  (data.random_inputs ? `; ${data.random_inputs}` : "");
 buildPassBar();
 buildPanZoom();
 buildTimeline();

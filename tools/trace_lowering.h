@@ -32,5 +32,9 @@ std::vector<RuleGroup> group_by_rule(const std::vector<Firing>& firings);
 // A node as one compact line: "%12 RESHAPE float32 (%4, %1) ..." numbered as in `g` when it is
 // part of g; a node that is not (an intermediate of a rewrite) is "new OP dtype (...)".
 std::string compact_node(UOp u, const Printed& g, size_t max_chars = 96);
+// A rewrite as "BEFORE -> AFTER". When the two print alike (only a source changed, such as a
+// range's AxisType), AFTER ends with "; source: S_BEFORE -> S_AFTER" for the first source, searched
+// depth first, whose own line changed, so no rewrite reads "X -> X".
+std::pair<std::string, std::string> rewrite_texts(UOp before, const Printed& in, UOp after, const Printed& out, size_t max_chars = 96);
 
 }  // namespace ow::cli

@@ -40,7 +40,8 @@ class KernelRenderer {
   int next_scope_ = 0;
   std::unordered_map<const UOpNode*, std::pair<std::string, int>> named_;  // name, scope id
   std::unordered_map<const UOpNode*, int> checked_;  // INDEX -> scope id of its bounds check
-  std::unordered_map<const UOpNode*, std::string> range_names_;
+  std::unordered_map<const UOpNode*, std::string> range_names_;  // name_ranges(): i, j, k, ...
+  void name_ranges();
   std::set<std::string> taken_range_names_;
   std::vector<DType> params_;
   std::vector<UOp> vars_;

@@ -154,13 +154,27 @@ int KernelRenderer::scope_level(int id) const {
   return -1;
 }
 
+// Loop variables read like hand-written C: i, j, k, ... for the kernel's ranges in the order of
+// their ids (each loop header names its range as `ow print` does), so a range keeps its letter
+// wherever it appears.
 std::string KernelRenderer::range_var(UOp r) {
+  if (range_names_.empty()) name_ranges();
   auto it = range_names_.find(r.get());
-  if (it != range_names_.end()) return it->second;
-  std::string n = "r_" + word_chars(range_name(r));
-  if (!taken_range_names_.insert(n).second) n += "_" + num(r);
-  taken_range_names_.insert(n);
-  return range_names_[r.get()] = n;
+  if (it == range_names_.end()) throw InternalError("render: range " + range_name(r) + " is not in the kernel being rendered");
+  return it->second;
+}
+
+void KernelRenderer::name_ranges() {
+  static const char* const kLetters[] = {"i", "j", "k", "l", "p", "q", "s", "t", "u"};
+  std::vector<UOp> ranges;
+  for (UOp u : toposort(kernel_->src[0]))
+    if (u->op == Ops::RANGE) ranges.push_back(u);
+  std::stable_sort(ranges.begin(), ranges.end(), [](UOp a, UOp b) { return a->arg.tuple()->at(0).as<int64_t>() < b->arg.tuple()->at(0).as<int64_t>(); });
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    std::string n = i < std::size(kLetters) ? kLetters[i] : "r" + std::to_string(i);
+    taken_range_names_.insert(n);
+    range_names_[ranges[i].get()] = n;
+  }
 }
 
 // The C expression for value u, used by a statement at user_level. Values used more than once,
@@ -224,7 +238,7 @@ void KernelRenderer::open(UOp r) {
     if (s.range == r) fail(r, "range " + range_name(r) + " is bound twice");
   std::string ext = val(r->src.at(0), depth());
   std::string v = range_var(r);
-  stack_.push_back({r, next_scope_++, "for (long long " + v + " = 0; " + v + " < " + ext + "; " + v + "++) {", {}});
+  stack_.push_back({r, next_scope_++, "for (long long " + v + " = 0; " + v + " < " + ext + "; " + v + "++) {  // range " + range_name(r), {}});
 }
 
 // The C literal of the identity of REDUCE u's op (checked here).
