@@ -55,7 +55,8 @@ std::string float_text(double x, const FloatStyle& s) {
   if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
   if (s.scientific) {
     std::string t = printf_text(x, 'e', s.digits);
-    if (s.digits == 0) t.insert(t.find('e'), ".");  // numpy writes "1.e-05"
+    size_t e = t.find('e');
+    if (s.digits == 0 && e != std::string::npos) t.insert(e, 1, '.');  // numpy writes "1.e-05"
     return t;
   }
   std::string t = printf_text(x, 'f', shortest_digits(x, 'f', s.precision, s.single));
