@@ -133,8 +133,10 @@ interp::BufferMap deep_copy(const interp::BufferMap& b) {
 // The host walk: GROUP in order, END over OUTER ranges as loops, KERNEL launches.
 class Host {
  public:
-  Host(interp::BufferMap& buffers, interp::BufferMap& temps, Launcher& launcher, const RunOptions& opts)
-      : buffers_(buffers), temps_(temps), launcher_(launcher), opts_(opts) {}
+  // poison_fresh: buffers the caller did not give start uninitialized (all poison), as in the
+  // interpreter; for a run whose launcher tracks poison (InterpLauncher).
+  Host(interp::BufferMap& buffers, interp::BufferMap& temps, Launcher& launcher, const RunOptions& opts, bool poison_fresh = false)
+      : buffers_(buffers), temps_(temps), launcher_(launcher), opts_(opts), poison_fresh_(poison_fresh) {}
 
   void exec(UOp u) {
     switch (u->op) {
@@ -161,6 +163,10 @@ class Host {
       interp::BufferData d{b->dtype, nullptr, nullptr};
       try {
         d.data = std::make_shared<interp::Storage>(b->dtype, size);
+        if (poison_fresh_) {
+          d.poison = std::make_shared<interp::Storage>(dtypes::bool_, size);
+          std::memset(d.poison->bytes.data(), 1, d.poison->bytes.size());
+        }
       } catch (const Error& e) {
         throw Error(std::string(e.what()) + "\n  for buffer '" + name + "' (" + std::to_string(size) + " " + to_string(b->dtype) + " elements)");
       }
@@ -183,6 +189,7 @@ class Host {
   Bindings env_order_;
   std::set<const UOpNode*> done_;
   uint64_t launches_ = 0;
+  bool poison_fresh_;
 
   void loop(UOp end, size_t i) {
     if (i == end->src.size()) return exec(end->src[0]);
@@ -341,6 +348,38 @@ struct Program::Impl {
   std::vector<OutputSlot> outs;
   std::set<std::string> declared;  // the names of the buffers the program declares
   std::vector<interp::BufferSpec> specs;  // what run() accepts (interp/inputs.h)
+  std::set<std::string> loaded;           // buffers some kernel reads
+  std::unique_ptr<InterpLauncher> poison_runner;  // made when first needed (check_uninitialized)
+
+  // Compiled kernels do not track uninitialized memory per element. When the caller left out a
+  // named buffer that the program writes and also reads (an accumulator, a scan's rows), the
+  // kernel-level interpreter runs first, on a copy, tracking it as the interpreter does, and an
+  // output that reads it is the interpreter's error; without such a buffer nothing extra runs.
+  void check_uninitialized(const interp::BufferMap& buffers) {
+    std::string missing;
+    for (const interp::BufferSpec& s : specs)
+      if (!s.input && !buffers.count(s.name)) missing += (missing.empty() ? "" : ", ") + s.name;
+    bool read = std::any_of(specs.begin(), specs.end(), [&](const interp::BufferSpec& s) { return !s.input && !buffers.count(s.name) && loaded.count(s.name); });
+    if (!read || dynamic_cast<CheckLauncher*>(launcher.get()) || dynamic_cast<InterpLauncher*>(launcher.get())) return;
+    if (!poison_runner) poison_runner = std::make_unique<InterpLauncher>();
+    interp::BufferMap copy = deep_copy(buffers), scratch;
+    Host host(copy, scratch, *poison_runner, opts, /*poison_fresh=*/true);
+    host.exec(program);
+    for (const OutputSlot& o : outs) {
+      const interp::BufferData& d = host.buffer(o.buffer);
+      interp::Value v;
+      v.dtype = d.dtype;
+      v.view = interp::View::contiguous(o.shape);
+      v.data = d.data;
+      v.poison = d.poison;
+      int64_t first = 0, count = 0;
+      if (!interp::any_poison(v, &first, &count)) continue;
+      std::string at;
+      for (int64_t i : interp::unflatten(o.shape, first)) at += (at.empty() ? "" : ", ") + std::to_string(i);
+      throw Error("output '" + o.name + "' reads uninitialized memory: " + std::to_string(count) + " of " + std::to_string(v.numel()) + " elements are poison, first at [" + at +
+                  "] (buffers never given data: " + missing + ")");
+    }
+  }
   interp::BufferMap temps;         // kept between runs, except the outputs (handed over)
 
   // out=: the caller's buffer of an output's name becomes the temporary the output is computed in.
@@ -383,6 +422,14 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
   impl_->launcher = make_launcher(impl_->opts);
   impl_->outs = output_slots(lowered);
   impl_->specs = interp::graph_buffers(lowered);
+  for (UOp k : toposort(lowered)) {
+    if (k->op != Ops::KERNEL) continue;
+    std::vector<UOp> slots;
+    for (size_t i = 1; i < k->src.size(); ++i)
+      if (k->src[i]->op == Ops::BUFFER) slots.push_back(k->src[i]);
+    for (int64_t s : interp::slots_loaded(k->src[0]))
+      if (s >= 0 && static_cast<size_t>(s) < slots.size()) impl_->loaded.insert(buffer_name(slots[static_cast<size_t>(s)]));
+  }
   for (UOp u : toposort(lowered)) {
     if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));
     if (u->op == Ops::KERNEL) impl_->launcher->prepare(u);
@@ -401,6 +448,7 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
   std::vector<std::string> out_names;  // out=: a caller's buffer may be named after an output
   for (const OutputSlot& o : p.outs) out_names.push_back(o.name);
   interp::check_inputs(p.specs, buffers, out_names);
+  p.check_uninitialized(buffers);
   Host host(buffers, p.temps, *p.launcher, p.opts);
   if (check) check->bindings = &host.bindings();
   std::vector<interp::Output> values;

@@ -695,3 +695,24 @@ TEST_CASE("small warts: a rewrite that only changes a source says which; show-c 
   CHECK(r.rc == 0);
   CHECK(r.err == "ow run: check: 14 kernel launches (tcc) and 1 output(s) agree with the interpreter bit for bit\n");
 }
+
+TEST_CASE("a written buffer left without data: every backend refuses an output that reads it", "[cli][inputs]") {
+  TempDir tmp;
+  spit(tmp / "acc.uop",
+       "%0 = BUFFER float32 () (\"acc\", 4)\n%1 = BUFFER float32 () (\"x\", 4)\n%2 = ADD float32 (%0, %1)\n%3 = ASSIGN float32 (%0, %2)\n%4 = SINK void (%3) (\"out\",)\n");
+  float x[4] = {0, 1, 2, 3};
+  write_npy(tmp / "x.npy", "<f4", "(4,)", std::string(reinterpret_cast<const char*>(x), sizeof x));
+  std::string first = "output 'out' reads uninitialized memory: 4 of 4 elements are poison, first at [0] (buffers never given data: acc)";
+  for (const std::string& b : kBackends) {
+    INFO("backend " << b);
+    Result r = run_ow({"run", (tmp / "acc.uop").string(), "--backend", b, "--in", "x=" + (tmp / "x.npy").string()});
+    CHECK(r.rc == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.substr(0, r.err.find('\n')) == first);  // tcc and cc gave 0 1 2 3 here, silently
+    // given data, the accumulator is read: acc + x
+    write_npy(tmp / "acc.npy", "<f4", "(4,)", std::string(reinterpret_cast<const char*>(x), sizeof x));
+    Result ok = run_ow({"run", (tmp / "acc.uop").string(), "--backend", b, "--in", "x=" + (tmp / "x.npy").string(), "--in", "acc=" + (tmp / "acc.npy").string()});
+    CHECK(ok.rc == 0);
+    CHECK(ok.out == "out: float32 (4,)\n[0. 2. 4. 6.]\n");
+  }
+}

@@ -22,6 +22,7 @@
 
 #include "backends/program.h"
 #include "cli.h"
+#include "interp/inputs.h"
 #include "fuzz/generate.h"
 #include "fuzz/gradcheck.h"
 #include "uop/error.h"
@@ -126,10 +127,19 @@ Outcome expansion(UOp g, const interp::BufferMap& inputs) {
   return {false, "gradient expansion: " + o.error};
 }
 
-Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check) {
+// direct: the tier alone (as `ow run --backend tcc` runs it), not in lockstep with the interpreter.
+// The buffers of `all` that the graph only reads: the ones it writes are left without data.
+interp::BufferMap only_inputs(UOp g, const interp::BufferMap& all) {
+  interp::BufferMap in;
+  for (const interp::BufferSpec& s : interp::graph_buffers(g))
+    if (s.input && all.count(s.name)) in.emplace(s.name, all.at(s.name));
+  return in;
+}
+
+Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, bool direct = false) {
   try {
     backend::RunOptions ro;
-    ro.backend = "check";
+    ro.backend = direct ? tier : "check";
     ro.compiler = tier;
     ro.bounds_check = bounds_check;
     interp::BufferMap b = copy_buffers(inputs);
@@ -144,16 +154,16 @@ Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier
 
 // The compiled path in a child process, so a crash or a hang of the lowering or of a compiled
 // kernel is a finding like any other (category crash-signal-N / hang) instead of ending the run.
-Outcome compiled_isolated(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, int timeout_s) {
+Outcome compiled_isolated(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, int timeout_s, bool direct) {
   std::cout << std::flush;
   std::cerr << std::flush;
   int fd[2];
-  if (pipe(fd) != 0) return compiled(g, inputs, tier, bounds_check);
+  if (pipe(fd) != 0) return compiled(g, inputs, tier, bounds_check, direct);
   pid_t pid = fork();
   if (pid < 0) {
     close(fd[0]);
     close(fd[1]);
-    return compiled(g, inputs, tier, bounds_check);
+    return compiled(g, inputs, tier, bounds_check, direct);
   }
   if (pid == 0) {
     close(fd[0]);
@@ -163,7 +173,7 @@ Outcome compiled_isolated(UOp g, const interp::BufferMap& inputs, const std::str
     std::signal(SIGILL, SIG_DFL);
     std::signal(SIGABRT, SIG_DFL);
     if (timeout_s > 0) alarm(static_cast<unsigned>(timeout_s));
-    Outcome o = compiled(g, inputs, tier, bounds_check);
+    Outcome o = compiled(g, inputs, tier, bounds_check, direct);
     std::string msg = (o.ok ? "1" : "0") + o.error;
     size_t off = 0;
     while (off < msg.size()) {
@@ -221,8 +231,20 @@ int cmd_fuzz(const Args& args) {
   bool quiet = vm.count("quiet") > 0;
   int timeout = vm["timeout"].as<int>();
   bool fork_on = !vm.count("no-fork");
-  auto run_compiled = [&](UOp g, const interp::BufferMap& in, const std::string& tier) {
-    return fork_on ? compiled_isolated(g, in, tier, bounds, timeout) : compiled(g, in, tier, bounds);
+  auto run_compiled = [&](UOp g, const interp::BufferMap& in, const std::string& tier, bool direct = false) {
+    return fork_on ? compiled_isolated(g, in, tier, bounds, timeout, direct) : compiled(g, in, tier, bounds, direct);
+  };
+  // Uninitialized memory, as the interpreter defines it, must stop every backend: a graph whose
+  // output reads a written buffer left without data is refused by tcc and cc too (a compiled run
+  // never tracks it itself; backends/program.cpp asks the kernel-level interpreter first).
+  uint64_t poison_graphs = 0;
+  auto uninitialized_refused = [&](UOp g, const interp::BufferMap& in, const std::string& tier) -> Outcome {
+    interp::BufferMap partial = only_inputs(g, in);
+    Outcome ref = interpret(g, partial);
+    if (ref.ok || ref.error.find("reads uninitialized memory") == std::string::npos) return {};
+    Outcome got = run_compiled(g, partial, tier, true);
+    if (!got.ok && (got.error.find("reads uninitialized memory") != std::string::npos || got.error.find("(not supported by the compiled path yet)") != std::string::npos)) return {};
+    return {false, got.ok ? "uninitialized: " + tier + " computed a value where the interpreter says: " + ref.error.substr(0, ref.error.find('\n')) : got.error};
   };
 
   std::signal(SIGSEGV, on_fatal_signal);
@@ -319,6 +341,18 @@ int cmd_fuzz(const Args& args) {
     }
     interp::BufferMap inputs;
     fill_random_inputs(root, inputs, seed);
+    // every fifth graph also runs with the buffers it writes left without data
+    if (!gen.loss && seed % 5 == 0 && interpret(root, only_inputs(root, inputs)).error.find("reads uninitialized memory") != std::string::npos) {
+      ++poison_graphs;
+      for (const std::string& tier : tiers) {
+        if (tier == "cc" && !explicit_tiers && (cc_every == 0 || seed % cc_every != 0)) continue;
+        Outcome u = uninitialized_refused(root, inputs, tier);
+        if (u.ok) continue;
+        report(seed, root, tier, u.error, [&](UOp c, const interp::BufferMap& in) { return uninitialized_refused(c, in, tier); },
+               "ow fuzz --seed " + std::to_string(seed) + " --count 1 --compiler " + tier);
+        break;
+      }
+    }
     Outcome ref = interpret(root, inputs);
     if (!ref.ok && gen.loss && ref.error.rfind("gradient:", 0) == 0) {  // a clear refusal, not a finding
       grad_refused[refusal_kind(ref.error)].push_back(seed);
@@ -407,7 +441,8 @@ int cmd_fuzz(const Args& args) {
   std::cout << "gradient graphs: " << grad_graphs << " checked against central differences (" << fd_checked << " elements compared, "
             << fd_unreliable << " skipped as not converged), " << [&] { uint64_t n = 0; for (auto& [k, v] : grad_refused) n += v.size(); return n; }()
             << " refused\n";
-  std::cout << "checked: " << runs_tcc << " tcc runs, " << runs_cc << " cc runs, " << unsupported << " graphs not supported\n";
+  std::cout << "checked: " << runs_tcc << " tcc runs, " << runs_cc << " cc runs, " << unsupported << " graphs not supported; " << poison_graphs
+            << " graphs with written buffers left without data refused as the interpreter refuses them\n";
   std::cout << "fuzz: " << graphs << " graphs, " << findings << " findings, " << gen_errors << " generator errors, " << buf << " s\n";
   return findings > 0 ? 1 : 0;
 }
