@@ -57,7 +57,7 @@ class InterpLauncher : public Launcher {
     auto it = kernels_.find(kernel.get());
     if (it == kernels_.end()) {
       interp::KernelOptions o;
-      o.name = kernel->arg.tuple()->at(0).as<std::string>();
+      o.name = kernel_name(kernel);
       it = kernels_.emplace(kernel.get(), std::make_unique<interp::Kernel>(kernel->src[0], o)).first;
     }
     return *it->second;
@@ -222,14 +222,14 @@ class Host {
 
   void launch(UOp k) {
     if (opts_.max_launches && ++launches_ > opts_.max_launches)
-      throw Error("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + k->arg.tuple()->at(0).as<std::string>() + " with " +
+      throw Error("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + kernel_name(k) + " with " +
                   bindings_text(env_order_) + " (ow: --max-steps N raises it)");
     std::vector<interp::BufferData*> slots;
     std::map<std::string, int64_t> vars;
     for (size_t i = 1; i < k->src.size(); ++i) {
       UOp s = k->src[i];
       if (s->op == Ops::BUFFER) slots.push_back(&buffer(s));
-      else if (s->op == Ops::BIND) vars[s->src[0]->arg.tuple()->at(0).as<std::string>()] = eval_index(s->src[1]);
+      else if (s->op == Ops::BIND) vars[var_name(s->src[0])] = eval_index(s->src[1]);
       else throw Error(std::string("a KERNEL source must be a BUFFER or a BIND, got ") + std::string(op_name(s->op)));
     }
     launcher_.launch(k, slots, vars);
@@ -327,7 +327,7 @@ class CheckLauncher : public Launcher {
       if ((x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y))) continue;
       char buf[256];
       std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(i), x, compiler_.c_str(), y);
-      throw Error("check: kernel " + kernel->arg.tuple()->at(0).as<std::string>() + " diverges (" + bindings_text(bindings ? *bindings : Bindings{}) + "): " + buf +
+      throw Error("check: kernel " + kernel_name(kernel) + " diverges (" + bindings_text(bindings ? *bindings : Bindings{}) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
   }

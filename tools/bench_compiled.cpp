@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "interp/npy.h"
 #include "lower/lower.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/text.h"
@@ -78,7 +79,7 @@ UOp rename_kernels(UOp program, const std::string& suffix) {
   }
   UOp out = substitute(program, map);
   for (UOp k : kernels_of(out))
-    if (k->arg.tuple()->at(0).as<std::string>().find(suffix) == std::string::npos) throw Error("ow bench: renaming the kernels of a program missed one");
+    if (kernel_name(k).find(suffix) == std::string::npos) throw Error("ow bench: renaming the kernels of a program missed one");
   return out;
 }
 

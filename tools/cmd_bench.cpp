@@ -32,6 +32,7 @@
 #include "lower/lower.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
+#include "uop/args.h"
 #include "uop/error.h"
 
 extern char** environ;
@@ -347,7 +348,7 @@ Row bench_case(const std::string& name, const Settings& s, bool init_outputs, st
   if (init_outputs)  // zero-filled instead of uninitialized: no poison masks to track
     for (UOp u : number_graph(g.root).order)
       if (u->op == Ops::BUFFER) {
-        const std::string& bname = u->arg.tuple()->at(0).as<std::string>();
+        const std::string& bname = buffer_name(u);
         if (!inputs.count(bname)) inputs[bname] = interp::BufferData{u->dtype, std::make_shared<interp::Storage>(u->dtype, u->arg.tuple()->at(1).as<int64_t>()), nullptr};
       }
 

@@ -23,6 +23,7 @@
 #include "report_assets.h"
 #include "report_values.h"
 #include "trace_lowering.h"
+#include "uop/args.h"
 #include "uop/dot.h"
 #include "uop/error.h"
 #include "validate.h"
@@ -121,7 +122,6 @@ struct Series {
   std::vector<Frame> frames;
 };
 
-const std::string& buffer_name(UOp b) { return b->arg.tuple()->at(0).as<std::string>(); }
 
 // The buffers a kernel stores to (its DEFINE_GLOBAL slots, bound to sources 1 + slot).
 std::vector<UOp> stored_buffers(UOp kernel) {
@@ -212,7 +212,7 @@ class Timeline {
   std::vector<Series> order_;
   std::map<std::string, size_t> at_;
 
-  static std::string buffer_name_of(UOp kernel) { return kernel->arg.tuple()->at(0).as<std::string>(); }
+  static std::string buffer_name_of(UOp kernel) { return kernel_name(kernel); }
 
   Series& series(UOp b) {
     auto [it, fresh] = at_.emplace(buffer_name(b), order_.size());

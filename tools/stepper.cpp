@@ -1,6 +1,7 @@
 // ow step: a debugger for graph evaluation (see stepper.h). The interpreter runs in the caller
 // of its hooks; the session stops inside on_step and reads commands until one resumes.
 #include "stepper.h"
+#include "uop/args.h"
 
 #include <signal.h>
 
@@ -218,7 +219,7 @@ class Session {
   Session(UOp root, interp::BufferMap& buffers, std::istream& in, std::ostream& out, const StepperOptions& o)
       : root_(root), buffers_(buffers), in_(in), out_(out), o_(o), p_(number_graph(root)) {
     for (UOp u : p_.order) {
-      if (u->op == Ops::BUFFER) buffer_nodes_.emplace(u->arg.tuple()->at(0).as<std::string>(), u);
+      if (u->op == Ops::BUFFER) buffer_nodes_.emplace(buffer_name(u), u);
       if (u->op == Ops::RANGE) range_names_.insert(range_name(u));
       if (u->op == Ops::KERNEL) ++kernel_count_;
       auto named = o_.file_names.find(u.get());
@@ -748,7 +749,7 @@ class Session {
     if (u->op == Ops::KERNEL) {
       out_ << "  a kernel launch has no value; print one of its buffers:";
       for (size_t i = 1; i < u->src.size(); ++i)
-        if (u->src[i]->op == Ops::BUFFER) out_ << " " << u->src[i]->arg.tuple()->at(0).as<std::string>();
+        if (u->src[i]->op == Ops::BUFFER) out_ << " " << buffer_name(u->src[i]);
       out_ << "\n";
       return;
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "render.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/text.h"
 
@@ -66,7 +67,7 @@ class KernelRenderer {
   std::string expr(UOp u, int level);
   std::string literal(UOp u) const;
   std::string range_var(UOp r);
-  std::string var_name(UOp v) const { return "var_" + c_identifier(v->arg.tuple()->at(0).as<std::string>()); }
+  std::string c_var(UOp v) const { return "var_" + c_identifier(var_name(v)); }  // the C local holding a variable
   std::string use_var(UOp v);
   void open(UOp r);
   void close(bool unroll = false);

@@ -138,14 +138,14 @@ int KernelRenderer::level(UOp u) const {
 
 // A variable becomes a C parameter when a value uses it (not when it only names a BIND).
 std::string KernelRenderer::use_var(UOp u) {
-  if (std::find(vars_.begin(), vars_.end(), u) != vars_.end()) return var_name(u);
+  if (std::find(vars_.begin(), vars_.end(), u) != vars_.end()) return c_var(u);
   const ArgTuple* t = u->arg.tuple();
   if (!t || t->empty() || !(*t)[0].is<std::string>()) fail(u, "DEFINE_VAR needs a (\"name\", lo, hi) arg");
   for (UOp v : vars_)
-    if (var_name(v) == var_name(u)) fail(u, "two variables render as " + var_name(u));
+    if (c_var(v) == c_var(u)) fail(u, "two variables render as " + c_var(u));
   ctype(u->dtype, u);
   vars_.push_back(u);
-  return var_name(u);
+  return c_var(u);
 }
 
 int KernelRenderer::scope_level(int id) const {
@@ -453,13 +453,13 @@ RenderedKernel KernelRenderer::run() {
     src += "  " + ty + "* restrict b" + i + " = (" + ty + "*)bufs[" + i + "];\n";
   }
   for (size_t j = 0; j < vars_.size(); ++j)
-    src += "  " + ctype(vars_[j]->dtype, vars_[j]) + " " + var_name(vars_[j]) + " = vars[" + std::to_string(j) + "];\n";
+    src += "  " + ctype(vars_[j]->dtype, vars_[j]) + " " + c_var(vars_[j]) + " = vars[" + std::to_string(j) + "];\n";
   src += "  (void)bufs;\n  (void)vars;\n  (void)err;\n";
   for (const std::string& l : stack_[0].lines) src += "  " + l + "\n";
   src += "  return 0;\n}\n";
   out.source = std::move(src);
   out.params = params_;
-  for (UOp v : vars_) out.vars.push_back(v->arg.tuple()->at(0).as<std::string>());
+  for (UOp v : vars_) out.vars.push_back(var_name(v));
   return out;
 }
 
@@ -484,7 +484,7 @@ std::string host_expr(UOp u) {
   }
 }
 
-std::string buffer_name(UOp b) {
+std::string base_buffer_text(UOp b) {  // the buffer a view reads, for the host schedule text
   while (b->op != Ops::BUFFER && !b->src.empty()) b = b->src[0];
   if (const ArgTuple* t = b->arg.tuple(); b->op == Ops::BUFFER && t && !t->empty() && (*t)[0].is<std::string>()) return (*t)[0].as<std::string>();
   return std::string(op_name(b->op));
@@ -500,7 +500,7 @@ void program_steps(UOp u, int indent, std::set<const UOpNode*>& seen, std::strin
       for (size_t i = 1; i < u->src.size(); ++i) {
         UOp s = u->src[i];
         if (s->op == Ops::BIND) binds += (binds.empty() ? "" : ", ") + host_expr(s->src[0]) + "=" + host_expr(s->src[1]);
-        else bufs += (bufs.empty() ? "" : ", ") + buffer_name(s);
+        else bufs += (bufs.empty() ? "" : ", ") + base_buffer_text(s);
       }
       out += pad + name + "(" + bufs + (binds.empty() ? "" : "; " + binds) + ")\n";
       return;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/scan_form.h"
@@ -17,7 +18,7 @@ namespace ow::grad {
 Namer::Namer(UOp root) {
   int64_t deepest = 0;
   for (UOp u : toposort(root)) {
-    if (u->op == Ops::BUFFER) used_.insert(u->arg.tuple()->at(0).as<std::string>());
+    if (u->op == Ops::BUFFER) used_.insert(buffer_name(u));
     if (u->op == Ops::RANGE)
       for (const Arg& a : *u->arg.tuple())
         if (a.is<int64_t>()) deepest = std::max(deepest, std::abs(a.as<int64_t>()));

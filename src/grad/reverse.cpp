@@ -17,6 +17,7 @@
 #include "grad/build.h"
 #include "grad/gradient.h"
 #include "grad/program.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/shape.h"
@@ -177,7 +178,7 @@ class Backward {
       for (UOp u : toposort(r)) named.insert(u.get());
       for (const Stmt* w : earlier)
         if (base_of(w->target) == b && !named.count(w->node.get()) && !ordered.count(w->node.get()))
-          throw Error("gradient: a read of buffer '" + b->arg.tuple()->at(0).as<std::string>() +
+          throw Error("gradient: a read of buffer '" + buffer_name(b) +
                       "' is not ordered after a write of it that comes earlier in the program (it sees the contents from before, S5.5); "
                       "name the write with AFTER (at " + number_graph(r).line(r) + ")");
     }

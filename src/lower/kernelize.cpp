@@ -8,6 +8,7 @@
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/symbolic.h"
 #include "uop/verify.h"
@@ -134,7 +135,7 @@ class KernelBuilder {
       for (size_t i = 0; i < views.size(); ++i) {
         if (versions[i] == versions[newest]) continue;
         if (!includes(versions[newest], versions[i]) || views[i] == address || index_parts(address)->x == views[i])
-          throw Error(unsupported("a kernel reads buffer '" + buf->arg.tuple()->at(0).as<std::string>() + "' after two different sets of its writes"));
+          throw Error(unsupported("a kernel reads buffer '" + buffer_name(UOp(buf)) + "' after two different sets of its writes"));
         snapshot_[views[i].get()] = copy_of(views[i]);
       }
     }

@@ -20,6 +20,7 @@
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/verify.h"
 
@@ -38,7 +39,6 @@ const Rule& step_rule(const char* name) {
 
 bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag.is<std::string>() && u->tag.as<std::string>() == "value"; }
 
-const std::string& name_of(UOp buffer) { return buffer->arg.tuple()->at(0).as<std::string>(); }
 
 // The buffers a kernel loads from and stores to, by name.
 void kernel_access(UOp k, std::set<std::string>& reads, std::set<std::string>& writes) {
@@ -49,7 +49,7 @@ void kernel_access(UOp k, std::set<std::string>& reads, std::set<std::string>& w
     if (ptr->op != Ops::INDEX || ptr->src[0]->op != Ops::DEFINE_GLOBAL) continue;
     size_t slot = 1 + static_cast<size_t>(ptr->src[0]->arg.as<int64_t>());
     if (slot >= k->src.size()) continue;
-    if (UOp b = base_buffer(k->src[slot])) (load ? reads : writes).insert(name_of(b));
+    if (UOp b = base_buffer(k->src[slot])) (load ? reads : writes).insert(buffer_name(b));
   }
 }
 
@@ -220,7 +220,7 @@ class Scheduler {
     std::set<std::string> r, w;
     kernel_access(k, r, w);
     for (size_t i = 1; i < k->src.size(); ++i)
-      if (UOp b = base_buffer(k->src[i]); b && w.count(name_of(b))) return b;
+      if (UOp b = base_buffer(k->src[i]); b && w.count(buffer_name(b))) return b;
     throw Error("lowering: a value kernel that writes no temporary");
   }
 
@@ -300,7 +300,7 @@ class Scheduler {
       for (const Step& t : frames_[path_[p]].steps)
         for (const std::string& b : s.writes)
           if (t.reads.count(b) || t.writes.count(b))
-            throw Error(unsupported("kernel " + k->arg.tuple()->at(0).as<std::string>() + " runs once but is reached inside a host loop after a step that uses buffer '" + b + "'"));
+            throw Error(unsupported("kernel " + kernel_name(k) + " runs once but is reached inside a host loop after a step that uses buffer '" + b + "'"));
   }
 
   Ref place(const std::vector<const void*>& key, size_t f, Step s, const std::vector<Ref>& deps) {
@@ -378,7 +378,7 @@ class Scheduler {
   }
 
   static std::string step_name(const Step& s) {
-    if (s.node->op == Ops::KERNEL) return "kernel " + s.node->arg.tuple()->at(0).as<std::string>();
+    if (s.node->op == Ops::KERNEL) return "kernel " + kernel_name(s.node);
     return "a host loop over " + range_name(s.node->src[1]);
   }
 

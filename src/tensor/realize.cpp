@@ -7,6 +7,7 @@
 #include "interp/inputs.h"
 #include "interp/npy.h"
 #include "tensor/state.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/shape.h"
@@ -238,7 +239,7 @@ namespace {
 const interp::BufferData& memory_of(const Tensor& t) {
   UOp u = t.uop();
   if (u->op != Ops::RESHAPE || u->src[0]->op != Ops::BUFFER) throw InternalError("a realized tensor is not a whole buffer");
-  return buffer_store().at(u->src[0]->arg.tuple()->at(0).as<std::string>());
+  return buffer_store().at(buffer_name(u->src[0]));
 }
 
 // A realized tensor that is its whole buffer (a view of part of one, after a setitem, is copied).

@@ -10,6 +10,8 @@ namespace ow {
 
 inline const std::string& buffer_name(UOp buffer) { return buffer->arg.tuple()->at(0).as<std::string>(); }
 inline int64_t buffer_size(UOp buffer) { return buffer->arg.tuple()->at(1).as<int64_t>(); }
+inline const std::string& var_name(UOp define_var) { return define_var->arg.tuple()->at(0).as<std::string>(); }  // ("name", lo, hi)
+inline const std::string& kernel_name(UOp kernel) { return kernel->arg.tuple()->at(0).as<std::string>(); }      // ("name",)
 
 // Buffers whose names start with '_' are a program's own temporaries (made by lowering or by
 // reverse mode): never a caller's input or output, and private to one run.
