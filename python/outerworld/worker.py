@@ -68,8 +68,11 @@ def find_ow(ow=None):
 
 
 def npy_bytes(array):
+    a = np.asarray(array)
+    if not a.flags.c_contiguous:  # np.save would write a Fortran-order file, which ow does not read
+        a = a.copy(order="C")
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    np.save(buf, a, allow_pickle=False)
     return buf.getvalue()
 
 
