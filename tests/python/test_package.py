@@ -84,6 +84,11 @@ class PackageTest(unittest.TestCase):
                                            "(the same 300 elements: set flat_inputs to read them row-major)")
         self.assert_expected(self.worker.run(self.graph, inputs, flat_inputs=True))
 
+    def test_any_memory_layout_is_sent_in_c_order(self):
+        inputs = scan_inputs()
+        inputs["mats"] = np.asfortranarray(inputs["mats"])
+        self.assert_expected(self.worker.run(self.graph, inputs, backend="tcc"))
+
     def test_parse_error_is_what_ow_prints(self):
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / "bad.uop"
