@@ -160,6 +160,11 @@ class ProtocolTest(unittest.TestCase):
         self.assertEqual((r["id"], r["ok"], r["kind"]), (7, False, "user"))
         self.assertEqual(r["error"], "input 'vec': the request ended after 6 of its 1000 bytes")
 
+    def test_a_huge_declared_size_is_not_allocated_up_front(self):
+        header = {"id": 8, "op": "run", "graph": "x", "inputs": [{"name": "vec", "bytes": 2**39}]}
+        r = json.loads(self.serve(json.dumps(header).encode() + b"\n" + b"abc"))
+        self.assertEqual(r["error"], f"input 'vec': the request ended after 3 of its {2**39} bytes")
+
     def test_bad_npy_payload_is_a_user_error(self):
         header = {"id": 1, "op": "run", "graph": CASE.read_text(), "inputs": [{"name": "vec", "bytes": 4}]}
         out = self.serve(json.dumps(header).encode() + b"\nabcd" + b'{"id": 2, "op": "ping"}\n').splitlines()
