@@ -125,6 +125,16 @@ class PackageTest(unittest.TestCase):
             self.assert_expected(w.run(self.graph, scan_inputs()))
             self.assertNotEqual(w.process.pid, pid)
 
+    def test_an_interrupted_call_does_not_leave_its_reply_for_the_next(self):
+        with outerworld.Worker() as w:
+            pid = w.process.pid
+            main = threading.main_thread().ident  # the signal must interrupt the main thread's read
+            threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+            with self.assertRaises(KeyboardInterrupt):
+                w.request({"op": "sleep", "seconds": 5})
+            self.assertEqual(w.stats()["requests"], 1)  # a new worker, not the old reply
+            self.assertNotEqual(w.process.pid, pid)
+
     def test_worker_killed_between_calls_is_replaced(self):
         with outerworld.Worker() as w:
             pid = w.process.pid
