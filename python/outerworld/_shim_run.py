@@ -33,7 +33,7 @@ def run(graph_text: str, inputs: dict, backend: str = "interp", flat_inputs: boo
     if flat_inputs: cmd.append("--flat-inputs")
     for i, (name, arr) in enumerate(inputs.items()):
       p = os.path.join(d, f"in{i}.npy")
-      np.save(p, np.ascontiguousarray(arr))
+      np.save(p, np.array(arr, order="C"))  # ascontiguousarray would make 0-d arrays 1-d
       cmd += ["--in", f"{name}={p}"]
     names = _output_names(graph_text)
     outs = {n: os.path.join(d, f"out{i}.npy") for i, n in enumerate(names)}

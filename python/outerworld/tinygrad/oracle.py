@@ -1,0 +1,229 @@
+"""outerworld as an oracle for tinygrad: check every realize against outerworld's interpreter.
+
+    with oracle() as o:
+      ...tinygrad code...
+    print(o.records)
+
+    python3 -m outerworld.tinygrad.oracle TESTFILE.py   # a unittest file under the oracle
+
+Each realize is exported *before* tinygrad runs it (realize replaces the tensors' UOps and
+assigns overwrite buffers, so the graph and the inputs must be captured first), then tinygrad
+computes, then outerworld evaluates the same graph on the snapshot and the outputs are compared.
+"""
+from __future__ import annotations
+import math, sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.uop.ops import UOp, Ops
+
+from outerworld.tinygrad.export import export, ExportError, Export
+from outerworld.tinygrad.importer import to_tinygrad
+
+try:  # the core package (branch i16-python); the shim stands in until it is merged
+  from outerworld import run, Error
+except ImportError:
+  from outerworld._shim_run import run, Error
+
+
+@dataclass
+class Record:
+  test: str
+  index: int                 # the realize's number within its test
+  status: str                # agree | DISAGREE | refused | uninitialized
+  detail: str = ""
+  round_trip: bool | None = None   # None: not exported, so nothing to round-trip
+
+  def line(self) -> str:
+    rt = {True: "", False: " [round trip NOT identical]", None: ""}[self.round_trip]
+    return f"{self.test} realize {self.index}: {self.status}{': ' + self.detail if self.detail else ''}{rt}"
+
+
+# --- tolerance -------------------------------------------------------------------------------
+# Both sides round every float op once, but tinygrad's kernels may reassociate sums (unrolled
+# and upcast accumulators), contract a*b+c into one FMA (clang's default -ffp-contract=on), and
+# compute exp2/log2/sin with their own polynomials, where outerworld folds sequentially and
+# calls the C library. A sum of n terms in any order is within (n-1)*u*sum|x_i| of the exact
+# sum (u = unit roundoff), so two orders differ by at most 2*(n-1)*u*sum|x_i|. We bound the
+# number of roundings on any path by K = the terms folded by every reduction in the graph plus
+# the number of ALU ops, and stand in for sum|x_i| with |value| + the output's largest
+# magnitude. Integer and bool results must match exactly.
+_UNIT_ROUNDOFF = {np.float16: 2.0 ** -11, np.float32: 2.0 ** -24, np.float64: 2.0 ** -53}
+
+
+def rounding_budget(root: UOp) -> int:
+  k = 1
+  for u in root.toposort():
+    if u.op is Ops.REDUCE_AXIS: k += math.prod(int(u.src[0].shape[a]) for a in u.arg[1])
+    elif u.op in (Ops.REDUCE, Ops.END): k += math.prod(int(r.src[0].vmax) for r in u.src[1:] if r.op is Ops.RANGE)
+    elif u.op.name in ("ADD", "MUL", "SUB", "FDIV", "EXP2", "LOG2", "SIN", "SQRT", "RECIPROCAL", "POW", "MAX"): k += 1
+  return k
+
+
+def first_difference(name: str, tg: np.ndarray, ow: np.ndarray, k: int) -> str | None:
+  """None if the outputs agree, else a description of the first differing element."""
+  if tg.shape != ow.shape: return f"{name}: shape tinygrad {tg.shape} vs outerworld {ow.shape}"
+  u = _UNIT_ROUNDOFF.get(ow.dtype.type)
+  if u is None:
+    bad = tg != ow
+    why = "exact (integer/bool dtype)"
+    tol = None
+  else:
+    scale = float(np.nanmax(np.abs(ow), initial=0.0)) if np.isfinite(ow).any() else 0.0
+    tol = 2 * k * u * (np.abs(ow) + scale)
+    both_nan = np.isnan(tg) & np.isnan(ow)
+    with np.errstate(invalid="ignore"):
+      bad = ~both_nan & ~(tg == ow) & ~(np.abs(tg.astype(np.float64) - ow) <= tol)
+    why = f"2*K*u*(|x|+max|out|), K={k} roundings, u=2^{int(math.log2(u))}"
+  if not bad.any(): return None
+  idx = tuple(int(i) for i in np.argwhere(bad)[0])
+  t = f", tolerance {float(tol[idx]):.3g} ({why})" if tol is not None else f" ({why})"
+  return f"{name}{list(idx)}: tinygrad {tg[idx]!r} vs outerworld {ow[idx]!r}{t}"
+
+
+def _reads_uninitialized(message: str, exp: Export) -> bool:
+  """Poison at an output, or a read of a Tensor.empty buffer nothing writes: tinygrad's answer
+  there is whatever the memory held, so it is not a disagreement."""
+  if "uninitialized" in message: return True
+  return "was given no data" in message and any(f"'{b}'" in message for b in exp.uninitialized)
+
+
+class Oracle:
+  def __init__(self, backend: str = "interp"):
+    self.backend = backend
+    self.records: list[Record] = []
+    self.test = "<no test>"
+    self.verbose = False
+    self._busy = False
+    self._count: dict[str, int] = {}
+
+  def _record(self, status: str, detail: str = "", round_trip=None) -> Record:
+    self._count[self.test] = self._count.get(self.test, 0) + 1
+    r = Record(self.test, self._count[self.test], status, detail, round_trip)
+    self.records.append(r)
+    if self.verbose: print(r.line(), flush=True)
+    return r
+
+  def realize(self, original, this: Tensor, *lst: Tensor, **kw):
+    tensors = [t for t in (this,) + lst if not t.uop.is_contiguous()]
+    if self._busy or not tensors: return original(this, *lst, **kw)
+    self._busy = True  # reading results back realizes again; those are not the user's realizes
+    try: return self._check(original, this, lst, kw, tensors)
+    finally: self._busy = False
+
+  def _check(self, original, this, lst, kw, tensors):
+    sink = UOp.sink(*[t.uop for t in tensors])
+    try: exp = export(sink)
+    except ExportError as e:
+      self._record("refused", f"export: {e}")
+      return original(this, *lst, **kw)
+    round_trip = to_tinygrad(exp.text) is sink
+    result = original(this, *lst, **kw)
+    try: ow_out = run(exp.text, exp.inputs, backend=self.backend)
+    except Error as e:
+      msg = str(e).strip().splitlines()[0] if str(e).strip() else "(no message)"
+      status = "uninitialized" if _reads_uninitialized(str(e), exp) else "refused"
+      self._record(status, f"outerworld: {msg}", round_trip)
+      return result
+    k = rounding_budget(sink)
+    for name, t in zip(exp.outputs, tensors):
+      tg = t.numpy()
+      if (d := first_difference(name, tg, ow_out[name].reshape(tg.shape) if ow_out[name].size == tg.size else ow_out[name], k)):
+        self._record("DISAGREE", d, round_trip)
+        return result
+    self._record("agree", f"{len(tensors)} output(s)", round_trip)
+    return result
+
+
+_active: list[Oracle] = []
+
+
+@contextmanager
+def oracle(backend: str = "interp"):
+  """Check every Tensor.realize inside the block; yields the Oracle with its .records."""
+  o = Oracle(backend)
+  original = Tensor.realize
+  def hooked(self, *lst, **kw): return o.realize(original, self, *lst, **kw)
+  Tensor.realize = hooked  # runtime monkeypatch: tinygrad's files stay untouched
+  _active.append(o)
+  try: yield o
+  finally:
+    Tensor.realize = original
+    _active.remove(o)
+
+
+# --- the runner: a unittest file under the oracle --------------------------------------------
+
+def _load_tests(path: str):
+  import importlib.util, os, unittest
+  sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+  spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return unittest.defaultTestLoader.loadTestsFromModule(module)
+
+
+def run_file(path: str, backend: str = "interp", verbose: bool = True):
+  """Run a unittest file under the oracle; returns (records, {test: outcome})."""
+  import unittest
+  outcomes: dict[str, str] = {}
+
+  class Result(unittest.TestResult):
+    def startTest(self, test):
+      super().startTest(test)
+      o.test = f"{type(test).__name__}.{test._testMethodName}"
+      outcomes[o.test] = "ok"
+    def addFailure(self, test, err): super().addFailure(test, err); outcomes[o.test] = "FAIL"
+    def addError(self, test, err): super().addError(test, err); outcomes[o.test] = "ERROR"
+    def addSkip(self, test, reason): super().addSkip(test, reason); outcomes[o.test] = "skipped"
+    def addExpectedFailure(self, test, err): super().addExpectedFailure(test, err); outcomes[o.test] = "expected failure"
+    def addUnexpectedSuccess(self, test): super().addUnexpectedSuccess(test); outcomes[o.test] = "unexpected success"
+
+  suite = _load_tests(path)
+  with oracle(backend) as o:
+    o.verbose = verbose
+    result = Result()
+    suite.run(result)
+  for test, err in result.errors + result.failures:
+    print(f"--- {type(test).__name__}.{test._testMethodName}:\n{err}", file=sys.stderr)
+  return o.records, outcomes
+
+
+STATUSES = ("agree", "DISAGREE", "refused", "uninitialized")
+
+
+def summary(records: list[Record], outcomes: dict[str, str]) -> str:
+  rows = [("test", "outcome", "realizes", *STATUSES, "round trip")]
+  for test, outcome in outcomes.items():
+    rs = [r for r in records if r.test == test]
+    trips = [r.round_trip for r in rs if r.round_trip is not None]
+    rows.append((test, outcome, str(len(rs)), *(str(sum(r.status == s for r in rs)) for s in STATUSES),
+                 f"{sum(trips)}/{len(trips)} identical"))
+  widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+  table = "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+  trips = [r.round_trip for r in records if r.round_trip is not None]
+  n = {s: sum(r.status == s for r in records) for s in STATUSES}
+  last = (f"realizes checked {len(records)}, agreed {n['agree']}, disagreed {n['DISAGREE']}, refused {n['refused']}, "
+          f"uninitialized {n['uninitialized']}; round trips identical {sum(trips)}/{len(trips)}")
+  return table + "\n" + last
+
+
+def main(argv: list[str]) -> int:
+  import argparse, json
+  p = argparse.ArgumentParser(prog="python3 -m outerworld.tinygrad.oracle", description=__doc__.splitlines()[0])
+  p.add_argument("testfile")
+  p.add_argument("--backend", default="interp", help="outerworld backend: interp | tcc | cc | check")
+  p.add_argument("--json", help="also write the records and test outcomes to this file")
+  args = p.parse_args(argv)
+  records, outcomes = run_file(args.testfile, args.backend)
+  print(summary(records, outcomes))
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump({"records": [r.__dict__ for r in records], "outcomes": outcomes}, f, indent=1)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))
