@@ -79,6 +79,7 @@ class Export:
   inputs: dict[str, np.ndarray]          # realized buffers' contents, shaped as first viewed
   outputs: list[str]                     # output names, in SINK order
   uninitialized: list[str] = field(default_factory=list)  # buffers never written (poison)
+  cuts: list[str] = field(default_factory=list)  # inputs standing for subgraphs tinygrad computed
 
 
 class _Writer:
@@ -126,6 +127,20 @@ def _node(w: _Writer, u: UOp, root: UOp, out_names: list[str]) -> str | None:
     if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER:
       w.first_view.setdefault(buffer_name(u.src[0]), tuple(x if isinstance(x, int) else -1 for x in elems[0]))
     return name
+  if u.op is Ops.COPY:
+    # outerworld has one memory, so a copy between devices is the identity on values. It is
+    # written as a CONTIGUOUS (a value-preserving op the interpreter runs) tagged with the
+    # destination, which the importer turns back into the COPY.
+    if len(u.src) != 2 or u.src[1].op is not Ops.DEVICE or not isinstance(u.src[1].arg, str) or u.arg is not None:
+      raise ExportError(f"COPY: only a copy to one device is exported, got sources {[s.op for s in u.src]} arg {u.arg!r}")
+    return w.emit("CONTIGUOUS", _dtype_name(u), [w.ref[u.src[0]]], tag=("COPY", u.src[1].arg))
+  if u.op is Ops.ASSIGN and u.src[0].base.op is not Ops.BUFFER:
+    # tinygrad's rangeify turns an assign to a non-buffer (`loss += x` on an unrealized loss)
+    # into CONTIGUOUS(value); outerworld only assigns to buffers. The target rides along as
+    # an AFTER dependency (a pure value: evaluating it changes nothing) so the importer can
+    # rebuild the ASSIGN.
+    value = w.emit("CONTIGUOUS", _dtype_name(u), [w.ref[u.src[1]]])
+    return w.emit("AFTER", _dtype_name(u), [value, w.ref[u.src[0]]], tag=("ASSIGN",))
   if u.op is Ops.SINK:
     if u is not root: raise ExportError("SINK: a SINK inside the graph has no outerworld meaning")
     if u.arg is not None: raise ExportError(f"SINK: arg {u.arg!r} is not exported")
@@ -158,19 +173,82 @@ def _roots(x) -> UOp:
   return UOp.sink(*uops)
 
 
-def export(x, names: list[str] | None = None) -> Export:
-  """Export a tinygrad Tensor, UOp, or a list of them (as realize would schedule them together)."""
+_IMPURE = {Ops.RANGE, Ops.DEFINE_VAR, Ops.BIND, Ops.AFTER, Ops.STORE, Ops.END, Ops.ASSIGN}
+_HANDLED = {"BUFFER", "CONST", "VCONST", "VECTORIZE", "COPY", "SINK", "DEVICE", "UNIQUE"} | _DIRECT | {o.name for o in _SIZED_MOVEMENT}
+
+
+def local_problem(u: UOp) -> str | None:
+  """Why this node alone cannot be exported (approximately what _node would refuse), or None."""
+  if u.op.name not in _HANDLED: return f"{u.op}: no outerworld equivalent"
+  if u.dtype.count > 1: return None if u.dtype.scalar() is dtypes.index else f"{u.op}: vector dtype {u.dtype}"
+  return None if u.dtype in DTYPE_NAMES else f"{u.op}: dtype {u.dtype} has no outerworld equivalent"
+
+
+def find_cuts(root: UOp) -> dict[UOp, str]:
+  """The highest pure subgraphs that contain something outerworld cannot express (tinygrad's
+  uint32 threefry behind Tensor.rand, say), each with the reason. A cut is a value of an
+  exportable dtype and a concrete shape that depends on no range, variable, effect or
+  uninitialized buffer, so computing it once in tinygrad and passing it in as an input does
+  not change what the rest of the graph means."""
+  problem: dict[UOp, str | None] = {}
+  impure: dict[UOp, bool] = {}
+  for u in root.toposort():
+    problem[u] = local_problem(u) or next((problem[s] for s in u.src if problem[s]), None)
+    impure[u] = u.op in _IMPURE or (u.op is Ops.BUFFER and u.realized is None) or any(impure[s] for s in u.src)
+  cuts: dict[UOp, str] = {}
+  def visit(u: UOp):
+    if not problem[u] or u in cuts: return
+    if (u.op is not Ops.SINK and local_problem(u) is None and u.dtype.count == 1 and u.dtype is not dtypes.void
+        and not impure[u] and all(isinstance(d, int) for d in u.shape)):
+      cuts[u] = problem[u]
+      return
+    for s in u.src: visit(s)
+  visit(root)
+  return cuts
+
+
+def _toposort(root: UOp, leaves) -> list[UOp]:
+  """tinygrad's order (depth first, sources in order), not entering the sources of leaves."""
+  seen: dict[UOp, None] = {}
+  stack = [(root, False)]
+  while stack:
+    u, done = stack.pop()
+    if u in seen: continue
+    if done or u in leaves: seen[u] = None; continue
+    stack.append((u, True))
+    stack.extend((s, False) for s in reversed(u.src))
+  return list(seen)
+
+
+def export(x, names: list[str] | None = None, cut=None) -> Export:
+  """Export a tinygrad Tensor, UOp, or a list of them (as realize would schedule them together).
+
+  cut: None, or a function computing a tinygrad UOp's value as a numpy array. Given it, the
+  pure subgraphs outerworld cannot express (find_cuts) become input buffers "c0", "c1", ...
+  holding that value; Export.cuts says what each replaced. That text is not the same tinygrad
+  graph any more, so it does not round-trip to it."""
   root = _roots(x)
   out_names = names if names is not None else [f"out{i}" for i in range(len(root.src))]
+  cuts = find_cuts(root) if cut is not None else {}
   w = _Writer()
-  for u in root.toposort():
+  inputs: dict[str, np.ndarray] = {}
+  cut_notes: list[str] = []
+  for u in _toposort(root, cuts):
+    if u in cuts:
+      name = f"c{len(cut_notes)}"
+      inputs[name] = np.asarray(cut(u)).reshape(u.shape)
+      buf = w.emit("BUFFER", _dtype_name(u), [], (name, int(inputs[name].size)), True)
+      w.ref[u] = w.emit("RESHAPE", _dtype_name(u), [buf] + [w.index_const(int(d)) for d in u.shape])
+      w.first_view[name] = tuple(int(d) for d in u.shape)
+      cut_notes.append(f"{name} = tinygrad's value of a {u.op.name} {u.shape} ({cuts[u]})")
+      continue
     if (r := _node(w, u, root, out_names)) is not None: w.ref[u] = r
-  inputs, uninit = {}, []
-  for u in root.toposort():
-    if u.op is not Ops.BUFFER: continue
+  uninit = []
+  for u in _toposort(root, cuts):
+    if u.op is not Ops.BUFFER or u in cuts: continue
     name = buffer_name(u)
     if u.realized is None: uninit.append(name); continue
     data = np.array(u.realized.numpy(), copy=True)
     shape = w.first_view.get(name)
     inputs[name] = data.reshape(shape) if shape is not None and -1 not in shape else data
-  return Export("\n".join(w.lines) + "\n", inputs, out_names, uninit)
+  return Export("\n".join(w.lines) + "\n", inputs, out_names, uninit, cut_notes)

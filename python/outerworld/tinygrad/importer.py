@@ -102,6 +102,10 @@ def _build(op: Ops, dtype, srcs: list[UOp], arg, tag, default_device: str) -> UO
   if op in (Ops.PAD, Ops.SHRINK):
     s = _sizes(srcs[1:])
     return srcs[0]._mop(op, tuple(zip(s[0::2], s[1::2])))
+  if op is Ops.CONTIGUOUS and isinstance(tag, tuple) and tag[:1] == ("COPY",):  # see export's COPY
+    return UOp(Ops.COPY, dtype, (srcs[0], UOp(Ops.DEVICE, arg=tag[1])))
+  if op is Ops.AFTER and tag == ("ASSIGN",):  # see export's ASSIGN to a non-buffer
+    return UOp(Ops.ASSIGN, dtype, (srcs[1], srcs[0].src[0]))
   if op is Ops.SINK: return UOp.sink(*srcs)  # output names are outerworld's, not tinygrad's
   return UOp(op, dtype, tuple(srcs), arg)
 
