@@ -320,7 +320,7 @@ class CheckLauncher : public Launcher {
       if ((x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y))) continue;
       char buf[256];
       std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(i), x, compiler_.c_str(), y);
-      throw Error("check: kernel " + kernel->arg.tuple()->at(0).as<std::string>() + " diverges (" + bindings_text(bindings ? *bindings : Bindings{}) + "): " + buf +
+      throw CheckMismatch("check: kernel " + kernel->arg.tuple()->at(0).as<std::string>() + " diverges (" + bindings_text(bindings ? *bindings : Bindings{}) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
   }
@@ -418,48 +418,58 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
 
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) { return Program(program, opts).run(buffers); }
 
-namespace {
-// Runs the lowered graph on the caller's buffers the program still declares (lowering may drop
-// a buffer, e.g. a WHERE's discarded branch), after checking them against the graph itself: the
-// inputs a graph needs do not depend on how it was lowered.
-std::vector<interp::Output> run_lowered(UOp graph, interp::BufferMap& buffers, const RunOptions& opts) {
-  interp::check_inputs(interp::graph_buffers(graph), buffers);
+CompiledGraph::CompiledGraph(UOp graph, RunOptions opts) : graph_(graph), backend_(opts.backend) {
+  if (backend_ == "interp") return;
   UOp program = lower::lower(graph);
   std::set<std::string> keep;
   for (UOp u : toposort(program))
     if (u->op == Ops::BUFFER) keep.insert(buffer_name(u));
   for (const OutputSlot& o : output_slots(program)) keep.insert(o.name);
+  declared_.assign(keep.begin(), keep.end());
+  program_ = std::make_unique<Program>(program, std::move(opts));
+}
+
+// Runs the lowered graph on the caller's buffers the program still declares (lowering may drop
+// a buffer, e.g. a WHERE's discarded branch), after checking them against the graph itself: the
+// inputs a graph needs do not depend on how it was lowered.
+std::vector<interp::Output> CompiledGraph::run_lowered(interp::BufferMap& buffers) {
+  interp::check_inputs(interp::graph_buffers(graph_), buffers);
   interp::BufferMap mine;
-  for (auto& [name, d] : buffers)
-    if (keep.count(name)) mine.emplace(name, d);
-  std::vector<interp::Output> outs = run_program(program, mine, opts);
+  for (const std::string& name : declared_)
+    if (auto it = buffers.find(name); it != buffers.end()) mine.emplace(name, it->second);
+  std::vector<interp::Output> outs = program_->run(mine);
   for (auto& [name, d] : mine) buffers[name] = d;
   return outs;
 }
-}  // namespace
 
-std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, const RunOptions& opts) {
-  if (opts.backend == "interp") return interp::run(graph, buffers);
-  if (opts.backend != "check") return run_lowered(graph, buffers, opts);
-  // check: the lowered program kernel by kernel (check_program), and its outputs against the
+std::vector<interp::Output> CompiledGraph::run(interp::BufferMap& buffers) {
+  if (backend_ == "interp") return interp::run(graph_, buffers);
+  if (backend_ != "check") return run_lowered(buffers);
+  // check: the lowered program kernel by kernel (CheckLauncher), and its outputs against the
   // tensor-level interpreter on the original graph, which defines them.
   interp::BufferMap ref = deep_copy(buffers);
-  std::vector<interp::Output> want = interp::run(graph, ref);
-  std::vector<interp::Output> got = run_lowered(graph, buffers, opts);
+  std::vector<interp::Output> want = interp::run(graph_, ref);
+  std::vector<interp::Output> got = run_lowered(buffers);
   for (size_t i = 0; i < want.size(); ++i) {
     interp::Value w = want[i].value, g = i < got.size() ? got[i].value : interp::Value{};
-    if (g.shape() != w.shape()) throw Error("check: output '" + want[i].name + "' has a different shape after lowering");
+    if (g.shape() != w.shape()) throw CheckMismatch("check: output '" + want[i].name + "' has a different shape after lowering");
     for (int64_t k = 0; k < w.numel(); ++k) {
       double x = interp::get_element(w, k), y = interp::get_element(g, k);
       if ((x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y))) continue;
       char buf[200];
       std::snprintf(buf, sizeof buf, "element %lld: %.9g by the graph's definition, %.9g after lowering", static_cast<long long>(k), x, y);
-      throw Error("check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
+      throw CheckMismatch("check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
     }
   }
   for (auto& [name, d] : ref)  // the interpreter knows what is still uninitialized
     if (auto it = buffers.find(name); it != buffers.end()) it->second.poison = d.poison;
   return got;
+}
+
+std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, const RunOptions& opts) {
+  // A missing or misnamed input is reported before lowering could fail for some other reason.
+  if (opts.backend != "interp") interp::check_inputs(interp::graph_buffers(graph), buffers);
+  return CompiledGraph(graph, opts).run(buffers);
 }
 
 }  // namespace ow::backend

@@ -12,9 +12,16 @@
 #include <vector>
 
 #include "interp/interp.h"
+#include "uop/error.h"
 #include "uop/uop.h"
 
 namespace ow::backend {
+
+// Backend check found a kernel (or an output) that disagrees with the interpreter. An Error like
+// any other, but a caller that reports agreement as data (ow serve's check) can tell it apart.
+struct CheckMismatch : Error {
+  using Error::Error;
+};
 
 struct RunOptions {
   std::string backend = "tcc";  // interp | tcc | cc | check (check compiles with `compiler`)
@@ -51,7 +58,24 @@ class Program {
 // One-shot: Program(program, opts).run(buffers).
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts = {});
 
-// Lowers a tensor-level graph (src/lower) and runs it: the compiled path in one call.
+// A tensor-level graph lowered (src/lower) and made ready once, then run many times: what
+// run_graph does per call, kept so a long-lived caller (ow serve) compiles each graph once.
+// Backend interp has nothing to prepare: run is interp::run on the graph.
+class CompiledGraph {
+ public:
+  CompiledGraph(UOp graph, RunOptions opts);  // throws ow::Error (lowering, render, compile)
+  std::vector<interp::Output> run(interp::BufferMap& buffers);
+
+ private:
+  UOp graph_;
+  std::string backend_;
+  std::unique_ptr<Program> program_;  // none for backend interp
+  std::vector<std::string> declared_; // buffers the lowered program still declares or outputs
+
+  std::vector<interp::Output> run_lowered(interp::BufferMap& buffers);
+};
+
+// Lowers a tensor-level graph and runs it: CompiledGraph(graph, opts).run(buffers).
 std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, const RunOptions& opts = {});
 
 }  // namespace ow::backend

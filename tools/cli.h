@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "interp/format.h"
+#include "interp/inputs.h"
 #include "interp/interp.h"
+#include "interp/npy.h"
 #include "uop/text.h"
 
 namespace ow::cli {
@@ -45,6 +47,11 @@ struct Inputs {
 // names, shapes, dtypes (converted only where exact) and missing inputs are errors. Random data
 // is announced on stderr as "ow CMD: random inputs (seed S): a, b".
 Inputs load_inputs(const po::variables_map& vm, UOp graph, const std::string& cmd);
+// One input's data from a parsed .npy (`where` names it in messages): its shape must be the
+// buffer's (graph_buffers), or only its element count when flat; the dtype converts only where
+// exact. A shape with the right count says how to pass it flat: "... elements: <flat_hint> to
+// read them row-major)".
+interp::BufferData input_data(const interp::BufferSpec& spec, const interp::NpyArray& a, const std::string& where, bool flat, const std::string& flat_hint);
 // Seeded random data for every non-temporary buffer of root not in `buffers`; returns their names.
 std::vector<std::string> fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed);
 // Printing values (tools/printing.cpp): --full, --precision; "NAME: float32 (2, 3)\n[[...]]\n"
@@ -78,5 +85,6 @@ std::vector<Command> explain_commands();  // explain (tools/cmd_explain.cpp)
 std::vector<Command> report_commands();   // report (tools/cmd_report.cpp)
 std::vector<Command> step_commands();   // step (tools/cmd_step.cpp)
 std::vector<Command> grad_commands();   // grad (tools/cmd_grad.cpp)
+std::vector<Command> serve_commands();  // serve (tools/cmd_serve.cpp)
 
 }  // namespace ow::cli

@@ -36,14 +36,7 @@ std::string dims(const std::vector<int64_t>& s) {
 
 interp::BufferData load_one(const interp::BufferSpec& spec, const std::string& path, bool flat) {
   interp::NpyArray a = path == "-" ? interp::parse_npy(read_file("-"), "<stdin>") : interp::load_npy(path);
-  const std::string& where = path == "-" ? "<stdin>" : path;
-  int64_t n = a.data->size;
-  if (flat ? n != spec.size : a.shape != spec.shape) {
-    std::string msg = where + ": shape " + dims(a.shape) + " does not match buffer '" + spec.name + "', which the graph views as " + dims(spec.shape);
-    if (!flat && n == spec.size) msg += " (the same " + std::to_string(n) + " elements: pass --flat-inputs to read them row-major)";
-    throw Error(msg);
-  }
-  return interp::BufferData{spec.dtype, interp::npy_as(a, spec.dtype, where, spec.name), nullptr};
+  return input_data(spec, a, path == "-" ? "<stdin>" : path, flat, "pass --flat-inputs");
 }
 
 template <class T> void fill(interp::Storage& s, Random& rng) {
@@ -56,6 +49,16 @@ template <class T> void fill(interp::Storage& s, Random& rng) {
 }
 
 }  // namespace
+
+interp::BufferData input_data(const interp::BufferSpec& spec, const interp::NpyArray& a, const std::string& where, bool flat, const std::string& flat_hint) {
+  int64_t n = a.data->size;
+  if (flat ? n != spec.size : a.shape != spec.shape) {
+    std::string msg = where + ": shape " + dims(a.shape) + " does not match buffer '" + spec.name + "', which the graph views as " + dims(spec.shape);
+    if (!flat && n == spec.size) msg += " (the same " + std::to_string(n) + " elements: " + flat_hint + " to read them row-major)";
+    throw Error(msg);
+  }
+  return interp::BufferData{spec.dtype, interp::npy_as(a, spec.dtype, where, spec.name), nullptr};
+}
 
 Inputs load_inputs(const po::variables_map& vm, UOp graph, const std::string& cmd) {
   std::vector<interp::BufferSpec> specs = interp::graph_buffers(graph);

@@ -1,6 +1,7 @@
 // A minimal JSON writer for `ow report`'s data blob: objects, arrays, strings, numbers, booleans.
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -34,6 +35,11 @@ class Json {
       std::snprintf(buf, sizeof buf, "%.5g", v);
       os_ << buf;
     }
+    return *this;
+  }
+  Json& integer(int64_t v) {  // exact, unlike num's 5 significant digits (ids, byte counts)
+    comma();
+    os_ << v;
     return *this;
   }
   Json& boolean(bool b) {

@@ -91,6 +91,7 @@ std::vector<Command> all_commands() {
   for (auto& c : report_commands()) cmds.push_back(c);
   for (auto& c : step_commands()) cmds.push_back(c);
   for (auto& c : grad_commands()) cmds.push_back(c);
+  for (auto& c : serve_commands()) cmds.push_back(c);
   return cmds;
 }
 

@@ -1,0 +1,171 @@
+"""The Python package (python/outerworld) against a built ow (OW_BIN): runs on every backend,
+exact error messages, a worker dying mid-call, the worker reused and its compiled graphs cached.
+
+Run from the repository root:
+  OW_BIN=build/tools/ow PYTHONPATH=python /usr/bin/python3 -m unittest tests/python/test_package.py
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+import outerworld
+
+ROOT = Path(os.environ.get("OW_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+CASE = ROOT / "reference" / "cases" / "scan_with_assign.uop"
+EXPECTED = ROOT / "reference" / "expected" / "scan_with_assign"
+
+# As tests/test_cases.cpp compares the interpreter with reference/make_expected.py: shapes and
+# dtype exactly, values within 1e-5 of the largest expected magnitude. The expected values are
+# computed in float64 and rounded once; outerworld computes in float32, rounding after every
+# step of each sum, so the two differ by float32 accumulation error (~1e-7 relative here).
+REL_TOL = 1e-5
+
+
+def scan_inputs():
+    return {"vec": np.load(EXPECTED / "in_vec.npy"), "mats": np.load(EXPECTED / "in_mats.npy")}
+
+
+class PackageTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.worker = outerworld.Worker()
+        cls.graph = outerworld.load(CASE)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.worker.close()
+
+    def assert_expected(self, outs):
+        want = np.load(EXPECTED / "out_out.npy")
+        self.assertEqual(list(outs), ["out"])
+        got = outs["out"]
+        self.assertEqual(got.dtype, np.float32)
+        self.assertEqual(got.shape, want.shape)
+        self.assertLessEqual(np.max(np.abs(got.astype(np.float64) - want)), REL_TOL * np.max(np.abs(want)))
+
+    def test_runs_on_every_backend(self):
+        for backend in ["interp", "tcc", "cc", "check"]:
+            with self.subTest(backend=backend):
+                self.assert_expected(self.worker.run(self.graph, scan_inputs(), backend=backend))
+
+    def test_check_reports_agreement(self):
+        for compiler in ["tcc", "cc"]:
+            with self.subTest(compiler=compiler):
+                report = self.worker.check(self.graph, scan_inputs(), compiler=compiler)
+                self.assertTrue(report.agree, report.message)
+                self.assertGreater(report.launches, 0)
+                self.assertEqual(report.compiler, compiler)
+                self.assertIn("agree with the interpreter bit for bit", report.message)
+                self.assert_expected(report.outputs)
+
+    def test_module_level_functions(self):
+        self.assert_expected(outerworld.run(self.graph, scan_inputs()))
+        self.assertTrue(outerworld.check(str(self.graph), scan_inputs()).agree)
+
+    def test_missing_input_is_an_error_with_the_engines_message(self):
+        with self.assertRaises(outerworld.Error) as e:
+            self.worker.run(self.graph, {"vec": scan_inputs()["vec"]}, backend="tcc")
+        self.assertEqual(str(e.exception), "input 'mats' was given no data: the graph reads it and nothing writes it (inputs: vec, mats)")
+        self.assertEqual(e.exception.kind, "user")
+
+    def test_shape_mismatch_says_how_to_pass_flat(self):
+        inputs = scan_inputs()
+        inputs["mats"] = inputs["mats"].reshape(-1)
+        with self.assertRaises(outerworld.Error) as e:
+            self.worker.run(self.graph, inputs)
+        self.assertEqual(str(e.exception), "input 'mats': shape (300,) does not match buffer 'mats', which the graph views as (3, 10, 10) "
+                                           "(the same 300 elements: set flat_inputs to read them row-major)")
+        self.assert_expected(self.worker.run(self.graph, inputs, flat_inputs=True))
+
+    def test_any_memory_layout_is_sent_in_c_order(self):
+        inputs = scan_inputs()
+        inputs["mats"] = np.asfortranarray(inputs["mats"])
+        self.assert_expected(self.worker.run(self.graph, inputs, backend="tcc"))
+
+    def test_parse_error_is_what_ow_prints(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "bad.uop"
+            path.write_text(CASE.read_text().replace("MUL float32 (%18", "MUL float32 (%99"))
+            ow = subprocess.run([self.worker.ow, "run", str(path)], capture_output=True, text=True)
+            self.assertEqual(ow.returncode, 1)
+            with self.assertRaises(outerworld.Error) as e:
+                self.worker.run(outerworld.load(path), scan_inputs())
+            self.assertEqual(str(e.exception) + "\n", ow.stderr)
+
+    def test_worker_is_reused_and_compiled_graphs_are_cached(self):
+        with outerworld.Worker() as w:
+            pid = w.process.pid
+            w.run(self.graph, scan_inputs(), backend="tcc")
+            first = w.stats()
+            w.run(self.graph, scan_inputs(), backend="tcc")
+            second = w.stats()
+            self.assertEqual(w.process.pid, pid)
+            self.assertEqual((first["compiles"], first["cache_misses"]), (1, 1))
+            self.assertEqual((second["compiles"], second["cache_misses"], second["cache_hits"]), (1, 1, 1))
+            self.assertEqual(second["runs"], 2)
+            w.run(self.graph, scan_inputs(), backend="cc")  # another backend: compiled anew
+            self.assertEqual(w.stats()["compiles"], 2)
+
+    def test_killed_worker_raises_worker_died_and_the_next_call_works(self):
+        with outerworld.Worker() as w:
+            pid = w.process.pid
+            threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+            with self.assertRaises(outerworld.WorkerDied) as e:
+                w.request({"op": "sleep", "seconds": 60})
+            self.assertIn(f"pid {pid}", str(e.exception))
+            self.assertIn("SIGKILL", str(e.exception))
+            self.assertIsInstance(e.exception, outerworld.Error)
+            self.assert_expected(w.run(self.graph, scan_inputs()))
+            self.assertNotEqual(w.process.pid, pid)
+
+    def test_worker_killed_between_calls_is_replaced(self):
+        with outerworld.Worker() as w:
+            pid = w.process.pid
+            os.kill(pid, signal.SIGKILL)
+            w.process.wait()
+            self.assert_expected(w.run(self.graph, scan_inputs()))
+            self.assertNotEqual(w.process.pid, pid)
+
+
+class ProtocolTest(unittest.TestCase):
+    """ow serve directly: bad requests are answered, never fatal; the end of input ends it."""
+
+    def serve(self, data):
+        ow = outerworld.find_ow()
+        p = subprocess.run([ow, "serve"], input=data, capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_malformed_header_is_answered_and_the_worker_goes_on(self):
+        out = self.serve(b'{"id": 1, "op": \n{"id": 2, "op": "ping"}\n[1]\n{"id": 3, "op": "nope"}\n').splitlines()
+        responses = [json.loads(x) for x in out]
+        self.assertEqual(len(responses), 4)
+        self.assertFalse(responses[0]["ok"])
+        self.assertTrue(responses[0]["error"].startswith("request header: malformed JSON at column"))
+        self.assertEqual((responses[1]["id"], responses[1]["ok"]), (2, True))
+        self.assertEqual(responses[2]["error"], "request header: a request header must be a JSON object")
+        self.assertEqual(responses[3]["error"], "unknown op 'nope' (ops: run, check, ping, version, stats, sleep)")
+
+    def test_truncated_payload_is_answered_then_the_worker_exits(self):
+        header = {"id": 7, "op": "run", "graph": CASE.read_text(), "inputs": [{"name": "vec", "bytes": 1000}]}
+        out = self.serve(json.dumps(header).encode() + b"\n" + b"\x93NUMPY")
+        r = json.loads(out)
+        self.assertEqual((r["id"], r["ok"], r["kind"]), (7, False, "user"))
+        self.assertEqual(r["error"], "input 'vec': the request ended after 6 of its 1000 bytes")
+
+    def test_bad_npy_payload_is_a_user_error(self):
+        header = {"id": 1, "op": "run", "graph": CASE.read_text(), "inputs": [{"name": "vec", "bytes": 4}]}
+        out = self.serve(json.dumps(header).encode() + b"\nabcd" + b'{"id": 2, "op": "ping"}\n').splitlines()
+        self.assertFalse(json.loads(out[0])["ok"])
+        self.assertTrue(json.loads(out[1])["ok"])
+
+
+if __name__ == "__main__":
+    unittest.main()
