@@ -16,6 +16,7 @@ os.environ.setdefault("DEV", "CPU")
 
 try:
   import numpy as np
+  import outerworld
   from tinygrad import Tensor, UOp, Variable, dtypes
   from tinygrad.uop.ops import AxisType, Ops
   from outerworld.tinygrad import export, to_tinygrad, ExportError
@@ -24,7 +25,6 @@ try:
 except ImportError as e:
   IMPORT_ERROR = e
 
-OW_BIN = os.environ.get("OW_BIN", "/work/main/build/tools/ow")
 
 
 def setUpModule():
@@ -36,7 +36,7 @@ def setUpModule():
 
 def ow_verify(text: str) -> subprocess.CompletedProcess:
   with tempfile.NamedTemporaryFile("w", suffix=".uop", delete=False) as f: f.write(text)
-  try: return subprocess.run([OW_BIN, "verify", f.name], capture_output=True, text=True)
+  try: return subprocess.run([outerworld.find_ow(), "verify", f.name], capture_output=True, text=True)
   finally: os.unlink(f.name)
 
 

@@ -22,10 +22,7 @@ from tinygrad.uop.ops import UOp, Ops
 from outerworld.tinygrad.export import export, ExportError, Export
 from outerworld.tinygrad.importer import to_tinygrad
 
-try:  # the core package (branch i16-python); the shim stands in until it is merged
-  from outerworld import run, Error
-except ImportError:
-  from outerworld._shim_run import run, Error
+from outerworld import run, Error
 
 
 @dataclass
