@@ -5,7 +5,7 @@ tinygrad's own vector CONST / VCONST / VECTORIZE packing), so exporting a graph 
 it back gives the very same hash-consed tinygrad UOp.
 """
 from __future__ import annotations
-import re
+import math, re
 
 from tinygrad.device import Device
 from tinygrad.dtype import dtypes
@@ -18,7 +18,7 @@ _TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<punct>[(),])|(?P<word
 _LINE = re.compile(r'^\s*%(?P<name>[A-Za-z0-9_.]+)\s*=\s*(?P<op>[A-Z_0-9]+)\s+(?P<dtype>[a-z0-9]+(?:\*\d*)?)\s*\((?P<srcs>[^)]*)\)(?P<rest>.*)$')
 
 
-class ImportError_(Exception):
+class UopImportError(Exception):
   """A .uop text this importer cannot turn into a tinygrad UOp."""
 
 
@@ -60,7 +60,7 @@ def parse_args(text: str) -> list:
     t = toks[pos]; pos += 1
     if t.group("str"): return _unescape(t.group("str"))
     if t.group("word"): return _word(t.group("word"))
-    if t.group("punct") != "(": raise ImportError_(f"unexpected {t.group(0)!r} in arg {text!r}")
+    if t.group("punct") != "(": raise UopImportError(f"unexpected {t.group(0)!r} in arg {text!r}")
     items = []
     while toks[pos].group("punct") != ")":
       items.append(one())
@@ -95,6 +95,7 @@ def _build(op: Ops, dtype, srcs: list[UOp], arg, tag, default_device: str) -> UO
     return UOp(Ops.BUFFER, dtype, (UOp.unique(int(m.group(1)) if m else None), UOp(Ops.DEVICE, arg=device)), size)
   if op is Ops.CONST:
     value = dtypes.as_const(arg, dtype)
+    if isinstance(value, float) and math.isnan(value): value = math.nan  # tinygrad's one NaN object: nan != nan
     if not tag: return UOp(Ops.CONST, dtype, (), value)
     src = (UOp(Ops.DEVICE, arg=tag[0]),) + ((UOp.unique(tag[1]),) if len(tag) > 1 else ())
     return UOp(Ops.CONST, dtype, src, value)
@@ -119,13 +120,13 @@ def to_tinygrad(text: str, device: str | None = None) -> UOp:
     line = _strip_comment(raw).strip()
     if not line: continue
     m = _LINE.match(line)
-    if m is None: raise ImportError_(f"line {lineno}: cannot parse {raw!r}")
+    if m is None: raise UopImportError(f"line {lineno}: cannot parse {raw!r}")
     try: op = Ops[m.group("op")]
-    except KeyError: raise ImportError_(f"line {lineno}: tinygrad has no op {m.group('op')}") from None
+    except KeyError: raise UopImportError(f"line {lineno}: tinygrad has no op {m.group('op')}") from None
     dt = m.group("dtype")
-    if dt not in _DTYPES: raise ImportError_(f"line {lineno}: dtype {dt} is not imported")
+    if dt not in _DTYPES: raise UopImportError(f"line {lineno}: dtype {dt} is not imported")
     srcs = [nodes[r.strip()[1:]] for r in m.group("srcs").split(",") if r.strip()]
     has_arg, arg, tag = _split_rest(m.group("rest"))
     nodes[m.group("name")] = last = _build(op, _DTYPES[dt], srcs, arg if has_arg else None, tag, default_device)
-  if last is None: raise ImportError_("empty graph")
+  if last is None: raise UopImportError("empty graph")
   return last
