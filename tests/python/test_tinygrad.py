@@ -143,6 +143,26 @@ class TestExport(unittest.TestCase):
       export(Tensor(np.array([1, 2], np.uint32)) + 1)
 
 
+class TestCompare(unittest.TestCase):
+  def test_reordered_sum_agrees_and_a_real_difference_does_not(self):
+    from outerworld.tinygrad.oracle import compare
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    seq = np.zeros(4, np.float32)
+    for j in range(64): seq = (seq + x[:, j]).astype(np.float32)      # outerworld's order
+    tree = x.reshape(4, 8, 8).sum(axis=2, dtype=np.float32).sum(axis=1, dtype=np.float32)  # another order
+    self.assertIsNone(compare("out", tree, seq, k=65)[0])
+    wrong = seq.copy(); wrong[2] += 1e-2
+    d, _ = compare("out", wrong, seq, k=65)
+    self.assertRegex(d, r"^out\[2\]: tinygrad .* vs outerworld .*, tolerance .*K=65")
+
+  def test_integers_exact_nan_equal_inf_does_not_widen(self):
+    from outerworld.tinygrad.oracle import compare
+    self.assertIn("exact", compare("o", np.array([1, 2]), np.array([1, 3]), k=1000)[0])
+    self.assertIsNone(compare("o", np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), k=1)[0])
+    self.assertIsNotNone(compare("o", np.array([np.inf, 2.0]), np.array([np.inf, 1.0]), k=1)[0])
+
+
 class TestOracle(unittest.TestCase):
   def check(self, tensors_fn):
     with oracle() as o:

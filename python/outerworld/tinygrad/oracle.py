@@ -59,25 +59,29 @@ def rounding_budget(root: UOp) -> int:
   return k
 
 
-def first_difference(name: str, tg: np.ndarray, ow: np.ndarray, k: int) -> str | None:
-  """None if the outputs agree, else a description of the first differing element."""
-  if tg.shape != ow.shape: return f"{name}: shape tinygrad {tg.shape} vs outerworld {ow.shape}"
+def compare(name: str, tg: np.ndarray, ow: np.ndarray, k: int) -> tuple[str | None, float]:
+  """(None if the outputs agree, else the first differing element described; the largest
+  |difference| / tolerance seen, 0 when bit-identical)."""
+  if tg.shape != ow.shape: return f"{name}: shape tinygrad {tg.shape} vs outerworld {ow.shape}", math.inf
   u = _UNIT_ROUNDOFF.get(ow.dtype.type)
   if u is None:
-    bad = tg != ow
-    why = "exact (integer/bool dtype)"
-    tol = None
+    bad, tol, why = tg != ow, None, "exact (integer/bool dtype)"
+    worst = 0.0 if not bad.any() else math.inf
   else:
-    scale = float(np.nanmax(np.abs(ow), initial=0.0)) if np.isfinite(ow).any() else 0.0
-    tol = 2 * k * u * (np.abs(ow) + scale)
-    both_nan = np.isnan(tg) & np.isnan(ow)
+    finite = np.abs(ow[np.isfinite(ow)])
+    scale = float(finite.max()) if finite.size else 0.0  # an inf must not widen the tolerance
+    tol = 2 * k * u * (np.abs(ow.astype(np.float64)) + scale)
+    same = (tg == ow) | (np.isnan(tg) & np.isnan(ow))
     with np.errstate(invalid="ignore"):
-      bad = ~both_nan & ~(tg == ow) & ~(np.abs(tg.astype(np.float64) - ow) <= tol)
+      diff = np.where(same, 0.0, np.abs(tg.astype(np.float64) - ow))
+      bad = ~same & ~(diff <= tol)
+      ratio = np.where(same, 0.0, diff / np.maximum(tol, np.finfo(np.float64).tiny))
+    worst = float(ratio.max()) if ratio.size else 0.0
     why = f"2*K*u*(|x|+max|out|), K={k} roundings, u=2^{int(math.log2(u))}"
-  if not bad.any(): return None
+  if not bad.any(): return None, worst
   idx = tuple(int(i) for i in np.argwhere(bad)[0])
   t = f", tolerance {float(tol[idx]):.3g} ({why})" if tol is not None else f" ({why})"
-  return f"{name}{list(idx)}: tinygrad {tg[idx]!r} vs outerworld {ow[idx]!r}{t}"
+  return f"{name}{list(idx)}: tinygrad {tg[idx]!r} vs outerworld {ow[idx]!r}{t}", worst
 
 
 def _tinygrad_value(original_realize, u: UOp) -> np.ndarray:
@@ -160,14 +164,17 @@ class Oracle:
       status = "uninitialized" if _reads_uninitialized(str(e), exp) else "refused"
       self._record(status, f"outerworld: {msg}", round_trip)
       return result
-    k = rounding_budget(sink)
+    k, worst = rounding_budget(sink), 0.0
     for name, t in zip(exp.outputs, tensors):
-      tg = t.numpy()
-      if (d := first_difference(name, tg, ow_out[name].reshape(tg.shape) if ow_out[name].size == tg.size else ow_out[name], k)):
+      tg, ow = t.numpy(), ow_out[name]
+      d, ratio = compare(name, tg, ow.reshape(tg.shape) if ow.size == tg.size else ow, k)
+      if d:
         self._record("DISAGREE", d, round_trip)
         return result
+      worst = max(worst, ratio)
+    how = "bit-identical" if worst == 0 else f"within tolerance (worst {worst:.1%} of it)"
     cut = f"; inputs computed by tinygrad: {'; '.join(exp.cuts)}" if exp.cuts else ""
-    self._record("agree", f"{len(tensors)} output(s){cut}", round_trip)
+    self._record("agree", f"{len(tensors)} output(s), {how}{cut}", round_trip)
     return result
 
 
