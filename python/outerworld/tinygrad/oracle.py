@@ -140,7 +140,9 @@ class Oracle:
       # tinygrad and passed in; everything else is still checked. No round trip then.
       try: exp, round_trip = export(sink, cut=lambda u: _tinygrad_value(original, u)), None
       except ExportError as e2:
-        self._record("refused", f"export: {e2}")
+        rng = any(u.op is Ops.THREEFRY for u in sink.toposort())
+        why = " (this realize draws random numbers: it assigns tinygrad's uint32 generator counter)" if rng else ""
+        self._record("refused", f"export: {e2}{why}")
         return original(this, *lst, **kw)
     try: result = original(this, *lst, **kw)
     except Exception as e:
