@@ -5,6 +5,7 @@
 // A bad request gets an error response; the worker ends only at the end of its input.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -86,11 +87,18 @@ std::vector<InputHeader> input_headers(const JsonValue& h) {
   return r;
 }
 
+// Read in pieces, so a size far beyond what arrives is answered as a truncated request rather
+// than allocated up front.
 std::string read_bytes(std::istream& in, size_t n, const std::string& name) {
-  std::string data(n, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(n));
-  if (static_cast<size_t>(in.gcount()) != n)
-    throw Truncated("input '" + name + "': the request ended after " + std::to_string(in.gcount()) + " of its " + std::to_string(n) + " bytes");
+  std::string data;
+  char chunk[1 << 16];
+  while (data.size() < n) {
+    in.read(chunk, static_cast<std::streamsize>(std::min(n - data.size(), sizeof chunk)));
+    data.append(chunk, static_cast<size_t>(in.gcount()));
+    if (!in) break;  // the end of the input
+  }
+  if (data.size() != n)
+    throw Truncated("input '" + name + "': the request ended after " + std::to_string(data.size()) + " of its " + std::to_string(n) + " bytes");
   return data;
 }
 

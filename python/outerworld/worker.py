@@ -160,8 +160,14 @@ class Worker:
             payloads = [(name, npy_bytes(a)) for name, a in (inputs or {}).items()]
             if payloads:
                 header["inputs"] = [{"name": n, "bytes": len(b)} for n, b in payloads]
-            self._send(header, [b for _, b in payloads])
-            return self._receive()
+            try:
+                self._send(header, [b for _, b in payloads])
+                return self._receive()
+            except Error:
+                raise  # answered in full (or the worker is already discarded): still in step
+            except BaseException:  # interrupted mid-conversation (Ctrl-C): a reply may be pending
+                self._discard()
+                raise
 
     def _run_header(self, graph, op, flat_inputs, **fields):
         if not isinstance(graph, str):
@@ -230,6 +236,8 @@ class Worker:
 
     def _discard(self):
         p, self.process = self.process, None
+        if p is None:
+            return
         if p.poll() is None:
             p.kill()
         p.wait()

@@ -125,6 +125,16 @@ class PackageTest(unittest.TestCase):
             self.assert_expected(w.run(self.graph, scan_inputs()))
             self.assertNotEqual(w.process.pid, pid)
 
+    def test_an_interrupted_call_does_not_leave_its_reply_for_the_next(self):
+        with outerworld.Worker() as w:
+            pid = w.process.pid
+            main = threading.main_thread().ident  # the signal must interrupt the main thread's read
+            threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+            with self.assertRaises(KeyboardInterrupt):
+                w.request({"op": "sleep", "seconds": 5})
+            self.assertEqual(w.stats()["requests"], 1)  # a new worker, not the old reply
+            self.assertNotEqual(w.process.pid, pid)
+
     def test_worker_killed_between_calls_is_replaced(self):
         with outerworld.Worker() as w:
             pid = w.process.pid
@@ -159,6 +169,11 @@ class ProtocolTest(unittest.TestCase):
         r = json.loads(out)
         self.assertEqual((r["id"], r["ok"], r["kind"]), (7, False, "user"))
         self.assertEqual(r["error"], "input 'vec': the request ended after 6 of its 1000 bytes")
+
+    def test_a_huge_declared_size_is_not_allocated_up_front(self):
+        header = {"id": 8, "op": "run", "graph": "x", "inputs": [{"name": "vec", "bytes": 2**39}]}
+        r = json.loads(self.serve(json.dumps(header).encode() + b"\n" + b"abc"))
+        self.assertEqual(r["error"], f"input 'vec': the request ended after 3 of its {2**39} bytes")
 
     def test_bad_npy_payload_is_a_user_error(self):
         header = {"id": 1, "op": "run", "graph": CASE.read_text(), "inputs": [{"name": "vec", "bytes": 4}]}
