@@ -121,7 +121,7 @@ class TestExport(unittest.TestCase):
     # outerworld -> tinygrad for the checked-in cases; GRADIENT is outerworld's own op.
     for path in sorted(glob.glob(os.path.join(ROOT, "reference", "cases", "*.uop"))):
       with self.subTest(os.path.basename(path)):
-        text = open(path).read()
+        with open(path) as f: text = f.read()
         if " GRADIENT " in text:
           with self.assertRaisesRegex(UopImportError, "no op GRADIENT"): to_tinygrad(text)
         else:
@@ -194,6 +194,15 @@ class TestOracle(unittest.TestCase):
     np.testing.assert_allclose(got, 1 / 3, rtol=1e-6)  # tinygrad's (wrong) answer, for the record
     self.assertEqual(len(o.records), 1)
     self.assertEqual(o.records[0].status, "DISAGREE", o.records[0].line())
+    self.assertIn("used outside their scope", o.records[0].detail)
+
+  def test_vmap_x_grad_loop_range_tinygrad_fails(self):
+    # With a LOOP range tinygrad's scheduler raises on the same ill-scoped graph; the oracle
+    # records that, with outerworld's diagnosis, and lets the exception through.
+    with oracle() as o:
+      x, mats, out = vmap_grad(AxisType.LOOP)
+      with self.assertRaises(RuntimeError): x.grad.realize()
+    self.assertEqual([r.status for r in o.records], ["tinygrad failed"])
     self.assertIn("used outside their scope", o.records[0].detail)
 
   def test_vmap_mats_grad_agrees(self):
