@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export OW_REQUIRE_BROWSER=1  # the browser test (tests/browser) must run here, never skip
+export OW_REQUIRE_TINYGRAD=1  # and so must tinygrad's own tests under the oracle (tests/python)
 
 passed=0
 failed=0
