@@ -184,3 +184,25 @@ class ProtocolTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def readme_block(heading: str, fence: str) -> str:
+    """The first code block fenced `fence` after the README's `## heading`."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## " + heading + "\n"):]
+    start = section.index(fence + "\n") + len(fence) + 1
+    return section[start:section.index("\n```", start)]
+
+
+class ReadmeTest(unittest.TestCase):
+    def test_use_from_python_example_runs(self):
+        """README "Use from Python", run as its first line says, from the repository root."""
+        code = readme_block("Use from Python", "```python")
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+        r = subprocess.run(["/usr/bin/python3", "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = np.load(EXPECTED / "out_out.npy")[:, 0, :3]
+        printed = np.array([[float(x) for x in line.strip(" []").split()] for line in r.stdout.splitlines()[:3]])
+        np.testing.assert_allclose(printed, want, rtol=1e-5)  # numpy prints 8 significant digits
+        self.assertIn("True 14 ", r.stdout)  # check: agree, 14 kernel launches
+        self.assertIn("input 'mats' was given no data: the graph reads it and nothing writes it (inputs: vec, mats)", r.stdout)

@@ -261,3 +261,20 @@ class TestRunnerOnTinygradTests(unittest.TestCase):
 
 if __name__ == "__main__":
   unittest.main()
+
+
+class TestReadmeExample(unittest.TestCase):
+  """README "outerworld as an oracle for tinygrad": its command, run from the repository root
+  (with this machine's tinygrad where the README says ../shared/tinygrad)."""
+
+  def test_command_runs_and_counts(self):
+    text = open(os.path.join(ROOT, "README.md")).read()
+    section = text[text.index("## outerworld as an oracle for tinygrad\n"):]
+    start = section.index("```\n") + 4
+    command = section[start:section.index("\n```", start)].replace("../shared/tinygrad", TINYGRAD)
+    env = dict(os.environ, OW_BIN=os.environ.get("OW_BIN", "build/tools/ow"))
+    r = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+    last = r.stdout.strip().splitlines()[-1]
+    self.assertTrue(last.startswith("realizes checked"), last)
+    self.assertIn("disagreed 0,", last)
