@@ -56,9 +56,13 @@ class CheckReport:
 
 
 def find_ow(ow=None):
-    """The ow binary: the argument, else $OW_BIN, else `ow` on PATH, else this repository's build/tools/ow."""
+    """The ow binary: the argument, else $OW_BIN, else `ow` on PATH, else the one installed with
+    this package (PREFIX/bin/ow for PREFIX/lib/python3.X/site-packages/outerworld), else this
+    repository's build/tools/ow."""
+    here = Path(__file__).resolve()
     candidates = [ow, os.environ.get("OW_BIN"), shutil.which("ow"),
-                  Path(__file__).resolve().parents[2] / "build" / "tools" / "ow"]
+                  here.parents[4] / "bin" / "ow" if len(here.parents) > 4 else None,
+                  here.parents[2] / "build" / "tools" / "ow"]
     for c in candidates:
         if c and Path(c).is_file() and os.access(c, os.X_OK):
             return str(c)

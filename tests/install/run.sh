@@ -44,8 +44,16 @@ PY
 if [[ -d $src/python/outerworld ]]; then
   site=$(find "$root" -type d -name outerworld -path '*-packages/*' | head -1)
   [[ -n $site ]] || { echo "install: the Python package was not installed" >&2; exit 1; }
-  PYTHONPATH=$(dirname "$site") /usr/bin/python3 -c "
-import outerworld, sys
+  # The installed package finds the installed ow by itself (no OW_BIN, no ow on PATH).
+  (cd "$tmp" && env -u OW_BIN PATH=/usr/bin:/bin PYTHONPATH=$(dirname "$site") /usr/bin/python3 -c "
+import numpy as np, outerworld
 assert outerworld.__file__.startswith('$root'), outerworld.__file__
-print('install: import outerworld from', outerworld.__file__)"
+graph = outerworld.load('$src/reference/cases/scan_with_assign.uop')
+inputs = {n: np.load('$data/in_' + n + '.npy') for n in ('vec', 'mats')}
+out = outerworld.run(graph, inputs, backend='tcc')['out']
+np.testing.assert_allclose(out, np.load('$data/out_out.npy'), rtol=1e-5, atol=1e-6)
+w = outerworld.Worker()
+assert w.process.args[0].startswith('$root'), w.process.args
+w.close()
+print('install: the installed package ran the bundled scan on the installed ow:', outerworld.__file__)")
 fi
