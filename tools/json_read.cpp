@@ -8,8 +8,8 @@
 namespace ow::cli {
 
 const JsonValue* JsonValue::get(const std::string& key) const {
-  for (const auto& [k, v] : members)
-    if (k == key) return &v;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i] == key) return &items[i];
   return nullptr;
 }
 
@@ -105,7 +105,8 @@ class Reader {
       if (i_ >= s_.size() || s_[i_] != '"') fail("a member name in double quotes");
       std::string key = string();
       expect(':');
-      v.members.emplace_back(key, value(depth + 1));
+      v.keys.push_back(key);
+      v.items.push_back(value(depth + 1));
     } while (eat(','));
     expect('}');
     return v;

@@ -14,8 +14,10 @@ struct JsonValue {
   bool boolean = false;
   double number = 0;
   std::string string;
-  std::vector<JsonValue> items;                            // Array
-  std::vector<std::pair<std::string, JsonValue>> members;  // Object, in the text's order
+  // Array: items. Object: items with keys[i] naming items[i], in the text's order. (Not a vector
+  // of pairs: a pair of the still-incomplete JsonValue is not allowed, clang refuses it.)
+  std::vector<JsonValue> items;
+  std::vector<std::string> keys;
 
   const JsonValue* get(const std::string& key) const;  // an Object's member, or nullptr
 };
