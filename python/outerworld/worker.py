@@ -98,8 +98,12 @@ def exit_text(status):
 class Worker:
     """A persistent `ow serve` process. Use as a context manager, or call close()."""
 
-    def __init__(self, ow=None):
+    def __init__(self, ow=None, timeout=None):
+        """timeout: seconds one call may take; a worker still busy then is killed (WorkerDied says
+        so) and the next call starts a new one. None: no limit (a hung worker blocks its caller)."""
         self.ow = find_ow(ow)
+        self.timeout = timeout
+        self._timed_out = False
         self.process = None
         self._stderr = None
         self._lock = threading.Lock()  # one request at a time: the pipe carries one conversation
@@ -164,6 +168,7 @@ class Worker:
             payloads = [(name, npy_bytes(a)) for name, a in (inputs or {}).items()]
             if payloads:
                 header["inputs"] = [{"name": n, "bytes": len(b)} for n, b in payloads]
+            timer = self._watchdog()
             try:
                 self._send(header, [b for _, b in payloads])
                 return self._receive()
@@ -172,6 +177,26 @@ class Worker:
             except BaseException:  # interrupted mid-conversation (Ctrl-C): a reply may be pending
                 self._discard()
                 raise
+            finally:
+                if timer:
+                    timer.cancel()
+
+    def _watchdog(self):
+        """A timer that kills the worker when this call outlives self.timeout (its pipes then end)."""
+        self._timed_out = False
+        if not self.timeout:
+            return None
+        p = self.process
+
+        def expire():
+            if p.poll() is None:
+                self._timed_out = True
+                p.kill()
+
+        timer = threading.Timer(self.timeout, expire)
+        timer.daemon = True
+        timer.start()
+        return timer
 
     def _run_header(self, graph, op, flat_inputs, **fields):
         if not isinstance(graph, str):
@@ -230,6 +255,8 @@ class Worker:
         tail = self._stderr_tail()
         self._discard()
         msg = f"the ow worker (pid {p.pid}) died {when}: {exit_text(status)}"
+        if self._timed_out:
+            msg = f"the ow worker (pid {p.pid}) was killed {when}: the call took more than its timeout of {self.timeout} s"
         return WorkerDied(msg + (f"; its stderr ended with:\n{tail}" if tail else "; its stderr was empty"))
 
     def _stderr_tail(self, limit=2000):

@@ -125,6 +125,15 @@ class PackageTest(unittest.TestCase):
             self.assert_expected(w.run(self.graph, scan_inputs()))
             self.assertNotEqual(w.process.pid, pid)
 
+    def test_a_hung_worker_is_killed_at_the_timeout_and_the_next_call_works(self):
+        with outerworld.Worker(timeout=0.5) as w:
+            pid = w.process.pid
+            with self.assertRaises(outerworld.WorkerDied) as e:
+                w.request({"op": "sleep", "seconds": 60})  # stands for a call that never answers
+            self.assertEqual(str(e.exception), f"the ow worker (pid {pid}) was killed before answering: the call took more than its timeout of 0.5 s; its stderr was empty")
+            self.assert_expected(w.run(self.graph, scan_inputs()))  # well within the timeout
+            self.assertNotEqual(w.process.pid, pid)
+
     def test_an_interrupted_call_does_not_leave_its_reply_for_the_next(self):
         with outerworld.Worker() as w:
             pid = w.process.pid
