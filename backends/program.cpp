@@ -372,12 +372,7 @@ struct Program::Impl {
       v.view = interp::View::contiguous(o.shape);
       v.data = d.data;
       v.poison = d.poison;
-      int64_t first = 0, count = 0;
-      if (!interp::any_poison(v, &first, &count)) continue;
-      std::string at;
-      for (int64_t i : interp::unflatten(o.shape, first)) at += (at.empty() ? "" : ", ") + std::to_string(i);
-      throw Error("output '" + o.name + "' reads uninitialized memory: " + std::to_string(count) + " of " + std::to_string(v.numel()) + " elements are poison, first at [" + at +
-                  "] (buffers never given data: " + missing + ")");
+      if (std::string msg = interp::uninitialized_output(o.name, v, missing); !msg.empty()) throw Error(msg);
     }
   }
   interp::BufferMap temps;         // kept between runs, except the outputs (handed over)
@@ -466,7 +461,8 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
 
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) { return Program(program, opts).run(buffers); }
 
-CompiledGraph::CompiledGraph(UOp graph, RunOptions opts) : graph_(graph), backend_(opts.backend), opts_(std::move(opts)) {}
+CompiledGraph::CompiledGraph(UOp graph, RunOptions opts)
+    : graph_(graph), backend_(opts.backend), opts_(std::move(opts)), specs_(interp::graph_buffers(graph)) {}
 
 void CompiledGraph::prepare() {
   if (program_) return;
@@ -483,7 +479,7 @@ void CompiledGraph::prepare() {
 // a buffer, e.g. a WHERE's discarded branch), after checking them against the graph itself: the
 // inputs a graph needs do not depend on how it was lowered.
 std::vector<interp::Output> CompiledGraph::run_lowered(interp::BufferMap& buffers) {
-  interp::check_inputs(interp::graph_buffers(graph_), buffers);
+  interp::check_inputs(specs_, buffers);  // before lowering, which could fail for another reason
   prepare();
   interp::BufferMap mine;
   for (const std::string& name : declared_)
@@ -518,8 +514,6 @@ std::vector<interp::Output> CompiledGraph::run(interp::BufferMap& buffers) {
 }
 
 std::vector<interp::Output> run_graph(UOp graph, interp::BufferMap& buffers, const RunOptions& opts) {
-  // A missing or misnamed input is reported before lowering could fail for some other reason.
-  if (opts.backend != "interp") interp::check_inputs(interp::graph_buffers(graph), buffers);
   return CompiledGraph(graph, opts).run(buffers);
 }
 

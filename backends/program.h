@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/inputs.h"
 #include "interp/interp.h"
 #include "uop/error.h"
 #include "uop/uop.h"
@@ -72,6 +73,7 @@ class CompiledGraph {
   UOp graph_;
   std::string backend_;
   RunOptions opts_;
+  std::vector<interp::BufferSpec> specs_;  // the graph's buffers: what a run accepts
   std::unique_ptr<Program> program_;  // none for backend interp
   std::vector<std::string> declared_; // buffers the lowered program still declares or outputs
 

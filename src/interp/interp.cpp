@@ -138,17 +138,13 @@ void Interpreter::fail(UOp u, const std::string& msg) const {
 }
 
 void Interpreter::check_clean(const std::string& name, UOp u, const Value& v) const {
-  int64_t first = 0, count = 0;
-  if (!any_poison(v, &first, &count)) return;
-  std::string idx;
-  for (int64_t i : unflatten(v.shape(), first)) idx += (idx.empty() ? "" : ", ") + std::to_string(i);
+  if (!any_poison(v)) return;
   std::set<std::string> uninit;  // in the graph's order
   std::string list;
   for (UOp n : printed_.order)
     if (n->op == Ops::BUFFER && !buffers_.at(n.get()).initialized_by_caller && uninit.insert(buffer_name(n)).second)
       list += (list.empty() ? "" : ", ") + buffer_name(n);
-  fail(u, "output '" + name + "' reads uninitialized memory: " + std::to_string(count) + " of " + std::to_string(v.numel()) +
-              " elements are poison, first at [" + idx + "] (buffers never given data: " + (list.empty() ? "none" : list) + ")");
+  fail(u, uninitialized_output(name, v, list));
 }
 
 // ---------------- outputs ----------------

@@ -490,4 +490,13 @@ bool any_poison(const Value& v, int64_t* first_flat, int64_t* count) {
   return found > 0;
 }
 
+std::string uninitialized_output(const std::string& output, const Value& v, const std::string& never_given) {
+  int64_t first = 0, count = 0;
+  if (!any_poison(v, &first, &count)) return "";
+  std::string idx;
+  for (int64_t i : unflatten(v.shape(), first)) idx += (idx.empty() ? "" : ", ") + std::to_string(i);
+  return "output '" + output + "' reads uninitialized memory: " + std::to_string(count) + " of " + std::to_string(v.numel()) + " elements are poison, first at [" + idx +
+         "] (buffers never given data: " + (never_given.empty() ? "none" : never_given) + ")";
+}
+
 }  // namespace ow::interp

@@ -85,6 +85,9 @@ void write_through(Value& dst, const Value& src);
 Value mask_view(const Value& v, const StoragePtr& mask);  // the mask through v's view, as bools
 bool any_poison(const Value& v, int64_t* first_flat = nullptr, int64_t* count = nullptr);
 bool mask_any(const Value& v, const StoragePtr& mask);  // is any element of v's view set in mask?
+// "output 'out' reads uninitialized memory: ..." when output v holds poison, else "": the one
+// wording every backend uses (never_given: the buffers given no data, or "" for none).
+std::string uninitialized_output(const std::string& output, const Value& v, const std::string& never_given);
 std::vector<int64_t> unflatten(const std::vector<int64_t>& shape, int64_t flat);
 
 }  // namespace ow::interp
