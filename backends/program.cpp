@@ -431,6 +431,15 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
   }
 }
 
+void Program::graph_writes(const std::vector<interp::BufferSpec>& graph_specs) {
+  for (interp::BufferSpec& s : impl_->specs)
+    for (const interp::BufferSpec& g : graph_specs)
+      if (g.name == s.name && !g.input && s.input) {
+        s.input = false;
+        impl_->loaded.insert(s.name);  // nothing writes it, so whatever reads it (an output, say) sees poison
+      }
+}
+
 Program::~Program() = default;
 Program::Program(Program&&) noexcept = default;
 Program& Program::operator=(Program&&) noexcept = default;
@@ -473,6 +482,7 @@ void CompiledGraph::prepare() {
   for (const OutputSlot& o : output_slots(program)) keep.insert(o.name);
   declared_.assign(keep.begin(), keep.end());
   program_ = std::make_unique<Program>(program, opts_);
+  program_->graph_writes(specs_);
 }
 
 // Runs the lowered graph on the caller's buffers the program still declares (lowering may drop

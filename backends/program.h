@@ -51,6 +51,11 @@ class Program {
   // returned value then shares that memory. Otherwise each run returns fresh memory.
   std::vector<interp::Output> run(interp::BufferMap& buffers);
 
+  // Buffers the tensor-level graph writes though the lowered program no longer does (a store in
+  // a loop of zero iterations): they are not inputs, and when not given they are uninitialized,
+  // exactly as the graph's interpreter sees them.
+  void graph_writes(const std::vector<interp::BufferSpec>& graph_specs);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

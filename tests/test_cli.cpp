@@ -716,3 +716,25 @@ TEST_CASE("a written buffer left without data: every backend refuses an output t
     CHECK(ok.out == "out: float32 (4,)\n[0. 2. 4. 6.]\n");
   }
 }
+
+// ow fuzz seeds 470/870/945: the only store sits in an OUTER loop of zero iterations, so lowering
+// drops it and the compiled program saw a buffer nothing writes, an *input*, and refused with
+// "input 'tgt0' was given no data" where the interpreter says the output reads poison.
+TEST_CASE("a buffer written only by a loop of zero iterations is uninitialized on every backend, not an input", "[cli][inputs]") {
+  TempDir tmp;
+  spit(tmp / "g.uop",
+       "%0 = BUFFER float32 () (\"tgt0\", 1)\n%1 = CONST index () 1\n%2 = RESHAPE float32 (%0, %1)\n%3 = STORE void (%2, %2)\n"
+       "%4 = CONST index () 0\n%5 = RANGE index (%4) (-1, AxisType.OUTER)\n%6 = END void (%3, %5)\n%7 = AFTER float32 (%2, %6)\n"
+       "%8 = SINK void (%7) (\"out0\",)\n");
+  float x[1] = {2.5f};
+  write_npy(tmp / "t.npy", "<f4", "(1,)", std::string(reinterpret_cast<const char*>(x), sizeof x));
+  for (const std::string& b : kBackends) {
+    INFO("backend " << b);
+    Result r = run_ow({"run", (tmp / "g.uop").string(), "--backend", b});
+    CHECK(r.rc == 1);
+    CHECK(r.err.substr(0, r.err.find('\n')) == "output 'out0' reads uninitialized memory: 1 of 1 elements are poison, first at [0] (buffers never given data: tgt0)");
+    Result ok = run_ow({"run", (tmp / "g.uop").string(), "--backend", b, "--in", "tgt0=" + (tmp / "t.npy").string()});
+    CHECK(ok.rc == 0);
+    CHECK(ok.out == "out0: float32 (1,)\n[2.5]\n");
+  }
+}
