@@ -167,8 +167,9 @@ class Host {
           d.poison = std::make_shared<interp::Storage>(dtypes::bool_, size);
           std::memset(d.poison->bytes.data(), 1, d.poison->bytes.size());
         }
-      } catch (const Error& e) {
-        throw Error(std::string(e.what()) + "\n  for buffer '" + name + "' (" + std::to_string(size) + " " + to_string(b->dtype) + " elements)");
+      } catch (Error& e) {  // a budget: say which buffer asked
+        e.locate("\n  for buffer '" + name + "' (" + std::to_string(size) + " " + to_string(b->dtype) + " elements)");
+        throw;
       }
       it = owner.emplace(name, d).first;
     }
@@ -222,7 +223,7 @@ class Host {
 
   void launch(UOp k) {
     if (opts_.max_launches && ++launches_ > opts_.max_launches)
-      throw Error("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + kernel_name(k) + " with " +
+      throw BudgetExceeded("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + kernel_name(k) + " with " +
                   bindings_text(env_order_) + " (ow: --max-steps N raises it)");
     std::vector<interp::BufferData*> slots;
     std::map<std::string, int64_t> vars;
@@ -372,7 +373,7 @@ struct Program::Impl {
       v.view = interp::View::contiguous(o.shape);
       v.data = d.data;
       v.poison = d.poison;
-      if (std::string msg = interp::uninitialized_output(o.name, v, missing); !msg.empty()) throw Error(msg);
+      if (std::string msg = interp::uninitialized_output(o.name, v, missing); !msg.empty()) throw UninitializedRead(msg);
     }
   }
   interp::BufferMap temps;         // kept between runs, except the outputs (handed over)

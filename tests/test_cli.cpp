@@ -738,3 +738,20 @@ TEST_CASE("a buffer written only by a loop of zero iterations is uninitialized o
     CHECK(ok.out == "out0: float32 (1,)\n[2.5]\n");
   }
 }
+
+TEST_CASE("an internal error exits 2, asks for a report and saves the graph it was working on", "[cli][errors]") {
+  fs::path file = case_file("reduce");
+  setenv("OW_FAULT", "internal", 1);  // tools/ow.cpp: throws InternalError once the graph is read
+  Result r = run_ow({"run", file.string(), "--random-inputs"});
+  unsetenv("OW_FAULT");
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.rfind("ow run: internal error: ", 0) == 0);
+  CHECK(r.err.find("(please report)") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(r.err, m, std::regex("the graph is saved in (\\S+\\.uop);")));
+  std::string saved = slurp(m[1].str());
+  fs::remove(m[1].str());
+  CHECK(saved.rfind("# ow run " + file.string() + " --random-inputs\n", 0) == 0);
+  CHECK(print_graph(parse_graph(saved).root) == print_graph(parse_graph(slurp(file)).root));  // the graph, whole
+}

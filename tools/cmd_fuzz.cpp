@@ -68,10 +68,37 @@ std::string category(const std::string& msg) {
   return "other:" + c;
 }
 
+// What went wrong, by the type of what was thrown (it crosses the fork as one character).
+enum class Kind : char { Ok = '1', User = '0', Unsupported = 'u', Uninitialized = 'p', Budget = 'b', Mismatch = 'm', Internal = 'i' };
+
 struct Outcome {
   bool ok = true;
   std::string error;
+  Kind kind = Kind::Ok;
 };
+
+Outcome failed(const std::string& error, Kind kind = Kind::User) { return {false, error, kind}; }
+
+// Inside a catch (...): the exception in flight as an Outcome.
+Outcome caught() {
+  try {
+    throw;
+  } catch (const Unsupported& e) {
+    return failed(e.what(), Kind::Unsupported);
+  } catch (const UninitializedRead& e) {
+    return failed(e.what(), Kind::Uninitialized);
+  } catch (const BudgetExceeded& e) {
+    return failed(e.what(), Kind::Budget);
+  } catch (const backend::CheckMismatch& e) {
+    return failed(e.what(), Kind::Mismatch);
+  } catch (const Error& e) {
+    return failed(e.what());
+  } catch (const InternalError& e) {
+    return failed(std::string("internal: ") + e.what(), Kind::Internal);
+  } catch (const std::exception& e) {
+    return failed(std::string("internal: ") + e.what(), Kind::Internal);
+  }
+}
 
 // A refusal's kind: its message without the node, names and numbers.
 std::string refusal_kind(const std::string& msg) {
@@ -91,9 +118,9 @@ Outcome finite_differences(UOp g, const interp::BufferMap& inputs, uint64_t seed
   try {
     fuzz::FdCheck c = fuzz::check_finite_differences(g, inputs, seed);
     if (stats) *stats = c;
-    return {c.ok, c.error};
+    return c.ok ? Outcome{} : failed(c.error);
   } catch (const Error& e) {
-    return {false, std::string("finite differences: ") + e.what()};
+    return failed(std::string("finite differences: ") + e.what());
   }
 }
 
@@ -104,12 +131,8 @@ Outcome interpret(UOp g, const interp::BufferMap& inputs) {
     interp::BufferMap b = copy_buffers(inputs);
     interp::run(g, b);
     return {};
-  } catch (const Error& e) {
-    return {false, e.what()};
-  } catch (const InternalError& e) {
-    return {false, e.what()};
-  } catch (const std::exception& e) {
-    return {false, std::string("internal error: ") + e.what()};
+  } catch (...) {
+    return caught();
   }
 }
 
@@ -124,7 +147,7 @@ Outcome expansion(UOp g, const interp::BufferMap& inputs) {
   if (losses.empty() || !interpret(UOp::sink(losses, Arg(names)), inputs).ok) return {};
   Outcome o = interpret(g, inputs);
   if (o.ok || o.error.rfind("gradient:", 0) == 0) return {};
-  return {false, "gradient expansion: " + o.error};
+  return failed("gradient expansion: " + o.error);
 }
 
 // direct: the tier alone (as `ow run --backend tcc` runs it), not in lockstep with the interpreter.
@@ -145,10 +168,8 @@ Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier
     interp::BufferMap b = copy_buffers(inputs);
     backend::run_graph(g, b, ro);
     return {};
-  } catch (const Error& e) {
-    return {false, e.what()};
-  } catch (const std::exception& e) {
-    return {false, std::string("internal: ") + e.what()};
+  } catch (...) {
+    return caught();
   }
 }
 
@@ -174,7 +195,7 @@ Outcome compiled_isolated(UOp g, const interp::BufferMap& inputs, const std::str
     std::signal(SIGABRT, SIG_DFL);
     if (timeout_s > 0) alarm(static_cast<unsigned>(timeout_s));
     Outcome o = compiled(g, inputs, tier, bounds_check, direct);
-    std::string msg = (o.ok ? "1" : "0") + o.error;
+    std::string msg = static_cast<char>(o.kind) + o.error;
     size_t off = 0;
     while (off < msg.size()) {
       ssize_t n = write(fd[1], msg.data() + off, msg.size() - off);
@@ -193,11 +214,11 @@ Outcome compiled_isolated(UOp g, const interp::BufferMap& inputs, const std::str
   waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    if (sig == SIGALRM) return {false, "hang: the compiled path took more than " + std::to_string(timeout_s) + " s"};
-    return {false, "crash: the compiled path died of signal " + std::to_string(sig) + " (" + strsignal(sig) + ")"};
+    if (sig == SIGALRM) return failed("hang: the compiled path took more than " + std::to_string(timeout_s) + " s", Kind::Internal);
+    return failed("crash: the compiled path died of signal " + std::to_string(sig) + " (" + strsignal(sig) + ")", Kind::Internal);
   }
-  if (msg.empty()) return {false, "crash: the compiled path exited without a result"};
-  return {msg[0] == '1', msg.substr(1)};
+  if (msg.empty()) return failed("crash: the compiled path exited without a result", Kind::Internal);
+  return {msg[0] == '1', msg.substr(1), static_cast<Kind>(msg[0])};
 }
 
 int cmd_fuzz(const Args& args) {
@@ -241,10 +262,10 @@ int cmd_fuzz(const Args& args) {
   auto uninitialized_refused = [&](UOp g, const interp::BufferMap& in, const std::string& tier) -> Outcome {
     interp::BufferMap partial = only_inputs(g, in);
     Outcome ref = interpret(g, partial);
-    if (ref.ok || ref.error.find("reads uninitialized memory") == std::string::npos) return {};
+    if (ref.kind != Kind::Uninitialized) return {};
     Outcome got = run_compiled(g, partial, tier, true);
-    if (!got.ok && (got.error.find("reads uninitialized memory") != std::string::npos || got.error.find("(not supported by the compiled path yet)") != std::string::npos)) return {};
-    return {false, got.ok ? "uninitialized: " + tier + " computed a value where the interpreter says: " + ref.error.substr(0, ref.error.find('\n')) : got.error};
+    if (got.kind == Kind::Uninitialized || got.kind == Kind::Unsupported) return {};
+    return failed(got.ok ? "uninitialized: " + tier + " computed a value where the interpreter says: " + ref.error.substr(0, ref.error.find('\n')) : got.error, got.ok ? Kind::User : got.kind);
   };
 
   std::signal(SIGSEGV, on_fatal_signal);
@@ -342,7 +363,7 @@ int cmd_fuzz(const Args& args) {
     interp::BufferMap inputs;
     fill_random_inputs(root, inputs, seed);
     // every fifth graph also runs with the buffers it writes left without data
-    if (!gen.loss && seed % 5 == 0 && interpret(root, only_inputs(root, inputs)).error.find("reads uninitialized memory") != std::string::npos) {
+    if (!gen.loss && seed % 5 == 0 && interpret(root, only_inputs(root, inputs)).kind == Kind::Uninitialized) {
       ++poison_graphs;
       for (const std::string& tier : tiers) {
         if (tier == "cc" && !explicit_tiers && (cc_every == 0 || seed % cc_every != 0)) continue;
@@ -381,7 +402,7 @@ int cmd_fuzz(const Args& args) {
       (tier == "cc" ? runs_cc : runs_tcc)++;
       Outcome got = run_compiled(root, inputs, tier);
       if (got.ok) continue;
-      if (got.error.find("(not supported by the compiled path yet)") != std::string::npos) {
+      if (got.kind == Kind::Unsupported) {
         ++unsupported;
         std::string kind = got.error.substr(0, got.error.find(" (not supported"));
         unsupported_kinds[kind.find("empty dimension") != std::string::npos ? "an empty dimension" : kind].push_back(seed);

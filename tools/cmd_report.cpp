@@ -360,7 +360,7 @@ Verdict budgeted_verdict(const std::vector<interp::Output>& want, const PassTrac
   o.max_evals = b.max_evals;
   if (values) o.on_step = [values](const interp::Step& s) { values->on_step(s); };
   Verdict v = validate_pass(want, t.pass->name, t.after, inputs, o);
-  if (v.ok || v.text.find("step budget exceeded") == std::string::npos) return v;
+  if (!v.over_budget) return v;
   std::string budget = std::to_string(b.max_evals) + " node evaluations";
   cuts.validations.push_back("the validation of pass " + t.pass->name + " (more than " + budget + ")");
   return {true, "not validated in the report (more than " + budget + "; raise with --validation-budget): ow check --passes validates it"};

@@ -27,6 +27,14 @@ namespace {
 using Kind = JsonValue::Kind;
 
 // The input ended inside a request's payload: answered, then the worker stops.
+// The kind of a user-level error, as the protocol names it (reference/SERVE.md).
+const char* error_kind(const Error& e) {
+  if (dynamic_cast<const Unsupported*>(&e)) return "unsupported";
+  if (dynamic_cast<const UninitializedRead*>(&e)) return "uninitialized";
+  if (dynamic_cast<const BudgetExceeded*>(&e)) return "budget";
+  return "user";
+}
+
 struct Truncated : Error {
   using Error::Error;
 };
@@ -189,7 +197,7 @@ class Server {
       stop = true;
       return error_response(id, e.what(), "user");
     } catch (const Error& e) {
-      return error_response(id, e.what(), "user");
+      return error_response(id, e.what(), error_kind(e));
     } catch (const std::bad_alloc&) {
       return error_response(id, "out of memory", "internal");
     } catch (const InternalError& e) {

@@ -1,5 +1,8 @@
 // ow — the outerworld command line. Exit codes: 0 ok, 1 user error, 2 internal error.
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -70,11 +73,20 @@ void write_file(const std::string& path, const std::string& data) {
   if (!out) throw Error(path + ": cannot write file");
 }
 
+namespace {
+// The graph the command works on, so an internal error can save it for the bug report.
+std::string g_graph_text, g_graph_path;
+}  // namespace
+
 ParsedGraph load_graph(const std::string& path, bool strict) {
-  ParsedGraph g = parse_graph(read_file(path), path);
+  std::string text = read_file(path);
+  g_graph_text = text, g_graph_path = path;
+  ParsedGraph g = parse_graph(text, path);
   VerifyOptions opts;
   opts.strict = strict;
   verify_parsed(g, opts);
+  // Fault injection, for the test of the bug report itself (tests/test_cli.cpp).
+  if (const char* f = std::getenv("OW_FAULT"); f && std::string(f) == "internal") throw InternalError("OW_FAULT=internal after reading " + path);
   return g;
 }
 
@@ -93,6 +105,21 @@ std::vector<Command> all_commands() {
   for (auto& c : grad_commands()) cmds.push_back(c);
   for (auto& c : serve_commands()) cmds.push_back(c);
   return cmds;
+}
+
+// Exit status 2: a bug of outerworld. The message, and the graph saved where the user can attach
+// it to a report (the input file may change or be a pipe).
+int report_bug(const std::string& cmd, const Args& args, const std::string& what) {
+  std::cerr << "ow " << cmd << ": " << what << "\n";
+  if (g_graph_text.empty()) return 2;
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::temp_directory_path(ec) / ("ow-bug-" + std::to_string(getpid()) + ".uop");
+  std::ofstream out(p, std::ios::binary);
+  out << "# ow " << cmd;
+  for (const std::string& a : args) out << " " << a;
+  out << "\n# " << what.substr(0, what.find('\n')) << "\n# the graph, as read from " << g_graph_path << ":\n" << g_graph_text;
+  if (out) std::cerr << "  the graph is saved in " << p.string() << "; please attach it to the report\n";
+  return 2;
 }
 
 void usage(std::ostream& os) {
@@ -136,11 +163,9 @@ int main(int argc, char** argv) {
       std::cerr << "ow " << name << ": out of memory\n";
       return 2;
     } catch (const ow::InternalError& e) {  // its message says "internal error: ... (please report)"
-      std::cerr << "ow " << name << ": " << e.what() << "\n";
-      return 2;
+      return report_bug(name, args, e.what());
     } catch (const std::exception& e) {
-      std::cerr << "ow " << name << ": internal error: " << e.what() << "\n";
-      return 2;
+      return report_bug(name, args, std::string("internal error: ") + e.what() + " (please report)");
     }
   }
   std::cerr << "ow: unknown command '" << name << "'\n";

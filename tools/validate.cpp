@@ -22,7 +22,8 @@ Verdict validate_pass(const std::vector<interp::Output>& want, const std::string
   try {
     got = evaluate(g, inputs, opts);
   } catch (const Error& e) {
-    return {false, "pass " + pass + ": the lowered graph fails to evaluate: " + e.what() + "\n"};
+    bool budget = dynamic_cast<const BudgetExceeded*>(&e) != nullptr;
+    return {false, "pass " + pass + ": the lowered graph fails to evaluate: " + e.what() + "\n", budget};
   }
   for (size_t i = 0; i < want.size(); ++i) {
     auto d = i < got.size() ? first_difference(want[i].value, got[i].value) : std::optional<Difference>(Difference{-1, 0, 0});

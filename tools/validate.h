@@ -17,6 +17,7 @@ std::vector<interp::Output> evaluate(UOp g, const interp::BufferMap& inputs, con
 struct Verdict {
   bool ok = true;
   std::string text;  // what `ow check --passes` prints for this pass (one or more lines)
+  bool over_budget = false;  // not decided: the evaluation ran out of its budget (opts)
 };
 
 // Compares the outputs of `g` (the graph after `pass`) with `want` (the input graph's outputs).

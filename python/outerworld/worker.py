@@ -21,7 +21,10 @@ import numpy as np
 class Error(Exception):
     """An error from outerworld: str(e) is exactly the message `ow` prints for it.
 
-    kind is "user" (a problem with the graph or the inputs) or "internal" (a bug in outerworld).
+    kind says whose problem it is: "user" (the graph or the inputs), "unsupported" (a valid graph
+    the compiled path does not handle yet; backend "interp" runs it), "uninitialized" (an output
+    reads memory nothing initialized), "budget" (a step or memory limit ran out), "internal" (a
+    bug in outerworld), "died" (WorkerDied).
     """
 
     def __init__(self, message, kind="user"):

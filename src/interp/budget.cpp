@@ -29,7 +29,7 @@ void charge_memory(uint64_t n) {
   uint64_t before = g_in_use.fetch_add(n), limit = g_limit;
   if (limit == 0 || before + n <= limit) return;
   g_in_use.fetch_sub(n);
-  throw Error("memory budget exceeded: a value of " + bytes_text(n) + " with " + bytes_text(before) + " already in use is over the limit of " + bytes_text(limit) +
+  throw BudgetExceeded("memory budget exceeded: a value of " + bytes_text(n) + " with " + bytes_text(before) + " already in use is over the limit of " + bytes_text(limit) +
               " (ow: --max-memory SIZE raises it; the default is half of physical memory)");
 }
 

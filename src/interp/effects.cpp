@@ -339,10 +339,9 @@ void Interpreter::run_kernel(UOp u) {
   }
   try {
     kernel.run(args);
-  } catch (const NodeError&) {
+  } catch (Error& e) {
+    locate(u, e);
     throw;
-  } catch (const Error& e) {
-    fail(u, e.what());
   }
   if (opts_.on_step) {
     Value none;

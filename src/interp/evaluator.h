@@ -19,11 +19,6 @@
 
 namespace ow::interp {
 
-// An error that already names its node; outer frames pass it through unchanged.
-struct NodeError : Error {
-  using Error::Error;
-};
-
 bool is_effect_op(Ops op);
 // The BUFFER a STORE/ASSIGN target is a view of (through movement ops and AFTER), or null.
 UOp base_buffer(UOp u);
@@ -67,7 +62,13 @@ class Interpreter {
   void analyse();
   void bind_buffers(BufferMap& buffers);
   std::string describe(UOp u) const;
-  [[noreturn]] void fail(UOp u, const std::string& msg) const;
+  [[noreturn]] void fail(UOp u, const std::string& msg) const { raise(u, Error(msg)); }
+  // Throws e (keeping its type) located at u: its line and the current bindings.
+  template <class E> [[noreturn]] void raise(UOp u, E e) const {
+    locate(u, e);
+    throw e;
+  }
+  void locate(UOp u, Error& e) const;  // unless e already names its node
   void check_clean(const std::string& name, UOp u, const Value& v) const;
 
   // The iterations of a loop whose bodies are unordered siblings (the elements of a BUFFERIZE,

@@ -133,9 +133,7 @@ void Interpreter::analyse() {
 
 std::string Interpreter::describe(UOp u) const { return opts_.describe ? opts_.describe(u) : printed_.line(u); }
 
-void Interpreter::fail(UOp u, const std::string& msg) const {
-  throw NodeError(msg + "\n  at " + describe(u) + "\n  with " + bindings_text(env_order_));
-}
+void Interpreter::locate(UOp u, Error& e) const { e.locate("\n  at " + describe(u) + "\n  with " + bindings_text(env_order_)); }
 
 void Interpreter::check_clean(const std::string& name, UOp u, const Value& v) const {
   if (!any_poison(v)) return;
@@ -144,7 +142,7 @@ void Interpreter::check_clean(const std::string& name, UOp u, const Value& v) co
   for (UOp n : printed_.order)
     if (n->op == Ops::BUFFER && !buffers_.at(n.get()).initialized_by_caller && uninit.insert(buffer_name(n)).second)
       list += (list.empty() ? "" : ", ") + buffer_name(n);
-  fail(u, uninitialized_output(name, v, list));
+  raise(u, UninitializedRead(uninitialized_output(name, v, list)));
 }
 
 // ---------------- outputs ----------------
@@ -234,7 +232,7 @@ bool Interpreter::reusable(const Memo& m, const NodeInfo& in, const std::vector<
 }
 
 Value Interpreter::eval(UOp u) {
-  if (opts_.max_evals && ++evals_ > opts_.max_evals) fail(u, "step budget exceeded: " + std::to_string(opts_.max_evals) + " node evaluations (ow: --max-steps N raises it)");
+  if (opts_.max_evals && ++evals_ > opts_.max_evals) raise(u, BudgetExceeded("step budget exceeded: " + std::to_string(opts_.max_evals) + " node evaluations (ow: --max-steps N raises it)"));
   if (++depth_ > opts_.max_depth) {
     depth_ = 0;
     fail(u, "graph is nested deeper than " + std::to_string(opts_.max_depth) + " levels; the interpreter refuses to recurse further");
@@ -258,10 +256,9 @@ Value Interpreter::eval(UOp u) {
   if (in.fork) joins_.push_back(ctx_.snapshot());
   try {
     v = compute(u);
-  } catch (const NodeError&) {
+  } catch (Error& e) {
+    locate(u, e);
     throw;
-  } catch (const Error& e) {
-    fail(u, e.what());
   }
   if (in.fork) {  // the node completes after all its forked sources
     ctx_.merge(joins_.back());

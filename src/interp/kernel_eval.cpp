@@ -224,7 +224,9 @@ struct Kernel::Impl {
   }
 
   // ---------- compilation ----------
+  mutable bool compile_failed = false;  // compile_fail's error is on its way out: pass it through
   [[noreturn]] void compile_fail(UOp u, const std::string& msg) const {
+    compile_failed = true;
     throw Error(msg + "\n  at " + describe(u) + "\n  in kernel " + opts.name);
   }
 
@@ -348,9 +350,8 @@ struct Kernel::Impl {
           compile_fail(u, std::string("the kernel evaluator does not evaluate ") + std::string(op_name(u->op)) + " nodes (not a kernel-level form)");
       }
     } catch (const Error& e) {
-      std::string m = e.what();
-      if (m.find("\n  in kernel ") != std::string::npos) throw;
-      compile_fail(u, m);
+      if (compile_failed) throw;
+      compile_fail(u, e.what());
     }
   }
 

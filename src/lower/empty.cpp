@@ -98,8 +98,8 @@ const PatternMatcher& empty_rules() {
 void check_supported(UOp root) {
   for (UOp u : toposort(root))
     if (has_empty_dim(u) && u->op != Ops::BUFFER && !is_broadcast_const(u))
-      throw Error(unsupported(std::string(op_name(u->op)) + " of shape " + render_shape(u->shape.dims) +
-                              " has an empty dimension and reaches an effect"));
+      throw unsupported(std::string(op_name(u->op)) + " of shape " + render_shape(u->shape.dims) +
+                              " has an empty dimension and reaches an effect");
 }
 
 }  // namespace

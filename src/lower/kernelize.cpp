@@ -91,7 +91,7 @@ class KernelBuilder {
   // value, computed again whenever what it reads has changed, not an effect with a frequency.
   UOp build(UOp address, UOp value, const std::vector<UOp>& loops, bool is_value = false) {
     auto p = index_parts(address);
-    if (!p || p->idx.size() != 1) throw Error("lowering: a store address did not reduce to one index into a buffer");
+    if (!p || p->idx.size() != 1) throw InternalError("lowering: a store address did not reduce to one index into a buffer");
     plan_versions(address, value);
     UOp store = UOp::make(Ops::STORE, dtypes::void_, {pointer(*p), conv(value)});
     std::vector<UOp> ranges;
@@ -135,7 +135,7 @@ class KernelBuilder {
       for (size_t i = 0; i < views.size(); ++i) {
         if (versions[i] == versions[newest]) continue;
         if (!includes(versions[newest], versions[i]) || views[i] == address || index_parts(address)->x == views[i])
-          throw Error(unsupported("a kernel reads buffer '" + buffer_name(UOp(buf)) + "' after two different sets of its writes"));
+          throw unsupported("a kernel reads buffer '" + buffer_name(UOp(buf)) + "' after two different sets of its writes");
         snapshot_[views[i].get()] = copy_of(views[i]);
       }
     }
@@ -156,7 +156,7 @@ class KernelBuilder {
     if (auto it = snapshot_.find(view.get()); it != snapshot_.end()) view = it->second;
     Chain c = chain_of(view);
     UOp base = c.buffer;
-    if (base->op != Ops::BUFFER) throw Error(std::string("lowering: a load reached ") + std::string(op_name(base->op)) + " instead of a buffer");
+    if (base->op != Ops::BUFFER) throw InternalError(std::string("lowering: a load reached ") + std::string(op_name(base->op)) + " instead of a buffer");
     size_t slot = std::find(buffers_.begin(), buffers_.end(), base) - buffers_.begin();
     if (slot == buffers_.size()) {
       buffers_.push_back(base);
@@ -185,7 +185,7 @@ class KernelBuilder {
     UOp out;
     if (auto p = index_parts(u)) {
       if (p->x->op != Ops::BUFFERIZE && p->x->op != Ops::BUFFER && p->x->op != Ops::AFTER)
-        throw Error(std::string("lowering: INDEX of ") + std::string(op_name(p->x->op)) + " was not pushed down to a buffer");
+        throw InternalError(std::string("lowering: INDEX of ") + std::string(op_name(p->x->op)) + " was not pushed down to a buffer");
       out = pointer(*p).load();
     } else if (u->op == Ops::RANGE && u->src[0]->op == Ops::CONST && u->src[0].const_value() == 1) {
       out = UOp::index(0);  // a loop of one iteration is its index 0
@@ -195,7 +195,7 @@ class KernelBuilder {
     } else if (u->shape.kind != ShapeInfo::Kind::Unshaped) {
       // rangeify pushes every INDEX down to a buffer or a realized value; a tensor-level node
       // left in an element's value has no C form (and a BUFFERIZE rebuilt here loses its ranges).
-      throw Error("lowering: " + value_text(u) + " reached kernel k" + std::to_string(ctx_.next_kernel) + " without an index pushed through it");
+      throw InternalError("lowering: " + value_text(u) + " reached kernel k" + std::to_string(ctx_.next_kernel) + " without an index pushed through it");
     } else {
       std::vector<UOp> src;
       for (UOp s : u->src) src.push_back(conv(s));
@@ -229,7 +229,7 @@ UOp temp_view(UOp b, Context& ctx) {
   auto it = ctx.temps.find(b.get());
   if (it == ctx.temps.end()) {
     std::vector<UOp> loops(b->src.begin() + 1, b->src.end());
-    if (!free_loop_ranges(b).empty()) throw Error("lowering: a realized value still depends on a loop range it does not store");
+    if (!free_loop_ranges(b).empty()) throw InternalError("lowering: a realized value still depends on a loop range it does not store");
     int64_t n = 1;
     for (UOp e : extents(b)) n *= static_cast<int64_t>(e.const_value());
     UOp temp = UOp::make(Ops::BUFFER, b->dtype, {}, Arg(ArgTuple{Arg(ctx.fresh_buffer("t")), Arg(n)}));

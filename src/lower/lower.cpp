@@ -35,7 +35,7 @@ UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string&
   return graph_rewrite(root, pm, opts);
 }
 
-std::string unsupported(const std::string& what) { return "lowering: " + what + " (not supported by the compiled path yet)"; }
+Unsupported unsupported(const std::string& what) { return Unsupported("lowering: " + what); }
 
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
   ctx.take_names(root);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/uop.h"
 
@@ -42,9 +43,8 @@ struct Pass {
 // The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule.
 const std::vector<Pass>& passes();
 
-// The message of an error for a graph the compiled path does not handle yet (tools such as
-// ow fuzz tell these apart from bugs by the "(not supported by the compiled path yet)" suffix).
-std::string unsupported(const std::string& what);
+// The error for a graph the compiled path does not handle yet: `throw unsupported("...")`.
+Unsupported unsupported(const std::string& what);
 
 // Runs the whole pipeline; after_each(pass, graph) sees every intermediate graph.
 UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each = {});

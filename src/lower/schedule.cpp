@@ -98,7 +98,7 @@ class Scheduler {
   void visit(UOp u, size_t hint, std::vector<Ref>& done, bool step = false) {
     switch (u->op) {
       case Ops::KERNEL:
-        if (is_value_kernel(u)) throw Error("lowering: a value kernel outside the AFTER of its temporary");
+        if (is_value_kernel(u)) throw InternalError("lowering: a value kernel outside the AFTER of its temporary");
         done.push_back(effect(u, hint, step));
         return;
       case Ops::END: done.push_back(loop(u, hint, step)); return;
@@ -121,7 +121,7 @@ class Scheduler {
         visit(u->src[0], hint, done);
         return;
       }
-      case Ops::STORE: throw Error("lowering: a STORE was left outside a kernel");
+      case Ops::STORE: throw InternalError("lowering: a STORE was left outside a kernel");
       default:
         for (UOp s : u->src) visit(s, hint, done);
     }
@@ -221,7 +221,7 @@ class Scheduler {
     kernel_access(k, r, w);
     for (size_t i = 1; i < k->src.size(); ++i)
       if (UOp b = base_buffer(k->src[i]); b && w.count(buffer_name(b))) return b;
-    throw Error("lowering: a value kernel that writes no temporary");
+    throw InternalError("lowering: a value kernel that writes no temporary");
   }
 
   // An effect kernel, in the frame of its runner (or of its dependencies, if deeper).
@@ -300,7 +300,7 @@ class Scheduler {
       for (const Step& t : frames_[path_[p]].steps)
         for (const std::string& b : s.writes)
           if (t.reads.count(b) || t.writes.count(b))
-            throw Error(unsupported("kernel " + kernel_name(k) + " runs once but is reached inside a host loop after a step that uses buffer '" + b + "'"));
+            throw unsupported("kernel " + kernel_name(k) + " runs once but is reached inside a host loop after a step that uses buffer '" + b + "'");
   }
 
   Ref place(const std::vector<const void*>& key, size_t f, Step s, const std::vector<Ref>& deps) {
@@ -332,7 +332,7 @@ class Scheduler {
     if (step) key.push_back(reinterpret_cast<const void*>(++steps_));
     if (auto it = done_.find(key); it != done_.end()) return it->second;
     for (size_t i = 1; i < u->src.size(); ++i)
-      if (range_axis(u->src[i]) != AxisType::OUTER) throw Error("lowering: a loop over " + range_name(u->src[i]) + " was left outside its kernels");
+      if (range_axis(u->src[i]) != AxisType::OUTER) throw InternalError("lowering: a loop over " + range_name(u->src[i]) + " was left outside its kernels");
     std::vector<size_t> saved_path = path_;
     path_.resize(depth(hint) + 1);
     std::set<size_t> saved_inner = frames_[hint].inner;
@@ -393,7 +393,7 @@ class Scheduler {
         if (r == w || st[r].before.count(w) || st[w].before.count(r)) continue;
         for (const std::string& b : st[w].writes) {
           if (st[r].writes.count(b) && r < w)
-            throw Error(unsupported("two steps write buffer '" + b + "' without an order between them (" + step_name(st[r]) + " and " + step_name(st[w]) + ": a race, SEMANTICS S5.5)"));
+            throw unsupported("two steps write buffer '" + b + "' without an order between them (" + step_name(st[r]) + " and " + step_name(st[w]) + ": a race, SEMANTICS S5.5)");
           if (st[r].reads.count(b)) edges[w].insert(r);  // the unordered read sees the contents before the write
         }
       }
@@ -403,7 +403,7 @@ class Scheduler {
       size_t pick = n;
       for (size_t i = 0; i < n && pick == n; ++i)
         if (!placed[i] && std::all_of(edges[i].begin(), edges[i].end(), [&](size_t j) { return placed[j]; })) pick = i;
-      if (pick == n) throw Error(unsupported("steps that each read a buffer the other writes, with no order between them (the reads would need copies)"));
+      if (pick == n) throw unsupported("steps that each read a buffer the other writes, with no order between them (the reads would need copies)");
       placed[pick] = true;
       out.push_back(st[pick].node);
     }

@@ -75,6 +75,23 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(str(e.exception), "input 'mats' was given no data: the graph reads it and nothing writes it (inputs: vec, mats)")
         self.assertEqual(e.exception.kind, "user")
 
+    def test_error_kinds_say_whose_problem_it_is(self):
+        # A buffer the graph writes, given no data, read by the output: poison on every backend.
+        acc = ('%0 = BUFFER float32 () ("acc", 4)\n%1 = BUFFER float32 () ("x", 4)\n'
+                               '%2 = ADD float32 (%0, %1)\n%3 = ASSIGN float32 (%0, %2)\n%4 = SINK void (%3) ("out",)\n')
+        for backend in ["interp", "tcc"]:
+            with self.subTest(backend=backend), self.assertRaises(outerworld.Error) as e:
+                self.worker.run(acc, {"x": np.arange(4, dtype=np.float32)}, backend=backend)
+            self.assertEqual(e.exception.kind, "uninitialized")
+            self.assertTrue(str(e.exception).startswith("output 'out' reads uninitialized memory: 4 of 4"))
+        # A scalar output: the interpreter computes it, the compiled path refuses it as its own limit.
+        scalar = ('%0 = CONST float32 () 1.5\n%1 = SINK void (%0) ("out",)\n')
+        self.assertEqual(float(self.worker.run(scalar, {}, backend="interp")["out"]), 1.5)
+        with self.assertRaises(outerworld.Error) as e:
+            self.worker.run(scalar, {}, backend="tcc")
+        self.assertEqual(e.exception.kind, "unsupported")
+        self.assertEqual(str(e.exception), "lowering: an unshaped (scalar) output CONST (not supported by the compiled path yet)")
+
     def test_shape_mismatch_says_how_to_pass_flat(self):
         inputs = scan_inputs()
         inputs["mats"] = inputs["mats"].reshape(-1)
