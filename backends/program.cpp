@@ -8,6 +8,7 @@
 
 #include "backends/c/render.h"
 #include "backends/compiler.h"
+#include "interp/compare.h"
 #include "interp/inputs.h"
 #include "interp/kernel_eval.h"
 #include "lower/lower.h"
@@ -122,13 +123,6 @@ class CompiledLauncher : public Launcher {
     throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + what + "\n  at " + node);
   }
 };
-
-interp::BufferMap deep_copy(const interp::BufferMap& b) {
-  interp::BufferMap out;
-  for (auto& [name, d] : b)
-    out[name] = interp::BufferData{d.dtype, std::make_shared<interp::Storage>(*d.data), d.poison ? std::make_shared<interp::Storage>(*d.poison) : nullptr};
-  return out;
-}
 
 // The host walk: GROUP in order, END over OUTER ranges as loops, KERNEL launches.
 class Host {
@@ -321,13 +315,10 @@ class CheckLauncher : public Launcher {
     w.view = g.view = interp::View::contiguous({want.data->size});
     w.data = want.data;
     g.data = got.data;
-    const uint8_t* poison = want.poison ? want.poison->as<uint8_t>() : nullptr;
-    for (int64_t i = 0; i < want.data->size; ++i) {
-      if (poison && poison[i]) continue;
-      double x = interp::get_element(w, i), y = interp::get_element(g, i);
-      if ((x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y))) continue;
+    w.poison = want.poison;
+    if (std::optional<interp::Difference> d = interp::first_difference(w, g, /*skip_poison_of_a=*/true)) {
       char buf[256];
-      std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(i), x, compiler_.c_str(), y);
+      std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, compiler_.c_str(), d->b);
       throw CheckMismatch("check: kernel " + kernel_name(kernel) + " diverges (" + bindings_text(bindings ? *bindings : Bindings{}) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
@@ -363,7 +354,7 @@ struct Program::Impl {
     bool read = std::any_of(specs.begin(), specs.end(), [&](const interp::BufferSpec& s) { return !s.input && !buffers.count(s.name) && loaded.count(s.name); });
     if (!read || dynamic_cast<CheckLauncher*>(launcher.get()) || dynamic_cast<InterpLauncher*>(launcher.get())) return;
     if (!poison_runner) poison_runner = std::make_unique<InterpLauncher>();
-    interp::BufferMap copy = deep_copy(buffers), scratch;
+    interp::BufferMap copy = interp::copy_buffers(buffers), scratch;
     Host host(copy, scratch, *poison_runner, opts, /*poison_fresh=*/true);
     host.exec(program);
     for (const OutputSlot& o : outs) {
@@ -449,7 +440,7 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
   Impl& p = *impl_;
   interp::BufferMap ref;  // check: the interpreter's own copy of the caller's buffers
   auto* check = dynamic_cast<CheckLauncher*>(p.launcher.get());
-  if (check) check->begin_run(ref = deep_copy(buffers));
+  if (check) check->begin_run(ref = interp::copy_buffers(buffers));
   std::vector<std::string> out_names;  // out=: a caller's buffer may be named after an output
   for (const OutputSlot& o : p.outs) out_names.push_back(o.name);
   interp::check_inputs(p.specs, buffers, out_names);
@@ -505,17 +496,15 @@ std::vector<interp::Output> CompiledGraph::run(interp::BufferMap& buffers) {
   if (backend_ != "check") return run_lowered(buffers);
   // check: the lowered program kernel by kernel (CheckLauncher), and its outputs against the
   // tensor-level interpreter on the original graph, which defines them.
-  interp::BufferMap ref = deep_copy(buffers);
+  interp::BufferMap ref = interp::copy_buffers(buffers);
   std::vector<interp::Output> want = interp::run(graph_, ref);
   std::vector<interp::Output> got = run_lowered(buffers);
   for (size_t i = 0; i < want.size(); ++i) {
     interp::Value w = want[i].value, g = i < got.size() ? got[i].value : interp::Value{};
     if (g.shape() != w.shape()) throw CheckMismatch("check: output '" + want[i].name + "' has a different shape after lowering");
-    for (int64_t k = 0; k < w.numel(); ++k) {
-      double x = interp::get_element(w, k), y = interp::get_element(g, k);
-      if ((x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y))) continue;
+    if (std::optional<interp::Difference> d = interp::first_difference(w, g)) {
       char buf[200];
-      std::snprintf(buf, sizeof buf, "element %lld: %.9g by the graph's definition, %.9g after lowering", static_cast<long long>(k), x, y);
+      std::snprintf(buf, sizeof buf, "element %lld: %.9g by the graph's definition, %.9g after lowering", static_cast<long long>(d->index), d->a, d->b);
       throw CheckMismatch("check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
     }
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "interp/compare.h"
 #include "interp/inputs.h"
 #include "tensor/tensor.h"
 #include "uop/error.h"
@@ -512,4 +513,39 @@ TEST_CASE("Storage: small and large (mmap'd) blocks start zeroed, are aligned, a
     CHECK(copy.as<float>()[n - 1] == -2.0f);
     CHECK(copy.bytes.data() != s.bytes.data());
   }
+}
+
+TEST_CASE("first_difference: bit for bit, integers in their own type, poison skipped on request", "[interp][compare]") {
+  using interp::first_difference;
+  auto i64 = [](std::vector<int64_t> xs) {
+    interp::Value v = interp::alloc(dtypes::int64, {static_cast<int64_t>(xs.size())});
+    std::memcpy(v.data->as<int64_t>(), xs.data(), xs.size() * sizeof(int64_t));
+    return v;
+  };
+  auto f32 = [](std::vector<float> xs) {
+    interp::Value v = interp::alloc(dtypes::float32, {static_cast<int64_t>(xs.size())});
+    std::memcpy(v.data->as<float>(), xs.data(), xs.size() * sizeof(float));
+    return v;
+  };
+  // 2^53 + 1 and 2^53 are the same double: a comparison through double would call them equal.
+  auto d = first_difference(i64({1, 9007199254740993}), i64({1, 9007199254740992}));
+  REQUIRE(d);
+  CHECK(d->index == 1);
+  CHECK(!first_difference(i64({5, -7}), i64({5, -7})));
+  CHECK(!first_difference(f32({NAN, 1.5f}), f32({NAN, 1.5f})));  // a NaN matches a NaN
+  auto z = first_difference(f32({1.0f, 0.0f}), f32({1.0f, -0.0f}));  // +0 and -0 divide differently
+  REQUIRE(z);
+  CHECK(z->index == 1);
+  auto shape = first_difference(f32({1, 2}), f32({1, 2, 3}));
+  REQUIRE(shape);
+  CHECK(shape->index == -1);
+  // a strided view (a flip) is compared element by element in row-major order of the view
+  interp::Value flipped = interp::flip_view(f32({3, 2, 1}), {true});
+  CHECK(!first_difference(flipped, f32({1, 2, 3})));
+  // poison in the first operand: skipped only when asked
+  interp::Value p = f32({1, 99});
+  p.poison = std::make_shared<interp::Storage>(dtypes::bool_, 2);
+  p.poison->as<uint8_t>()[1] = 1;
+  CHECK(first_difference(p, f32({1, 2})));
+  CHECK(!first_difference(p, f32({1, 2}), /*skip_poison_of_a=*/true));
 }

@@ -8,6 +8,7 @@
 
 #include "interp/format.h"
 #include "interp/inputs.h"
+#include "interp/compare.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
 #include "uop/text.h"
@@ -67,13 +68,8 @@ uint64_t apply_budgets(const po::variables_map& vm);
 
 using interp::copy_buffers;  // a deep copy (src/interp)
 
-// The first element where two values differ bit for bit (NaNs equal; -0 != +0); index -1:
-// the shapes differ.
-struct Difference {
-  int64_t index;
-  double a, b;
-};
-std::optional<Difference> first_difference(const interp::Value& a, const interp::Value& b);
+using interp::Difference;  // bit-for-bit agreement (src/interp/compare.h)
+using interp::first_difference;
 
 std::vector<Command> graph_commands();  // print, verify, dot
 std::vector<Command> run_commands();    // run

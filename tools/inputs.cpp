@@ -103,14 +103,4 @@ std::vector<std::string> fill_random_inputs(UOp root, interp::BufferMap& buffers
   return filled;
 }
 
-std::optional<Difference> first_difference(const interp::Value& a, const interp::Value& b) {
-  if (a.shape() != b.shape()) return Difference{-1, 0, 0};
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double x = interp::get_element(a, i), y = interp::get_element(b, i);
-    bool same = (x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y));
-    if (!same) return Difference{i, x, y};
-  }
-  return std::nullopt;
-}
-
 }  // namespace ow::cli

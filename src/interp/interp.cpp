@@ -567,14 +567,13 @@ Value Interpreter::bufferize(UOp u) {
 
 // ---------------- entry point ----------------
 
+BufferData copy_buffer(const BufferData& d) {
+  return BufferData{d.dtype, std::make_shared<Storage>(*d.data), d.poison ? std::make_shared<Storage>(*d.poison) : nullptr};
+}
+
 BufferMap copy_buffers(const BufferMap& b) {
   BufferMap out;
-  for (auto& [name, d] : b) {
-    BufferData c = d;
-    c.data = std::make_shared<Storage>(*d.data);
-    if (d.poison) c.poison = std::make_shared<Storage>(*d.poison);
-    out[name] = c;
-  }
+  for (auto& [name, d] : b) out[name] = copy_buffer(d);
   return out;
 }
 

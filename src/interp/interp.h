@@ -19,7 +19,8 @@ struct BufferData {
 };
 using BufferMap = std::map<std::string, BufferData>;
 
-// A deep copy (data and poison masks): run() writes buffers in place.
+// Deep copies (data and poison masks): run() writes buffers in place.
+BufferData copy_buffer(const BufferData& d);
 BufferMap copy_buffers(const BufferMap& b);
 
 // One evaluation step, for --trace and the stepper.

@@ -110,12 +110,6 @@ bool Memory::aliases(size_t b, const Value& v) const {
   return false;
 }
 
-namespace {
-BufferData deep_copy(const BufferData& d) {
-  return BufferData{d.dtype, std::make_shared<Storage>(*d.data), d.poison ? std::make_shared<Storage>(*d.poison) : nullptr};
-}
-}  // namespace
-
 Value region_of(const StoragePtr& storage, DType dtype, const View& region) {
   Value v;
   v.dtype = dtype;
@@ -130,7 +124,7 @@ BufferData Memory::rebuild(Slot& s, Version v) {
   const BufferData* base = s.live;
   for (auto& [ver, d] : s.kept)
     if (ver > v && ver < from) from = ver, base = &d;
-  BufferData out = deep_copy(*base);
+  BufferData out = copy_buffer(*base);
   for (Version at = from; at != v;) {
     auto u = std::find_if(s.undo.rbegin(), s.undo.rend(), [&](const Undo& e) { return e.after == at; });
     if (u == s.undo.rend() || u->before < v)
@@ -172,7 +166,7 @@ BufferData& Memory::begin_write(size_t b, Clock& writer, const View& region, UOp
   if (live_others > 0) {
     // Values on the stack may view the live storage: keep it as it is and write into a copy.
     s.kept.emplace(pre, *s.live);
-    BufferData copy = deep_copy(*s.live);
+    BufferData copy = copy_buffer(*s.live);
     s.live->data = copy.data;
     s.live->poison = copy.poison;
   } else if (older_needed) {
