@@ -242,7 +242,6 @@ struct OutputSlot {
 std::vector<OutputSlot> output_slots(UOp program) {
   std::vector<OutputSlot> outs;
   std::vector<UOp> srcs = program->op == Ops::SINK ? program->src : std::vector<UOp>{program};
-  const ArgTuple* names = program->op == Ops::SINK ? program->arg.tuple() : nullptr;
   for (size_t i = 0; i < srcs.size(); ++i) {
     UOp o = srcs[i];
     if (o->dtype.is_void()) continue;
@@ -250,7 +249,7 @@ std::vector<OutputSlot> output_slots(UOp program) {
     UOp b = o;
     while (b->op == Ops::RESHAPE) b = b->src[0];
     if (b->op != Ops::BUFFER) throw Error("a program output must be a buffer seen through RESHAPE, got " + std::string(op_name(b->op)));
-    OutputSlot slot{names ? (*names)[i].as<std::string>() : srcs.size() == 1 ? "out" : "out" + std::to_string(i), b, {}};
+    OutputSlot slot{output_name(program, i), b, {}};
     for (UOp d : o->shape.dims) slot.shape.push_back(static_cast<int64_t>(d.const_value()));
     outs.push_back(slot);
   }

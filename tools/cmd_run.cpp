@@ -63,11 +63,7 @@ int cmd_run(const Args& args) {
   interp::BufferMap buffers = load_inputs(vm, g.root, "run").buffers;
   interp::Options o;
   o.max_evals = max_steps;
-  o.describe = [&](UOp u) {
-    auto it = g.where.find(u.get());
-    if (it == g.where.end()) return std::string(op_name(u->op)) + " (created during evaluation)";
-    return g.file + ":" + std::to_string(it->second.line) + ": " + it->second.text;
-  };
+  o.describe = [&](UOp u) { return g.line_of(u); };
   std::ofstream trace_file;
   std::ostream* trace = &std::cerr;
   if (vm.count("trace-out")) {

@@ -320,11 +320,7 @@ class Server {
   std::vector<interp::Output> interpret(const Entry& e, interp::BufferMap& b) const {
     interp::Options o;
     o.max_evals = max_steps_;
-    o.describe = [&](UOp u) {
-      auto it = e.graph.where.find(u.get());
-      if (it == e.graph.where.end()) return std::string(op_name(u->op)) + " (created during evaluation)";
-      return e.graph.file + ":" + std::to_string(it->second.line) + ": " + it->second.text;
-    };
+    o.describe = [&](UOp u) { return e.graph.line_of(u); };
     return interp::run(e.graph.root, b, o);
   }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cli.h"
+#include "uop/shape.h"
 #include "interp/inputs.h"
 #include "interp/npy.h"
 #include "tensor/random.h"
@@ -28,12 +29,6 @@ void add_input_options(po::options_description& opts) {
 
 namespace {
 
-std::string dims(const std::vector<int64_t>& s) {
-  std::string t = "(";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + (s.size() == 1 ? ",)" : ")");
-}
-
 interp::BufferData load_one(const interp::BufferSpec& spec, const std::string& path, bool flat) {
   interp::NpyArray a = path == "-" ? interp::parse_npy(read_file("-"), "<stdin>") : interp::load_npy(path);
   return input_data(spec, a, path == "-" ? "<stdin>" : path, flat, "pass --flat-inputs");
@@ -53,7 +48,7 @@ template <class T> void fill(interp::Storage& s, Random& rng) {
 interp::BufferData input_data(const interp::BufferSpec& spec, const interp::NpyArray& a, const std::string& where, bool flat, const std::string& flat_hint) {
   int64_t n = a.data->size;
   if (flat ? n != spec.size : a.shape != spec.shape) {
-    std::string msg = where + ": shape " + dims(a.shape) + " does not match buffer '" + spec.name + "', which the graph views as " + dims(spec.shape);
+    std::string msg = where + ": shape " + shape_text(a.shape) + " does not match buffer '" + spec.name + "', which the graph views as " + shape_text(spec.shape);
     if (!flat && n == spec.size) msg += " (the same " + std::to_string(n) + " elements: " + flat_hint + " to read them row-major)";
     throw Error(msg);
   }

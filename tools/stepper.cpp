@@ -59,12 +59,6 @@ ValueStats value_stats(const interp::Value& v) {
   return s;
 }
 
-std::string dims_text(const std::vector<int64_t>& s) {
-  std::string t = "(";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + (s.size() == 1 ? ",)" : ")");
-}
-
 std::string json_escape(const std::string& s) {
   std::string o = "\"";
   for (unsigned char c : s) {
@@ -297,11 +291,8 @@ class Session {
   // The outputs' names, as the interpreter gives them (interp::Interpreter::outputs).
   void name_outputs() {
     std::vector<UOp> outs = root_->op == Ops::SINK ? root_->src : std::vector<UOp>{root_};
-    const ArgTuple* names = root_->op == Ops::SINK ? root_->arg.tuple() : nullptr;
     for (size_t i = 0; i < outs.size(); ++i) {
-      std::string name = names && i < names->size() && (*names)[i].is<std::string>() ? (*names)[i].as<std::string>()
-                         : outs.size() == 1                                            ? "out"
-                                                                                       : "out" + std::to_string(i);
+      std::string name = output_name(root_, i);
       output_nodes_.emplace(name, outs[i]);
       output_names_.push_back(name);
     }
@@ -344,7 +335,7 @@ class Session {
     out_ << "evaluation finished after " << steps_ << " steps" << (o_.lowered ? " (" + std::to_string(launches_) + " kernel launches)" : "") << "\n";
     for (const interp::Output& x : outs) {
       ValueStats st = value_stats(x.value);
-      out_ << "  output " << x.name << ": " << to_string(x.value.dtype) << " " << dims_text(x.value.shape()) << stats_text(st) << "\n";
+      out_ << "  output " << x.name << ": " << to_string(x.value.dtype) << " " << shape_text(x.value.shape()) << stats_text(st) << "\n";
       results_[x.name] = x.value;
     }
   }
@@ -393,7 +384,7 @@ class Session {
     if (!hits.empty() && hits.back() == kInterrupted) out_ << "\n";  // after the terminal's "^C"
     out_ << "stopped after " << node_name(p_, s.node) << " " << op_name(s.node->op);
     if (kernel) out_ << " " << kernel_name(s.node) << " (launch " << launches_ << ")";
-    else out_ << " " << to_string(s.value->dtype) << " " << dims_text(s.value->shape());
+    else out_ << " " << to_string(s.value->dtype) << " " << shape_text(s.value->shape());
     out_ << " with " << interp::bindings_text(s.bindings) << " (step " << steps_ << ")";
     for (const std::string& h : hits) out_ << " [" << h << "]";
     out_ << "\n  " << p_.line(s.node) << "\n";
@@ -769,13 +760,13 @@ class Session {
     v.view = interp::View::contiguous(node == buffer_nodes_.end() ? std::vector<int64_t>{d.data->size} : display_shape(node->second, d.data->size));
     v.data = d.data;
     v.poison = d.poison;
-    out_ << "buffer " << arg << " (" << d.data->size << " elements" << (v.shape().size() != 1 ? ", shown as " + dims_text(v.shape()) : "") << "):\n";
+    out_ << "buffer " << arg << " (" << d.data->size << " elements" << (v.shape().size() != 1 ? ", shown as " + shape_text(v.shape()) : "") << "):\n";
     print_value(v);
   }
 
   void print_value(const interp::Value& v) {
     ValueStats st = value_stats(v);
-    out_ << "  " << to_string(v.dtype) << " " << dims_text(v.shape()) << ", " << st.count << " elements";
+    out_ << "  " << to_string(v.dtype) << " " << shape_text(v.shape()) << ", " << st.count << " elements";
     if (st.poison) out_ << "; poison: " << st.poison << " elements (uninitialized), first at " << index_text(v.shape(), st.first_poison);
     else out_ << "; no poison";
     out_ << "\n";

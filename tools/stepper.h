@@ -25,7 +25,6 @@ struct ValueStats {
 };
 ValueStats value_stats(const interp::Value& v);
 
-std::string dims_text(const std::vector<int64_t>& s);  // "(3, 1, 10)", "(10,)", "()"
 std::string json_escape(const std::string& s);          // a JSON string literal, quotes included
 std::string json_number(double x);                      // finite: %.9g; NaN/inf: "nan", "inf", "-inf"
 

@@ -15,6 +15,7 @@
 #include "interp/kernel_eval.h"
 #include "interp/memory.h"
 #include "uop/args.h"
+#include "uop/shape.h"
 #include "uop/text.h"
 
 namespace ow::interp {
@@ -22,7 +23,6 @@ namespace ow::interp {
 bool is_effect_op(Ops op);
 // The BUFFER a STORE/ASSIGN target is a view of (through movement ops and AFTER), or null.
 UOp base_buffer(UOp u);
-std::string shape_text(const std::vector<int64_t>& s);
 // A KERNEL that materializes a realized value into its own temporary (LOWERING.md).
 bool is_value_kernel(UOp u);
 // A REDUCE that rangeify made from a REDUCE_AXIS: its terms are unordered.

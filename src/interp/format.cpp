@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "uop/shape.h"
+
 namespace ow::interp {
 
 namespace {
@@ -223,9 +225,7 @@ class Printer {
 std::string format_array(const Value& v, const FormatOptions& o) { return Printer(v, o).text(); }
 
 std::string format_header(const Value& v) {
-  std::string s = to_string(v.dtype) + " (";
-  for (size_t i = 0; i < v.shape().size(); ++i) s += (i ? ", " : "") + std::to_string(v.shape()[i]);
-  s += v.shape().size() == 1 ? ",)" : ")";
+  std::string s = to_string(v.dtype) + " " + shape_text(v.shape());
   int64_t count = 0;
   if (any_poison(v, nullptr, &count)) s += ", " + std::to_string(count) + " of " + std::to_string(v.numel()) + " elements poison";
   return s;

@@ -38,12 +38,6 @@ bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag.is<std::string>
 
 bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag.is<std::string>() && u->tag.as<std::string>() == "value"; }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "(";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + (s.size() == 1 ? ",)" : ")");
-}
-
 namespace {
 // Nodes whose sources run in a defined order (effects.cpp); the sources of every other node are
 // unordered siblings (SEMANTICS S5.5).
@@ -152,7 +146,6 @@ void Interpreter::check_clean(const std::string& name, UOp u, const Value& v) co
 // fork of the starting clock, so the outputs after it still read the contents before its writes.
 std::vector<Output> Interpreter::outputs() {
   std::vector<UOp> outs = root_->op == Ops::SINK ? root_->src : std::vector<UOp>{root_};
-  const ArgTuple* names = root_->op == Ops::SINK ? root_->arg.tuple() : nullptr;
   std::vector<size_t> order;
   for (size_t i = 0; i < outs.size(); ++i)
     if (!info_.at(outs[i].get()).effect) order.push_back(i);
@@ -171,7 +164,7 @@ std::vector<Output> Interpreter::outputs() {
   std::vector<Output> result;
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!values[i]) continue;
-    std::string name = names ? (*names)[i].as<std::string>() : outs.size() == 1 ? "out" : "out" + std::to_string(i);
+    std::string name = output_name(root_, i);
     check_clean(name, outs[i], *values[i]);
     result.push_back({name, *values[i]});
   }

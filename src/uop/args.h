@@ -13,6 +13,15 @@ inline int64_t buffer_size(UOp buffer) { return buffer->arg.tuple()->at(1).as<in
 inline const std::string& var_name(UOp define_var) { return define_var->arg.tuple()->at(0).as<std::string>(); }  // ("name", lo, hi)
 inline const std::string& kernel_name(UOp kernel) { return kernel->arg.tuple()->at(0).as<std::string>(); }      // ("name",)
 
+// The name of output i of a graph: the SINK's arg names its outputs, else a lone output is
+// "out" and several are "out0", "out1", ...
+inline std::string output_name(UOp root, size_t i) {
+  const ArgTuple* names = root->op == Ops::SINK ? root->arg.tuple() : nullptr;
+  if (names && i < names->size() && (*names)[i].is<std::string>()) return (*names)[i].as<std::string>();
+  size_t n = root->op == Ops::SINK ? root->src.size() : 1;
+  return n == 1 ? "out" : "out" + std::to_string(i);
+}
+
 // Buffers whose names start with '_' are a program's own temporaries (made by lowering or by
 // reverse mode): never a caller's input or output, and private to one run.
 inline bool is_temporary(const std::string& name) { return name.rfind('_', 0) == 0; }

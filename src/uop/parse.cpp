@@ -357,6 +357,12 @@ class Parser {
 
 ParsedGraph parse_graph(const std::string& text, const std::string& file) { return Parser(text, file).run(); }
 
+std::string ParsedGraph::line_of(UOp u) const {
+  auto it = where.find(u.get());
+  if (it == where.end()) return std::string(op_name(u->op)) + " (created during evaluation)";
+  return file + ":" + std::to_string(it->second.line) + ": " + it->second.text;
+}
+
 void verify_parsed(const ParsedGraph& g, const VerifyOptions& opts) {
   auto issues = verify(g.root, opts);
   if (issues.empty()) return;

@@ -228,6 +228,12 @@ std::string render_shape(const std::vector<UOp>& dims) {
   return s + (dims.size() == 1 ? ",)" : ")");
 }
 
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string s = "(";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + (dims.size() == 1 ? ",)" : ")");
+}
+
 UOp broadcast(UOp value, const std::vector<UOp>& dims) {
   std::vector<UOp> ones{value}, full{UOp()};
   for (UOp d : dims) {

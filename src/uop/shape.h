@@ -17,6 +17,7 @@ ShapeInfo infer_shape(const UOpNode& n);
 bool is_static(const std::vector<UOp>& dims);
 std::optional<std::vector<int64_t>> static_dims(const std::vector<UOp>& dims);
 std::string render_shape(const std::vector<UOp>& dims);  // "(3, rm1, 10)"
+std::string shape_text(const std::vector<int64_t>& dims);  // "(3, 1, 10)", "(10,)", "()", as numpy writes them
 
 // An unshaped value seen with shape `dims`: EXPAND(RESHAPE(value, 1, ..., 1), dims...).
 UOp broadcast(UOp value, const std::vector<UOp>& dims);

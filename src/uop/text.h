@@ -35,6 +35,10 @@ struct ParsedGraph {
   std::string file;
   UOp root;
   std::unordered_map<const UOpNode*, Loc> where;  // first definition of each node
+
+  // "file:line: text" of u's definition, for diagnostics; a node the file does not define (made
+  // while evaluating, a gradient's) is named by its op.
+  std::string line_of(UOp u) const;
 };
 
 // Throws ParseError ("file:line:col: message") for anything that is not a well-formed graph.
