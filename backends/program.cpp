@@ -150,7 +150,7 @@ class Host {
   // A named buffer: the caller's, or (names starting with '_') a temporary of this run only.
   interp::BufferData& buffer(UOp b) {
     const std::string& name = buffer_name(b);
-    int64_t size = b->arg.tuple()->at(1).as<int64_t>();
+    int64_t size = buffer_size(b);
     interp::BufferMap& owner = is_temporary(name) ? temps_ : buffers_;
     auto it = owner.find(name);
     if (it == owner.end()) {
@@ -300,7 +300,7 @@ class CheckLauncher : public Launcher {
     interp::BufferMap& owner = is_temporary(name) ? ref_temps_ : *ref_;
     auto it = owner.find(name);
     if (it == owner.end()) {  // never given data: uninitialized, tracked as poison
-      int64_t n = b->arg.tuple()->at(1).as<int64_t>();
+      int64_t n = buffer_size(b);
       interp::BufferData d{b->dtype, std::make_shared<interp::Storage>(b->dtype, n), std::make_shared<interp::Storage>(dtypes::bool_, n)};
       std::memset(d.poison->bytes.data(), 1, d.poison->bytes.size());
       it = owner.emplace(name, d).first;
@@ -374,7 +374,7 @@ struct Program::Impl {
       const std::string& temp = buffer_name(o.buffer);
       auto it = buffers.find(o.name);
       if (!is_temporary(temp) || it == buffers.end() || declared.count(o.name)) continue;
-      int64_t size = o.buffer->arg.tuple()->at(1).as<int64_t>();
+      int64_t size = buffer_size(o.buffer);
       if (it->second.dtype != o.buffer->dtype || it->second.data->size != size)
         throw Error("output '" + o.name + "': the buffer given for it holds " + std::to_string(it->second.data->size) + " " + to_string(it->second.dtype) +
                     " elements, the output is " + std::to_string(size) + " " + to_string(o.buffer->dtype) + " (an output is written in place only into its own dtype and size)");

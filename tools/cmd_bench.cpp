@@ -349,7 +349,7 @@ Row bench_case(const std::string& name, const Settings& s, bool init_outputs, st
     for (UOp u : number_graph(g.root).order)
       if (u->op == Ops::BUFFER) {
         const std::string& bname = buffer_name(u);
-        if (!inputs.count(bname)) inputs[bname] = interp::BufferData{u->dtype, std::make_shared<interp::Storage>(u->dtype, u->arg.tuple()->at(1).as<int64_t>()), nullptr};
+        if (!inputs.count(bname)) inputs[bname] = interp::BufferData{u->dtype, std::make_shared<interp::Storage>(u->dtype, buffer_size(u)), nullptr};
       }
 
   // The interpreter: timed if asked for, run once anyway (its output is the reference).

@@ -137,7 +137,7 @@ std::vector<UOp> stored_buffers(UOp kernel) {
 // Rows x cols of a buffer: the output view over it when the program has one (last dim = cols),
 // else as square as possible.
 std::pair<int64_t, int64_t> buffer_layout(UOp program, UOp buffer) {
-  int64_t size = buffer->arg.tuple()->at(1).as<int64_t>();
+  int64_t size = buffer_size(buffer);
   for (UOp u : toposort(program)) {
     if (u->op != Ops::RESHAPE || u->src[0] != buffer || u->shape.kind != ShapeInfo::Kind::Shaped || u->shape.dims.empty()) continue;
     UOp last = u->shape.dims.back();

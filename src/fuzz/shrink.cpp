@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "fuzz/generate.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/verify.h"
@@ -152,7 +153,7 @@ size_t graph_cost(UOp root) {
   size_t nodes = 0, elems = 0, consts = 0;
   for (UOp u : toposort(root)) {
     ++nodes;
-    if (u->op == Ops::BUFFER) elems += static_cast<size_t>(u->arg.tuple()->at(1).as<int64_t>());
+    if (u->op == Ops::BUFFER) elems += static_cast<size_t>(buffer_size(u));
     if (u->op == Ops::CONST && u->dtype == dtypes::index) consts += static_cast<size_t>(std::clamp<int64_t>(static_cast<int64_t>(u.const_value()), 0, 1000));
   }
   return nodes * 4096 + elems * 4 + consts;

@@ -31,7 +31,6 @@ namespace {
 
 UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
 
-int64_t size_of(UOp buffer) { return buffer->arg.tuple()->at(1).as<int64_t>(); }
 
 std::vector<UOp> static_dims(UOp x, const char* what) {
   auto d = shaped(x) ? ow::static_dims(dims_of(x)) : std::nullopt;
@@ -200,8 +199,8 @@ class Backward {
     });
     for_each_store(prog_.stmts, [&](const Stmt& s, const std::vector<const Stmt*>& loops) {
       UOp b = base_of(s.target);
-      if (!work_.count(b.get()) && read.count(b.get())) work_[b.get()] = names_.buffer("gw", b->dtype, size_of(b));
-      if (!adj_.count(b.get()) && is_float_buffer(b)) adj_[b.get()] = names_.buffer("g", b->dtype, size_of(b));
+      if (!work_.count(b.get()) && read.count(b.get())) work_[b.get()] = names_.buffer("gw", b->dtype, buffer_size(b));
+      if (!adj_.count(b.get()) && is_float_buffer(b)) adj_[b.get()] = names_.buffer("g", b->dtype, buffer_size(b));
       if (read.count(b.get())) add_tape(s, loops);
     });
     for (UOp t : targets_) {
@@ -210,15 +209,15 @@ class Backward {
         continue;
       }
       UOp b = base_of(t);
-      if (!adj_.count(b.get())) adj_[b.get()] = names_.buffer("g", b->dtype, size_of(b));
+      if (!adj_.count(b.get())) adj_[b.get()] = names_.buffer("g", b->dtype, buffer_size(b));
     }
-    for (auto& [b, g] : adj_) emit(view(g, {UOp::index(size_of(g))}).store(full({UOp::index(size_of(g))}, g->dtype, 0)));
-    for (auto& [t, g] : gx_) emit(view(g, {UOp::index(size_of(g))}).store(full({UOp::index(size_of(g))}, g->dtype, 0)));
+    for (auto& [b, g] : adj_) emit(view(g, {UOp::index(buffer_size(g))}).store(full({UOp::index(buffer_size(g))}, g->dtype, 0)));
+    for (auto& [t, g] : gx_) emit(view(g, {UOp::index(buffer_size(g))}).store(full({UOp::index(buffer_size(g))}, g->dtype, 0)));
     std::vector<UOp> forward;
     for (const Stmt& s : prog_.stmts) forward.push_back(s.node);
     for (auto& [b, w] : work_) {
       UOp buf(b);
-      UOp flat = UOp::index(size_of(w));
+      UOp flat = UOp::index(buffer_size(w));
       emit(view(w, {flat}).store(view(buf, {flat}).after(forward)));
     }
   }
@@ -392,8 +391,8 @@ class Backward {
     for (const Stmt* s : stores) {
       UOp b = base_of(s->target);
       if (!adj_.count(b.get()) || gather_.count(adj_.at(b.get()).get())) continue;
-      UOp gb = adj_.at(b.get()), gs = names_.buffer("gs", gb->dtype, size_of(gb));
-      UOp flat = UOp::index(size_of(gb));
+      UOp gb = adj_.at(b.get()), gs = names_.buffer("gs", gb->dtype, buffer_size(gb));
+      UOp flat = UOp::index(buffer_size(gb));
       emit(view(gs, {flat}).store(full({flat}, gb->dtype, 0)));
       gather_[gb.get()] = gs;
       joins.push_back({gb, gs});
@@ -413,7 +412,7 @@ class Backward {
     close_reversed(loop, js);
     for (auto& [gb, gs] : joins) {
       gather_.erase(gb.get());
-      UOp flat = UOp::index(size_of(gb));
+      UOp flat = UOp::index(buffer_size(gb));
       emit(view(gb, {flat}).store(add(view(gb, {flat}), view(gs, {flat}))));
     }
   }

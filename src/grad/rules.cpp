@@ -12,6 +12,7 @@
 
 #include "grad/build.h"
 #include "grad/gradient.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/symbolic.h"
@@ -94,7 +95,7 @@ Grads reduce_grad(UOp ret, UOp g) {
 
 Grads reduce_axis_grad(UOp ret, UOp g) {
   UOp x = ret->src[0];
-  Ops op = ret->arg.tuple()->at(0).as<Ops>();
+  Ops op = reduce_op(ret);
   std::vector<UOp> xs = dims_of(x);
   if (op == Ops::ADD) return {expand(g, xs)};
   if (op == Ops::MUL) return {alu(Ops::FDIV, mul(expand(g, xs), expand(ret, xs)), x)};

@@ -81,7 +81,7 @@ void Interpreter::bind_buffers(BufferMap& buffers) {
   for (UOp u : printed_.order) {
     if (u->op != Ops::BUFFER) continue;
     const std::string& name = buffer_name(u);
-    int64_t size = u->arg.tuple()->at(1).as<int64_t>();
+    int64_t size = buffer_size(u);
     auto it = buffers.find(name);
     bool given = it != buffers.end();
     if (!given) {  // never given data: uninitialized memory, tracked as poison

@@ -23,6 +23,7 @@
 #include "interp/dispatch.h"
 #include "interp/scalar_ops.h"
 #include "interp/value.h"
+#include "uop/args.h"
 #include "uop/text.h"
 #include "uop/verify.h"
 
@@ -575,7 +576,7 @@ struct Kernel::Impl {
     // bind the variables
     for (size_t i : vars) {
       Node& n = nodes[i];
-      const std::string& name = n.u->arg.tuple()->at(0).as<std::string>();
+      const std::string& name = var_name(n.u);
       auto it = args.vars.find(name);
       if (it == args.vars.end()) compile_fail(n.u, "variable '" + name + "' is not bound: the launch gives it no value");
       int64_t x = it->second;

@@ -12,6 +12,7 @@
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/shape.h"
 
@@ -40,7 +41,7 @@ UOp empty_value_is_zeros(const Match& m) {
 UOp reduce_axis_over_nothing(const Match& m) {
   UOp u = m.node, src = u->src[0];
   if (has_empty_dim(u) || !has_empty_dim(src) || runs_effect(src)) return UOp();
-  return broadcast(reduce_identity(u->arg.tuple()->at(0).as<Ops>(), u->dtype), u->shape.dims);
+  return broadcast(reduce_identity(reduce_op(u), u->dtype), u->shape.dims);
 }
 
 UOp pad_of_nothing(const Match& m) {

@@ -144,7 +144,7 @@ class KernelBuilder {
   // A copy of the buffer as the chain `view` sees it, in a fresh temporary written by a value kernel.
   UOp copy_of(UOp view) {
     UOp buf = base_buffer(view);
-    int64_t n = buf->arg.tuple()->at(1).as<int64_t>();
+    int64_t n = buffer_size(buf);
     UOp temp = UOp::make(Ops::BUFFER, buf->dtype, {}, Arg(ArgTuple{Arg(ctx_.fresh_buffer("v")), Arg(n)}));
     UOp r = ctx_.fresh_range(UOp::index(n), AxisType::LOOP);
     UOp kernel = KernelBuilder(ctx_).build(make_index(temp, {r}, UOp()), make_index(view, {r}, UOp()), {r}, true);
@@ -164,7 +164,7 @@ class KernelBuilder {
     }
     for (UOp d : c.deps)
       if (std::find(deps_[slot].begin(), deps_[slot].end(), d) == deps_[slot].end()) deps_[slot].push_back(d);
-    int64_t size = base->arg.tuple()->at(1).as<int64_t>();
+    int64_t size = buffer_size(base);
     return UOp::make(Ops::DEFINE_GLOBAL, base->dtype.pointer(size), {}, Arg(static_cast<int64_t>(slot)));
   }
 

@@ -16,6 +16,7 @@
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "uop/args.h"
 #include "uop/scan_form.h"
 #include "uop/error.h"
 #include "uop/shape.h"
@@ -328,7 +329,7 @@ UOp host_enclosing_end(const Match& m) {
   for (UOp u : toposort(end->src[0])) {
     UOp buf = u->op == Ops::STORE || u->op == Ops::ASSIGN ? base_buffer(u->src[0]) : UOp();
     if (!buf || copies.count(buf.get())) continue;
-    int64_t n = buf->arg.tuple()->at(1).as<int64_t>();
+    int64_t n = buffer_size(buf);
     UOp copy = buffer(ctx, "pre", buf->dtype, n);
     UOp flat = UOp::index(n);
     steps.push_back(UOp::make(Ops::RESHAPE, buf->dtype, {copy, flat}).store(UOp::make(Ops::RESHAPE, buf->dtype, {buf, flat})));

@@ -12,6 +12,7 @@ inline const std::string& buffer_name(UOp buffer) { return buffer->arg.tuple()->
 inline int64_t buffer_size(UOp buffer) { return buffer->arg.tuple()->at(1).as<int64_t>(); }
 inline const std::string& var_name(UOp define_var) { return define_var->arg.tuple()->at(0).as<std::string>(); }  // ("name", lo, hi)
 inline const std::string& kernel_name(UOp kernel) { return kernel->arg.tuple()->at(0).as<std::string>(); }      // ("name",)
+inline Ops reduce_op(UOp reduce_axis) { return reduce_axis->arg.tuple()->at(0).as<Ops>(); }                  // (Ops.ADD, (axes...))
 
 // The name of output i of a graph: the SINK's arg names its outputs, else a lone output is
 // "out" and several are "out0", "out1", ...

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "uop/args.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
 
@@ -318,7 +319,7 @@ std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts) {
       continue;
     }
     if (u->op == Ops::BUFFER) {
-      const std::string& name = u->arg.tuple()->at(0).as<std::string>();
+      const std::string& name = buffer_name(u);
       auto [it, fresh] = buffers.emplace(name, u);
       if (!fresh) issues.push_back({u, "buffer.name", "buffer \"" + name + "\" is declared twice with different dtype or size"});
     }
