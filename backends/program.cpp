@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "backends/c/kernel_abi.h"
 #include "backends/c/render.h"
 #include "backends/compiler.h"
 #include "interp/inputs.h"
@@ -80,8 +81,9 @@ class CompiledLauncher : public Launcher {
       if (it == vars.end()) throw Error("kernel " + c.rendered.name + ": variable " + v + " is not bound");
       vals.push_back(it->second);
     }
-    long long err[4] = {0, 0, 0, 0};
-    if (c.fn(bufs.data(), vals.data(), err) != 0) fail(kernel, c, err);
+    long long err[abi::kSlots] = {};
+    if (c.fn(bufs.data(), vals.data(), err) != 0)
+      throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + abi::describe(err, c.rendered.fail_nodes));
     for (int64_t slot : c.stored)  // compiled kernels do not track poison: what they write is data
       if (slot < static_cast<int64_t>(slots.size())) slots[slot]->poison = nullptr;
   }
@@ -107,19 +109,6 @@ class CompiledLauncher : public Launcher {
     c.fn = reinterpret_cast<Fn>(c.lib->symbol(c.rendered.name));
     c.stored = interp::slots_stored(kernel->src[0]);
     return cache_.emplace(kernel.get(), std::move(c)).first->second;
-  }
-
-  [[noreturn]] void fail(UOp kernel, const Compiled& c, const long long* err) {
-    std::vector<std::string> lines;
-    std::string text = print_graph(kernel);
-    for (size_t a = 0, b; a < text.size(); a = b + 1) {
-      b = text.find('\n', a);
-      if (b == std::string::npos) b = text.size();
-      lines.push_back(text.substr(a, b - a));
-    }
-    std::string node = err[1] >= 0 && static_cast<size_t>(err[1]) < lines.size() ? lines[err[1]] : "node #" + std::to_string(err[1]);
-    std::string what = err[0] == 1 ? "integer division by zero" : err[0] == 2 ? "out-of-bounds access at index " + std::to_string(err[2]) : "error kind " + std::to_string(err[0]);
-    throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + what + "\n  at " + node);
   }
 };
 
