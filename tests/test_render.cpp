@@ -487,6 +487,9 @@ TEST_CASE("render: host program", "[render]") {
   UOp loop = UOp::make(Ops::END, dtypes::void_, {UOp::make(Ops::GROUP, dtypes::void_, {k1}), m});
   std::string p = render_program(UOp::sink({UOp::make(Ops::GROUP, dtypes::void_, {loop})}));
   CHECK(p == "for m1 in 0..3:\n  k1(out; m1=m1)\n");
+  // A loop listed twice (one interned END) runs twice, and is printed whole twice.
+  std::string twice = render_program(UOp::sink({UOp::make(Ops::GROUP, dtypes::void_, {loop, loop})}));
+  CHECK(twice == "for m1 in 0..3:\n  k1(out; m1=m1)\nfor m1 in 0..3:\n  k1(out; m1=m1)\n");
 }
 
 TEST_CASE("render: compiled kernels compute exactly (tcc)", "[render][tcc]") {

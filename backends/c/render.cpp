@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -466,62 +465,6 @@ RenderedKernel KernelRenderer::run() {
 
 }  // namespace detail
 
-namespace {
-
-// ---- render_program ----
-
-std::string host_expr(UOp u) {
-  auto bin = [&](const char* s) { return "(" + host_expr(u->src[0]) + s + host_expr(u->src[1]) + ")"; };
-  switch (u->op) {
-    case Ops::CONST: return to_string(u->arg);
-    case Ops::RANGE: return range_name(u);
-    case Ops::DEFINE_VAR: return u->arg.tuple() && u->arg.tuple()->at(0).is<std::string>() ? u->arg.tuple()->at(0).as<std::string>() : "?";
-    case Ops::ADD: return bin(" + ");
-    case Ops::SUB: return bin(" - ");
-    case Ops::MUL: return bin(" * ");
-    case Ops::IDIV: return bin(" // ");
-    case Ops::MOD: return bin(" % ");
-    default: return std::string(op_name(u->op)) + "(...)";
-  }
-}
-
-std::string base_buffer_text(UOp b) {  // the buffer a view reads, for the host schedule text
-  while (b->op != Ops::BUFFER && !b->src.empty()) b = b->src[0];
-  if (const ArgTuple* t = b->arg.tuple(); b->op == Ops::BUFFER && t && !t->empty() && (*t)[0].is<std::string>()) return (*t)[0].as<std::string>();
-  return std::string(op_name(b->op));
-}
-
-void program_steps(UOp u, int indent, std::set<const UOpNode*>& seen, std::string& out) {
-  std::string pad(static_cast<size_t>(indent) * 2, ' ');
-  switch (u->op) {
-    case Ops::KERNEL: {
-      const ArgTuple* t = u->arg.tuple();
-      std::string name = t && !t->empty() && (*t)[0].is<std::string>() ? (*t)[0].as<std::string>() : "kernel";
-      std::string bufs, binds;
-      for (size_t i = 1; i < u->src.size(); ++i) {
-        UOp s = u->src[i];
-        if (s->op == Ops::BIND) binds += (binds.empty() ? "" : ", ") + host_expr(s->src[0]) + "=" + host_expr(s->src[1]);
-        else bufs += (bufs.empty() ? "" : ", ") + base_buffer_text(s);
-      }
-      out += pad + name + "(" + bufs + (binds.empty() ? "" : "; " + binds) + ")\n";
-      return;
-    }
-    case Ops::END:
-      for (size_t i = 1; i < u->src.size(); ++i)
-        out += std::string(static_cast<size_t>(indent + static_cast<int>(i) - 1) * 2, ' ') + "for " + range_name(u->src[i]) + " in 0.." + host_expr(u->src[i]->src.at(0)) + ":\n";
-      program_steps(u->src.at(0), indent + static_cast<int>(u->src.size()) - 1, seen, out);
-      return;
-    case Ops::GROUP: case Ops::SINK: case Ops::AFTER:
-      if (!seen.insert(u.get()).second) return;
-      for (size_t i = u->op == Ops::AFTER ? 1 : 0; i < u->src.size(); ++i) program_steps(u->src[i], indent, seen, out);
-      return;
-    default:
-      return;  // views and buffers launch nothing
-  }
-}
-
-}  // namespace
-
 std::string c_identifier(const std::string& s) {
   std::string out = word_chars(s);
   if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
@@ -529,12 +472,5 @@ std::string c_identifier(const std::string& s) {
 }
 
 RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts) { return detail::KernelRenderer(kernel, opts).run(); }
-
-std::string render_program(UOp program) {
-  std::string out;
-  std::set<const UOpNode*> seen;
-  program_steps(program, 0, seen, out);
-  return out;
-}
 
 }  // namespace ow::backend

@@ -31,7 +31,7 @@ struct RenderedKernel {
 RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts = {});
 
 // Human-readable host schedule of a kernel-level program (for `ow show-c`): host loops over
-// OUTER ranges and kernel launches with their buffers and variable bindings.
+// OUTER ranges and kernel launches with their buffers and variable bindings (host_text.cpp).
 std::string render_program(UOp program);
 
 // `s` with every character that is not [A-Za-z0-9_] replaced by '_', never starting with a digit.
