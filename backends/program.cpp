@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "backends/c/kernel_abi.h"
 #include "backends/c/render.h"
 #include "backends/compiler.h"
 #include "interp/compare.h"
@@ -14,21 +15,17 @@
 #include "lower/lower.h"
 #include "uop/args.h"
 #include "uop/error.h"
-#include "uop/symbolic.h"
 #include "uop/text.h"
 
 namespace ow::backend {
 
 namespace {
 
-using Bindings = std::vector<std::pair<std::string, int64_t>>;
-
-
-
-std::string bindings_text(const Bindings& b) {
+// The enclosing host loops, for messages: "m1=2, m2=0", or "outside any host loop".
+std::string loops_text(const HostBindings& b) {
   if (b.empty()) return "outside any host loop";
   std::string s;
-  for (auto& [n, v] : b) s += (s.empty() ? "" : ", ") + n + "=" + std::to_string(v);
+  for (auto& [r, v] : b) s += (s.empty() ? "" : ", ") + range_name(r) + "=" + std::to_string(v);
   return s;
 }
 
@@ -36,19 +33,24 @@ std::string bindings_text(const Bindings& b) {
 class Launcher {
  public:
   virtual ~Launcher() = default;
-  virtual void prepare(UOp kernel) = 0;  // render/compile ahead of the first launch
-  virtual void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) = 0;
+  virtual void prepare(const HostLaunch& l) = 0;  // render/compile ahead of the first launch
+  virtual void begin_run(const interp::BufferMap& /*caller*/) {}  // the caller's buffers, as given
+  virtual void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings& loops) = 0;
+  // Whether its runs track uninitialized memory themselves; compiled kernels do not, so a
+  // compiled run that may read some runs the interpreter first (check_uninitialized).
+  virtual bool tracks_poison() const { return false; }
 };
 
 class InterpLauncher : public Launcher {
  public:
-  void prepare(UOp kernel) override { prepared(kernel); }
+  void prepare(const HostLaunch& l) override { prepared(l.kernel); }
+  bool tracks_poison() const override { return true; }
 
-  void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
+  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings&) override {
     interp::KernelArgs a;
     a.buffers = slots;
     a.vars = vars;
-    prepared(kernel).run(a);
+    prepared(l.kernel).run(a);
   }
 
  private:
@@ -69,10 +71,10 @@ class CompiledLauncher : public Launcher {
  public:
   CompiledLauncher(const std::string& compiler, bool bounds_check) : compiler_(make_compiler(compiler)) { opts_.bounds_check = bounds_check; }
 
-  void prepare(UOp kernel) override { compiled(kernel); }
+  void prepare(const HostLaunch& l) override { compiled(l.kernel); }
 
-  void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
-    Compiled& c = compiled(kernel);
+  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings&) override {
+    Compiled& c = compiled(l.kernel);
     std::vector<void*> bufs;
     for (interp::BufferData* b : slots) bufs.push_back(b->data->bytes.data());
     std::vector<long long> vals;
@@ -81,8 +83,9 @@ class CompiledLauncher : public Launcher {
       if (it == vars.end()) throw Error("kernel " + c.rendered.name + ": variable " + v + " is not bound");
       vals.push_back(it->second);
     }
-    long long err[4] = {0, 0, 0, 0};
-    if (c.fn(bufs.data(), vals.data(), err) != 0) fail(kernel, c, err);
+    long long err[abi::kSlots] = {};
+    if (c.fn(bufs.data(), vals.data(), err) != 0)
+      throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + abi::describe(err, c.rendered.fail_nodes));
     for (int64_t slot : c.stored)  // compiled kernels do not track poison: what they write is data
       if (slot < static_cast<int64_t>(slots.size())) slots[slot]->poison = nullptr;
   }
@@ -109,43 +112,20 @@ class CompiledLauncher : public Launcher {
     c.stored = interp::slots_stored(kernel->src[0]);
     return cache_.emplace(kernel.get(), std::move(c)).first->second;
   }
-
-  [[noreturn]] void fail(UOp kernel, const Compiled& c, const long long* err) {
-    std::vector<std::string> lines;
-    std::string text = print_graph(kernel);
-    for (size_t a = 0, b; a < text.size(); a = b + 1) {
-      b = text.find('\n', a);
-      if (b == std::string::npos) b = text.size();
-      lines.push_back(text.substr(a, b - a));
-    }
-    std::string node = err[1] >= 0 && static_cast<size_t>(err[1]) < lines.size() ? lines[err[1]] : "node #" + std::to_string(err[1]);
-    std::string what = err[0] == 1 ? "integer division by zero" : err[0] == 2 ? "out-of-bounds access at index " + std::to_string(err[2]) : "error kind " + std::to_string(err[0]);
-    throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + what + "\n  at " + node);
-  }
 };
 
-// The host walk: GROUP in order, END over OUTER ranges as loops, KERNEL launches.
-class Host {
+// The runner's part of the walk (uop/host_program.h): buffers by name, the launch budget, each
+// launch handed to the launcher, then the caller's hooks.
+class Host : public HostHooks {
  public:
   // poison_fresh: buffers the caller did not give start uninitialized (all poison), as in the
-  // interpreter; for a run whose launcher tracks poison (InterpLauncher).
-  Host(interp::BufferMap& buffers, interp::BufferMap& temps, Launcher& launcher, const RunOptions& opts, bool poison_fresh = false)
-      : buffers_(buffers), temps_(temps), launcher_(launcher), opts_(opts), poison_fresh_(poison_fresh) {}
+  // interpreter; for a run whose launcher tracks poison (InterpLauncher). quiet: the caller's
+  // hooks (on_launch, observer) are not told (a run of the runner's own).
+  Host(interp::BufferMap& buffers, interp::BufferMap& temps, Launcher& launcher, const RunOptions& opts, bool poison_fresh = false, bool quiet = false)
+      : buffers_(buffers), temps_(temps), launcher_(launcher), opts_(opts), poison_fresh_(poison_fresh), observer_(quiet ? nullptr : opts.observer),
+        on_launch_(quiet ? nullptr : &opts.on_launch) {}
 
-  void exec(UOp u) {
-    switch (u->op) {
-      case Ops::GROUP: case Ops::SINK:
-        for (UOp s : u->src) exec(s);
-        return;
-      case Ops::END: loop(u, 1); return;
-      case Ops::KERNEL: launch(u); return;
-      case Ops::AFTER:
-        if (!done_.insert(u.get()).second) return;
-        for (size_t i = 1; i < u->src.size(); ++i) exec(u->src[i]);
-        return;
-      default: return;  // views and values: nothing to run
-    }
-  }
+  void run(const HostProgram& p) { walk_host(p, *this); }
 
   // A named buffer: the caller's, or (names starting with '_') a temporary of this run only.
   interp::BufferData& buffer(UOp b) {
@@ -173,88 +153,52 @@ class Host {
     return it->second;
   }
 
-  const Bindings& bindings() const { return env_order_; }
-
  private:
   interp::BufferMap& buffers_;
   interp::BufferMap& temps_;
   Launcher& launcher_;
   const RunOptions& opts_;
-  std::map<const UOpNode*, int64_t> env_;
-  Bindings env_order_;
-  std::set<const UOpNode*> done_;
   uint64_t launches_ = 0;
   bool poison_fresh_;
+  HostHooks* observer_;
+  const std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)>* on_launch_;
 
-  void loop(UOp end, size_t i) {
-    if (i == end->src.size()) return exec(end->src[0]);
-    UOp r = end->src[i];
-    int64_t n = eval_index(r->src[0]);
-    env_order_.push_back({range_name(r), 0});
-    for (int64_t k = 0; k < n; ++k) {
-      env_[r.get()] = k;
-      env_order_.back().second = k;
-      loop(end, i + 1);
-    }
-    env_.erase(r.get());
-    env_order_.pop_back();
+  void begin_run() override {
+    launcher_.begin_run(buffers_);
+    if (observer_) observer_->begin_run();
+  }
+  void end_run() override {
+    if (observer_) observer_->end_run();
+  }
+  void loop_begin(const HostStep& s, const HostBindings& b) override {
+    if (observer_) observer_->loop_begin(s, b);
+  }
+  void loop_end(const HostStep& s, const HostBindings& b) override {
+    if (observer_) observer_->loop_end(s, b);
   }
 
-  int64_t eval_index(UOp u) {
-    if (u->op == Ops::CONST) return static_cast<int64_t>(u.const_value());
-    if (u->op == Ops::RANGE) {
-      auto it = env_.find(u.get());
-      if (it == env_.end()) throw Error("host loop variable " + range_name(u) + " is used outside its loop");
-      return it->second;
-    }
-    std::vector<int64_t> v;
-    for (UOp s : u->src) v.push_back(eval_index(s));
-    int64_t out;
-    if (!is_alu(u->op) || !fold_int_alu(u->op, u->dtype, v.data(), v.size(), out))
-      throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
-    return out;
-  }
-
-  void launch(UOp k) {
+  void before_launch(const HostLaunch& l, const HostBindings& b) override {
     if (opts_.max_launches && ++launches_ > opts_.max_launches)
-      throw BudgetExceeded("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + kernel_name(k) + " with " +
-                  bindings_text(env_order_) + " (ow: --max-steps N raises it)");
+      throw BudgetExceeded("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + kernel_name(l.kernel) + " with " +
+                  loops_text(b) + " (ow: --max-steps N raises it)");
+    if (observer_) observer_->before_launch(l, b);
+  }
+
+  void launch(const HostLaunch& l, const HostVars& vars, const HostBindings& b) override {
     std::vector<interp::BufferData*> slots;
-    std::map<std::string, int64_t> vars;
-    for (size_t i = 1; i < k->src.size(); ++i) {
-      UOp s = k->src[i];
-      if (s->op == Ops::BUFFER) slots.push_back(&buffer(s));
-      else if (s->op == Ops::BIND) vars[var_name(s->src[0])] = eval_index(s->src[1]);
-      else throw Error(std::string("a KERNEL source must be a BUFFER or a BIND, got ") + std::string(op_name(s->op)));
+    for (UOp s : l.buffers) slots.push_back(&buffer(s));
+    launcher_.launch(l, slots, vars, b);
+  }
+
+  void after_launch(const HostLaunch& l, const HostBindings& b) override {
+    if (on_launch_ && *on_launch_) {
+      std::vector<std::pair<std::string, int64_t>> names;
+      for (auto& [r, v] : b) names.push_back({range_name(r), v});
+      (*on_launch_)(l.kernel, names);
     }
-    launcher_.launch(k, slots, vars);
-    if (opts_.on_launch) opts_.on_launch(k, env_order_);
+    if (observer_) observer_->after_launch(l, b);
   }
 };
-
-// A program output: the name the SINK gives it, the buffer holding it and its shape.
-struct OutputSlot {
-  std::string name;
-  UOp buffer;
-  std::vector<int64_t> shape;
-};
-
-std::vector<OutputSlot> output_slots(UOp program) {
-  std::vector<OutputSlot> outs;
-  std::vector<UOp> srcs = program->op == Ops::SINK ? program->src : std::vector<UOp>{program};
-  for (size_t i = 0; i < srcs.size(); ++i) {
-    UOp o = srcs[i];
-    if (o->dtype.is_void()) continue;
-    while (o->op == Ops::AFTER) o = o->src[0];
-    UOp b = o;
-    while (b->op == Ops::RESHAPE) b = b->src[0];
-    if (b->op != Ops::BUFFER) throw Error("a program output must be a buffer seen through RESHAPE, got " + std::string(op_name(b->op)));
-    OutputSlot slot{output_name(program, i), b, {}};
-    for (UOp d : o->shape.dims) slot.shape.push_back(static_cast<int64_t>(d.const_value()));
-    outs.push_back(slot);
-  }
-  return outs;
-}
 
 // check: the interpreter and a compiled tier run every launch on their own copies of the
 // buffers; after each launch the buffers the kernel stored to must agree bit for bit. The
@@ -264,32 +208,29 @@ std::vector<OutputSlot> output_slots(UOp program) {
 class CheckLauncher : public Launcher {
  public:
   explicit CheckLauncher(const RunOptions& opts) : compiled_(opts.compiler, opts.bounds_check), compiler_(opts.compiler) {}
-  const Bindings* bindings = nullptr;
+  bool tracks_poison() const override { return true; }
 
-  // A run starts from `ref`, the caller's buffers as they were, and fresh (poisoned) temporaries.
-  void begin_run(interp::BufferMap& ref) {
-    ref_ = &ref;
+  // A run starts from a copy of the caller's buffers as they were, and fresh (poisoned) temporaries.
+  void begin_run(const interp::BufferMap& caller) override {
+    ref_ = interp::copy_buffers(caller);
     ref_temps_.clear();
   }
 
-  void prepare(UOp kernel) override {
-    reference_.prepare(kernel);
-    compiled_.prepare(kernel);
+  void prepare(const HostLaunch& l) override {
+    reference_.prepare(l);
+    compiled_.prepare(l);
   }
 
-  void launch(UOp kernel, std::vector<interp::BufferData*>& slots, const std::map<std::string, int64_t>& vars) override {
+  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings& loops) override {
     std::vector<interp::BufferData*> ref_slots;
-    std::vector<UOp> bufs;
-    for (size_t i = 1; i < kernel->src.size(); ++i)
-      if (kernel->src[i]->op == Ops::BUFFER) bufs.push_back(kernel->src[i]);
-    for (UOp b : bufs) ref_slots.push_back(&ref_buffer(b));
-    reference_.launch(kernel, ref_slots, vars);
-    compiled_.launch(kernel, slots, vars);
-    for (size_t s = 0; s < bufs.size(); ++s) compare(kernel, bufs[s], *ref_slots[s], *slots[s]);
+    for (UOp b : l.buffers) ref_slots.push_back(&ref_buffer(b));
+    reference_.launch(l, ref_slots, vars, loops);
+    compiled_.launch(l, slots, vars, loops);
+    for (size_t s = 0; s < l.buffers.size(); ++s) compare(l.kernel, loops, l.buffers[s], *ref_slots[s], *slots[s]);
   }
 
  private:
-  interp::BufferMap* ref_ = nullptr;
+  interp::BufferMap ref_;  // the interpreter's own buffers
   interp::BufferMap ref_temps_;
   InterpLauncher reference_;
   CompiledLauncher compiled_;
@@ -297,7 +238,7 @@ class CheckLauncher : public Launcher {
 
   interp::BufferData& ref_buffer(UOp b) {
     const std::string& name = buffer_name(b);
-    interp::BufferMap& owner = is_temporary(name) ? ref_temps_ : *ref_;
+    interp::BufferMap& owner = is_temporary(name) ? ref_temps_ : ref_;
     auto it = owner.find(name);
     if (it == owner.end()) {  // never given data: uninitialized, tracked as poison
       int64_t n = buffer_size(b);
@@ -308,7 +249,7 @@ class CheckLauncher : public Launcher {
     return it->second;
   }
 
-  void compare(UOp kernel, UOp b, const interp::BufferData& want, const interp::BufferData& got) {
+  void compare(UOp kernel, const HostBindings& loops, UOp b, const interp::BufferData& want, const interp::BufferData& got) {
     interp::Value w, g;
     w.dtype = g.dtype = b->dtype;
     w.view = g.view = interp::View::contiguous({want.data->size});
@@ -318,7 +259,7 @@ class CheckLauncher : public Launcher {
     if (std::optional<interp::Difference> d = interp::first_difference(w, g, /*skip_poison_of_a=*/true)) {
       char buf[256];
       std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, compiler_.c_str(), d->b);
-      throw CheckMismatch("check: kernel " + kernel_name(kernel) + " diverges (" + bindings_text(bindings ? *bindings : Bindings{}) + "): " + buf +
+      throw CheckMismatch("check: kernel " + kernel_name(kernel) + " diverges (" + loops_text(loops) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
   }
@@ -333,10 +274,9 @@ std::unique_ptr<Launcher> make_launcher(const RunOptions& opts) {
 }  // namespace
 
 struct Program::Impl {
-  UOp program;
+  HostProgram host;
   RunOptions opts;
   std::unique_ptr<Launcher> launcher;
-  std::vector<OutputSlot> outs;
   std::set<std::string> declared;  // the names of the buffers the program declares
   std::vector<interp::BufferSpec> specs;  // what run() accepts (interp/inputs.h)
   std::set<std::string> loaded;           // buffers some kernel reads
@@ -351,13 +291,13 @@ struct Program::Impl {
     for (const interp::BufferSpec& s : specs)
       if (!s.input && !buffers.count(s.name)) missing += (missing.empty() ? "" : ", ") + s.name;
     bool read = std::any_of(specs.begin(), specs.end(), [&](const interp::BufferSpec& s) { return !s.input && !buffers.count(s.name) && loaded.count(s.name); });
-    if (!read || dynamic_cast<CheckLauncher*>(launcher.get()) || dynamic_cast<InterpLauncher*>(launcher.get())) return;
+    if (!read || launcher->tracks_poison()) return;
     if (!poison_runner) poison_runner = std::make_unique<InterpLauncher>();
     interp::BufferMap copy = interp::copy_buffers(buffers), scratch;
-    Host host(copy, scratch, *poison_runner, opts, /*poison_fresh=*/true);
-    host.exec(program);
-    for (const OutputSlot& o : outs) {
-      const interp::BufferData& d = host.buffer(o.buffer);
+    Host pre(copy, scratch, *poison_runner, opts, /*poison_fresh=*/true, /*quiet=*/true);
+    pre.run(host);
+    for (const HostOutput& o : host.outputs) {
+      const interp::BufferData& d = pre.buffer(o.buffer);
       interp::Value v;
       v.dtype = d.dtype;
       v.view = interp::View::contiguous(o.shape);
@@ -370,7 +310,7 @@ struct Program::Impl {
 
   // out=: the caller's buffer of an output's name becomes the temporary the output is computed in.
   void bind_outputs(interp::BufferMap& buffers) {
-    for (const OutputSlot& o : outs) {
+    for (const HostOutput& o : host.outputs) {
       const std::string& temp = buffer_name(o.buffer);
       auto it = buffers.find(o.name);
       if (!is_temporary(temp) || it == buffers.end() || declared.count(o.name)) continue;
@@ -384,13 +324,13 @@ struct Program::Impl {
 
   // A value, not a view of memory the caller keeps using: a caller's buffer is copied; an
   // output temporary is handed over (and forgotten, so the next run does not overwrite it).
-  std::vector<interp::Output> collect(Host& host) {
+  std::vector<interp::Output> collect(Host& run) {
     std::vector<interp::Output> values;
-    for (const OutputSlot& o : outs) {
+    for (const HostOutput& o : host.outputs) {
       interp::Value v;
       v.dtype = o.buffer->dtype;
       v.view = interp::View::contiguous(o.shape);
-      const interp::StoragePtr& live = host.buffer(o.buffer).data;
+      const interp::StoragePtr& live = run.buffer(o.buffer).data;
       v.data = is_temporary(buffer_name(o.buffer)) ? live : std::make_shared<interp::Storage>(*live);
       values.push_back({o.name, v});
     }
@@ -398,29 +338,24 @@ struct Program::Impl {
   }
 
   void forget_outputs() {
-    for (const OutputSlot& o : outs) temps.erase(buffer_name(o.buffer));
+    for (const HostOutput& o : host.outputs) temps.erase(buffer_name(o.buffer));
   }
 };
 
 Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>()) {
-  impl_->program = lowered;
+  impl_->host = host_program(lowered);
   impl_->opts = std::move(opts);
   impl_->launcher = make_launcher(impl_->opts);
-  impl_->outs = output_slots(lowered);
   impl_->specs = interp::graph_buffers(lowered);
-  for (UOp k : toposort(lowered)) {
-    if (k->op != Ops::KERNEL) continue;
-    std::vector<UOp> slots;
-    for (size_t i = 1; i < k->src.size(); ++i)
-      if (k->src[i]->op == Ops::BUFFER) slots.push_back(k->src[i]);
-    for (int64_t s : interp::slots_loaded(k->src[0]))
-      if (s >= 0 && static_cast<size_t>(s) < slots.size()) impl_->loaded.insert(buffer_name(slots[static_cast<size_t>(s)]));
-  }
-  for (UOp u : toposort(lowered)) {
+  for (const HostLaunch& l : impl_->host.launches)
+    for (int64_t s : interp::slots_loaded(l.kernel->src[0]))
+      if (s >= 0 && static_cast<size_t>(s) < l.buffers.size()) impl_->loaded.insert(buffer_name(l.buffers[static_cast<size_t>(s)]));
+  for (UOp u : toposort(lowered))
     if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));
-    if (u->op == Ops::KERNEL) impl_->launcher->prepare(u);
-  }
+  for (const HostLaunch& l : impl_->host.launches) impl_->launcher->prepare(l);
 }
+
+const HostProgram& Program::host() const { return impl_->host; }
 
 void Program::graph_writes(const std::vector<interp::BufferSpec>& graph_specs) {
   for (interp::BufferSpec& s : impl_->specs)
@@ -437,20 +372,16 @@ Program& Program::operator=(Program&&) noexcept = default;
 
 std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
   Impl& p = *impl_;
-  interp::BufferMap ref;  // check: the interpreter's own copy of the caller's buffers
-  auto* check = dynamic_cast<CheckLauncher*>(p.launcher.get());
-  if (check) check->begin_run(ref = interp::copy_buffers(buffers));
   std::vector<std::string> out_names;  // out=: a caller's buffer may be named after an output
-  for (const OutputSlot& o : p.outs) out_names.push_back(o.name);
+  for (const HostOutput& o : p.host.outputs) out_names.push_back(o.name);
   interp::check_inputs(p.specs, buffers, out_names);
   p.check_uninitialized(buffers);
-  Host host(buffers, p.temps, *p.launcher, p.opts);
-  if (check) check->bindings = &host.bindings();
+  Host run(buffers, p.temps, *p.launcher, p.opts);
   std::vector<interp::Output> values;
   try {
     p.bind_outputs(buffers);
-    host.exec(p.program);
-    values = p.collect(host);
+    run.run(p.host);
+    values = p.collect(run);
   } catch (...) {
     p.forget_outputs();
     throw;
@@ -467,13 +398,13 @@ CompiledGraph::CompiledGraph(UOp graph, RunOptions opts)
 void CompiledGraph::prepare() {
   if (program_) return;
   UOp program = lower::lower(graph_);
+  program_ = std::make_unique<Program>(program, opts_);
+  program_->graph_writes(specs_);
   std::set<std::string> keep;
   for (UOp u : toposort(program))
     if (u->op == Ops::BUFFER) keep.insert(buffer_name(u));
-  for (const OutputSlot& o : output_slots(program)) keep.insert(o.name);
+  for (const HostOutput& o : program_->host().outputs) keep.insert(o.name);
   declared_.assign(keep.begin(), keep.end());
-  program_ = std::make_unique<Program>(program, opts_);
-  program_->graph_writes(specs_);
 }
 
 // Runs the lowered graph on the caller's buffers the program still declares (lowering may drop

@@ -4,7 +4,7 @@
 //   check   both, in lockstep: after every launch the buffers the kernel wrote are compared, and
 //           the first divergence is an error naming the kernel, the host-loop bindings, the
 //           element and both values.
-// The host walk (GROUP in order, END over OUTER ranges as loops) is the same for all of them.
+// All of them walk the program through walk_host (uop/host_program.h), which checks the BINDs.
 #pragma once
 #include <functional>
 #include <memory>
@@ -13,6 +13,7 @@
 
 #include "interp/inputs.h"
 #include "interp/interp.h"
+#include "uop/host_program.h"
 #include "uop/error.h"
 #include "uop/uop.h"
 
@@ -31,6 +32,8 @@ struct RunOptions {
   uint64_t max_launches = 0;    // kernel launches allowed per run (0: unlimited)
   // Called after every kernel launch: kernel, host-loop bindings (name, value).
   std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)> on_launch;
+  // Told of every point of the walk (not launch, which is the runner's), after the runner.
+  HostHooks* observer = nullptr;
 };
 
 // A lowered program made ready to run many times: every kernel is rendered and compiled (or
@@ -55,6 +58,8 @@ class Program {
   // a loop of zero iterations): they are not inputs, and when not given they are uninitialized,
   // exactly as the graph's interpreter sees them.
   void graph_writes(const std::vector<interp::BufferSpec>& graph_specs);
+
+  const HostProgram& host() const;  // the program's steps, launches and outputs
 
  private:
   struct Impl;

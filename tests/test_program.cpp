@@ -3,6 +3,8 @@
 // volatile so the compiler cannot fuse them) or derived by hand.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "test_support.h"
 
 #include "backends/program.h"
@@ -134,4 +136,72 @@ TEST_CASE("Program: a kernel that cannot be compiled fails when the program is p
 )";
   UOp prog = lowered(half);
   CHECK_THAT(error_of([&] { backend::Program(prog, {}); }), Catch::Contains("float16"));
+}
+
+namespace {
+
+// A host loop m1 over 0..3 launching a copy kernel at index v in [0, hi], bound to m1 (hi = 2
+// leaves out m1 = 3). `extra_nodes` and `extra_srcs` add a second BIND to the KERNEL.
+std::string bound_loop(const std::string& hi, const std::string& extra_nodes = "", const std::string& extra_srcs = "") {
+  return "%x = BUFFER float32 () (\"x\", 4)\n"
+         "%o = BUFFER float32 () (\"out\", 4)\n"
+         "%c4 = CONST index () 4\n"
+         "%r = RANGE index (%c4) (-1, AxisType.OUTER)\n"
+         "%v = DEFINE_VAR index () (\"v\", 0, " + hi + ")\n" +
+         "%g0 = DEFINE_GLOBAL float32*4 () 0\n"
+         "%g1 = DEFINE_GLOBAL float32*4 () 1\n"
+         "%px = INDEX float32*4 (%g1, %v)\n"
+         "%lx = LOAD float32 (%px)\n"
+         "%po = INDEX float32*4 (%g0, %v)\n"
+         "%st = STORE void (%po, %lx)\n"
+         "%ast = SINK void (%st)\n"
+         "%bind = BIND index (%v, %r)\n" +
+         extra_nodes + "%k = KERNEL void (%ast, %o, %x, %bind" + extra_srcs + ") (\"k0\",)\n" +
+         "%grp = GROUP void (%k)\n"
+         "%loop = END void (%grp, %r)\n"
+         "%steps = GROUP void (%loop)\n"
+         "%view = RESHAPE float32 (%o, %c4)\n"
+         "%out = AFTER float32 (%view, %steps)\n"
+         "%root = SINK void (%out) (\"out\",)\n";
+}
+
+// The error of running `program` on the interpreter itself and on each backend's runner.
+std::map<std::string, std::string> bind_errors(UOp program) {
+  std::map<std::string, std::string> errors;
+  auto inputs = [] { return interp::BufferMap{{"x", floats(4, [](int64_t i) { return float(i); })}}; };
+  interp::BufferMap b = inputs();
+  errors["interpreter"] = error_of([&] { interp::run(program, b); });
+  for (const char* be : kBackends) {
+    backend::RunOptions o;
+    o.backend = be;
+    interp::BufferMap c = inputs();
+    errors[be] = error_of([&] { backend::run_program(program, c, o); });
+  }
+  return errors;
+}
+
+}  // namespace
+
+// The interpreter's verifier refuses this graph before it runs (the bound value's range is known);
+// a runner does not verify, and used to launch the kernel with v = 3. The runtime check is the
+// interpreter's (bind_refusal), with its message.
+TEST_CASE("Program: a BIND outside its variable's bounds is refused on every backend", "[program]") {
+  UOp program = parse_graph(bound_loop("2"), "<test>").root;
+  std::map<std::string, std::string> errors = bind_errors(program);
+  CHECK_THAT(errors["interpreter"], Catch::Contains("bind.bounds"));
+  for (const char* be : kBackends) {
+    INFO("backend " << be);
+    CHECK(errors[be] == "variable 'v' bound to 3, outside its bounds [0, 2]\n  at %13 = BIND index (%4, %12)\n  with m1=3");
+  }
+}
+
+TEST_CASE("Program: a variable bound twice with different values is refused on every backend, as the interpreter refuses it", "[program]") {
+  UOp program = parse_graph(bound_loop("4", "%c1 = CONST index () 1\n%next = ADD index (%r, %c1)\n%bind2 = BIND index (%v, %next)\n", ", %bind2"), "<test>").root;
+  std::map<std::string, std::string> errors = bind_errors(program);
+  const std::string& want = errors["interpreter"];
+  CHECK_THAT(want, Catch::StartsWith("variable 'v' is bound twice with different values\n  at %") && Catch::EndsWith("\n  with m1=0"));
+  for (const char* be : kBackends) {
+    INFO("backend " << be);
+    CHECK(errors[be] == want);
+  }
 }

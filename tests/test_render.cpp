@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/c/kernel_abi.h"
 #include "backends/c/render.h"
 #include "backends/compiler.h"
 #include "uop/error.h"
@@ -486,6 +487,9 @@ TEST_CASE("render: host program", "[render]") {
   UOp loop = UOp::make(Ops::END, dtypes::void_, {UOp::make(Ops::GROUP, dtypes::void_, {k1}), m});
   std::string p = render_program(UOp::sink({UOp::make(Ops::GROUP, dtypes::void_, {loop})}));
   CHECK(p == "for m1 in 0..3:\n  k1(out; m1=m1)\n");
+  // A loop listed twice (one interned END) runs twice, and is printed whole twice.
+  std::string twice = render_program(UOp::sink({UOp::make(Ops::GROUP, dtypes::void_, {loop, loop})}));
+  CHECK(twice == "for m1 in 0..3:\n  k1(out; m1=m1)\nfor m1 in 0..3:\n  k1(out; m1=m1)\n");
 }
 
 TEST_CASE("render: compiled kernels compute exactly (tcc)", "[render][tcc]") {
@@ -617,6 +621,7 @@ TEST_CASE("render: compiled error paths and S2.1 helpers (tcc)", "[render][tcc]"
   CHECK(fn(bufs, nullptr, err) == 1);
   CHECK(err[0] == 1);
   CHECK(err[1] == static_cast<long long>(number_graph(kdiv).number.at(q.get())));
+  CHECK(abi::describe(err, k.fail_nodes) == "integer division by zero\n  at " + number_graph(kdiv).line(q));  // the renderer's table names it
   CHECK(o[0] == -3);
   CHECK(o[1] == INT32_MIN);
 
@@ -631,6 +636,7 @@ TEST_CASE("render: compiled error paths and S2.1 helpers (tcc)", "[render][tcc]"
   CHECK(err2[0] == 2);
   CHECK(err2[1] == static_cast<long long>(number_graph(kob).number.at(idx.get())));
   CHECK(err2[2] == 3);
+  CHECK(abi::describe(err2, k2.fail_nodes) == "out-of-bounds access at index 3\n  at " + number_graph(kob).line(idx));
 
   // MAX propagates NaN, max(+0, -0) is -0; float -> int32 saturates, NaN -> 0.
   UOp fo = global(0, 4), fa = global(1, 4), fb = global(2, 4), io = global(3, 4, dtypes::int32);

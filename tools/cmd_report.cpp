@@ -168,7 +168,9 @@ std::vector<double> snapshot(const interp::BufferData& b, const Series& s) {
   return sum;
 }
 
-class Timeline {
+// An observer of the run's walk (uop/host_program.h): after every launch inside a host loop, a
+// frame of each named buffer the kernel stores to.
+class Timeline : public HostHooks {
  public:
   std::string note;  // how the run went
 
@@ -176,11 +178,11 @@ class Timeline {
   Timeline(UOp program, interp::BufferMap buffers) : program_(program), buffers_(std::move(buffers)) {}
   interp::BufferMap& buffers() { return buffers_; }
 
-  void on_launch(UOp kernel, const std::vector<std::pair<std::string, int64_t>>& bindings) {
-    if (bindings.empty()) return;  // only launches inside host loops
-    std::string label = buffer_name_of(kernel);
-    for (auto& [n, v] : bindings) label += " " + n + "=" + std::to_string(v);
-    for (UOp b : stored_buffers(kernel)) {
+  void after_launch(const HostLaunch& l, const HostBindings& loops) override {
+    if (loops.empty()) return;  // only launches inside host loops
+    std::string label = l.name;
+    for (auto& [r, v] : loops) label += " " + range_name(r) + "=" + std::to_string(v);
+    for (UOp b : stored_buffers(l.kernel)) {
       auto it = buffers_.find(buffer_name(b));
       if (it == buffers_.end()) continue;  // a temporary of the run: not visible from here
       Series& s = series(b);
@@ -211,8 +213,6 @@ class Timeline {
   interp::BufferMap buffers_;
   std::vector<Series> order_;
   std::map<std::string, size_t> at_;
-
-  static std::string buffer_name_of(UOp kernel) { return kernel_name(kernel); }
 
   Series& series(UOp b) {
     auto [it, fresh] = at_.emplace(buffer_name(b), order_.size());
@@ -257,7 +257,7 @@ Timeline record_timeline(UOp program, const interp::BufferMap& inputs, const std
     Timeline t(program, blank ? copy_buffers(start) : copy_buffers(inputs));
     backend::RunOptions ro;
     ro.backend = "interp";
-    ro.on_launch = [&](UOp k, const auto& b) { t.on_launch(k, b); };
+    ro.observer = &t;
     try {
       backend::run_program(program, t.buffers(), ro);
       t.note = blank ? "ran on the interpreter, buffers the program writes starting uninitialized" : "ran on the interpreter";

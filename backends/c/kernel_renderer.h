@@ -3,6 +3,7 @@
 //   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
 //                    blocking, and tcc's unrolled inner loops (backends/README.md).
 #pragma once
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -10,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kernel_abi.h"
 #include "render.h"
 #include "uop/args.h"
 #include "uop/error.h"
@@ -35,6 +37,8 @@ class KernelRenderer {
   UOp kernel_;
   RenderOptions opts_;
   Printed printed_;
+  size_t own_nodes_ = 0;  // the kernel's own nodes come first in printed_ (number_new adds more)
+  std::map<long long, std::string> fail_nodes_;  // RenderedKernel::fail_nodes
   std::unordered_map<const UOpNode*, int> uses_;
   std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> free_;  // free ranges, sorted
   std::vector<Scope> stack_;
@@ -56,6 +60,12 @@ class KernelRenderer {
     throw Error(msg + " (at " + printed_.line(u) + ")");
   }
   std::string num(UOp u) const { return std::to_string(printed_.number.at(u.get())); }
+  // The statement reporting an error at u (kernel_abi.h); the runner names u by its line.
+  std::string fail_at(abi::Kind kind, UOp u, const std::string& value) {
+    size_t n = printed_.number.at(u.get());
+    if (n < own_nodes_) fail_nodes_[static_cast<long long>(n)] = printed_.line(u);
+    return abi::fail_statement(kind, n, value);
+  }
   int depth() const { return static_cast<int>(stack_.size()) - 1; }
   void emit(int level, std::string line) { stack_[static_cast<size_t>(level)].lines.push_back(std::move(line)); }
 

@@ -1,6 +1,6 @@
 // C renderer for kernel asts. ABI (see render.h):
 //   int <name>(void** bufs, const long long* vars, long long* err)
-// returns 0, or an error kind after filling err[0..2] = {kind, node number, bad index}.
+// returns 0, or an error kind after filling err[] as kernel_abi.h defines.
 //
 // Exactness (reference/SEMANTICS.md S2.1, LOWERING.md): every node is one C operation in its
 // dtype, so each op rounds once; REDUCE is one accumulator folded in row-major order of its
@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -65,7 +64,6 @@ static inline long long ow_mod_i64(long long a, long long b) { return b == -1 ? 
 void ow_axpy_f32(long long n, float s, const float* x, float* acc);
 void ow_axpy_f64(long long n, double s, const double* x, double* acc);
 #endif
-static inline int ow_fail(long long* err, long long kind, long long node, long long value) { err[0] = kind; err[1] = node; err[2] = value; return (int)kind; }
 )C";
 
 // s with every character outside [A-Za-z0-9_] replaced by '_'.
@@ -289,7 +287,7 @@ std::string KernelRenderer::access(UOp idx, int lv) {
     if (g->dtype.size < 0) fail(g, "bounds_check needs the buffer size in the pointer dtype (float32*N)");
     std::string cond = lin + " < 0 || " + lin + " >= " + std::to_string(g->dtype.size);
     if (!gate.empty()) cond = gate + " && (" + cond + ")";
-    emit(lv, "if (" + cond + ") return ow_fail(err, 2, " + num(idx) + ", " + lin + ");");
+    emit(lv, "if (" + cond + ") " + fail_at(abi::kOutOfBounds, idx, lin));
   }
   std::string at = ptr + "[" + lin + "]";
   return gate.empty() ? at : gate + "\x1f" + at;  // the caller splits gate and access
@@ -374,7 +372,7 @@ std::string KernelRenderer::alu(UOp u, int lv) {
       if (sd.is_float()) return op == Ops::MOD ? fl("fmodf", "fmod") : (is32(sd) ? "truncf(" : "trunc(") + s[0] + " / " + s[1] + ")";
       if (!sd.is_int()) fail(u, std::string(op_name(op)) + " on bool is not supported by the C backend");
       if (den.is_const() && den.const_value() == 0) fail(u, "integer division by a constant zero");
-      if (!safe_den && !den.is_const()) emit(lv, "if (" + s[1] + " == 0) return ow_fail(err, 1, " + num(u) + ", 0);");
+      if (!safe_den && !den.is_const()) emit(lv, "if (" + s[1] + " == 0) " + fail_at(abi::kDivisionByZero, u, "0"));
       if (safe_den) return "(" + s[0] + (op == Ops::IDIV ? " / " : " % ") + s[1] + ")";
       return (op == Ops::IDIV ? "ow_idiv" : "ow_mod") + sfx + "(" + s[0] + ", " + s[1] + ")";
     default: fail(u, std::string(op_name(op)) + " is not supported by the C backend");
@@ -417,6 +415,7 @@ RenderedKernel KernelRenderer::run() {
   if (kernel_->op != Ops::KERNEL || kernel_->src.empty() || kernel_->src[0]->op != Ops::SINK)
     throw Error("render_kernel needs KERNEL void (SINK ast, buf..., BIND...), got " + print_graph(kernel_));
   printed_ = number_graph(kernel_);
+  own_nodes_ = printed_.order.size();
   RenderedKernel out;
   const Arg& a = kernel_->arg;
   const std::string* nm = a.get_if<std::string>();
@@ -440,7 +439,7 @@ RenderedKernel KernelRenderer::run() {
       store(st);
     }
   }
-  std::string src = kPrelude;
+  std::string src = std::string(kPrelude) + abi::kFailHelper;
   src += "\n";
   // GCC's loop unroll-and-jam (an -O3 pass) takes a row-blocked matmul from 3.3 to 1.9 ms at
   // 512^3; for the whole program (-O3) it makes vector-times-matrix kernels ten times slower, so
@@ -460,66 +459,11 @@ RenderedKernel KernelRenderer::run() {
   out.source = std::move(src);
   out.params = params_;
   for (UOp v : vars_) out.vars.push_back(var_name(v));
+  out.fail_nodes = std::move(fail_nodes_);
   return out;
 }
 
 }  // namespace detail
-
-namespace {
-
-// ---- render_program ----
-
-std::string host_expr(UOp u) {
-  auto bin = [&](const char* s) { return "(" + host_expr(u->src[0]) + s + host_expr(u->src[1]) + ")"; };
-  switch (u->op) {
-    case Ops::CONST: return to_string(u->arg);
-    case Ops::RANGE: return range_name(u);
-    case Ops::DEFINE_VAR: return u->arg.tuple() && u->arg.tuple()->at(0).is<std::string>() ? u->arg.tuple()->at(0).as<std::string>() : "?";
-    case Ops::ADD: return bin(" + ");
-    case Ops::SUB: return bin(" - ");
-    case Ops::MUL: return bin(" * ");
-    case Ops::IDIV: return bin(" // ");
-    case Ops::MOD: return bin(" % ");
-    default: return std::string(op_name(u->op)) + "(...)";
-  }
-}
-
-std::string base_buffer_text(UOp b) {  // the buffer a view reads, for the host schedule text
-  while (b->op != Ops::BUFFER && !b->src.empty()) b = b->src[0];
-  if (const ArgTuple* t = b->arg.tuple(); b->op == Ops::BUFFER && t && !t->empty() && (*t)[0].is<std::string>()) return (*t)[0].as<std::string>();
-  return std::string(op_name(b->op));
-}
-
-void program_steps(UOp u, int indent, std::set<const UOpNode*>& seen, std::string& out) {
-  std::string pad(static_cast<size_t>(indent) * 2, ' ');
-  switch (u->op) {
-    case Ops::KERNEL: {
-      const ArgTuple* t = u->arg.tuple();
-      std::string name = t && !t->empty() && (*t)[0].is<std::string>() ? (*t)[0].as<std::string>() : "kernel";
-      std::string bufs, binds;
-      for (size_t i = 1; i < u->src.size(); ++i) {
-        UOp s = u->src[i];
-        if (s->op == Ops::BIND) binds += (binds.empty() ? "" : ", ") + host_expr(s->src[0]) + "=" + host_expr(s->src[1]);
-        else bufs += (bufs.empty() ? "" : ", ") + base_buffer_text(s);
-      }
-      out += pad + name + "(" + bufs + (binds.empty() ? "" : "; " + binds) + ")\n";
-      return;
-    }
-    case Ops::END:
-      for (size_t i = 1; i < u->src.size(); ++i)
-        out += std::string(static_cast<size_t>(indent + static_cast<int>(i) - 1) * 2, ' ') + "for " + range_name(u->src[i]) + " in 0.." + host_expr(u->src[i]->src.at(0)) + ":\n";
-      program_steps(u->src.at(0), indent + static_cast<int>(u->src.size()) - 1, seen, out);
-      return;
-    case Ops::GROUP: case Ops::SINK: case Ops::AFTER:
-      if (!seen.insert(u.get()).second) return;
-      for (size_t i = u->op == Ops::AFTER ? 1 : 0; i < u->src.size(); ++i) program_steps(u->src[i], indent, seen, out);
-      return;
-    default:
-      return;  // views and buffers launch nothing
-  }
-}
-
-}  // namespace
 
 std::string c_identifier(const std::string& s) {
   std::string out = word_chars(s);
@@ -528,12 +472,5 @@ std::string c_identifier(const std::string& s) {
 }
 
 RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts) { return detail::KernelRenderer(kernel, opts).run(); }
-
-std::string render_program(UOp program) {
-  std::string out;
-  std::set<const UOpNode*> seen;
-  program_steps(program, 0, seen, out);
-  return out;
-}
 
 }  // namespace ow::backend

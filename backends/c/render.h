@@ -3,11 +3,10 @@
 // render_kernel turns one KERNEL into a self-contained C translation unit (no #include) with
 //   int <name>(void** bufs, const long long* vars, long long* err);
 // bufs[slot] is the buffer of DEFINE_GLOBAL slot, vars[j] the value of the variable
-// RenderedKernel::vars[j]. It returns 0 on success; on an error it returns the error kind and
-// fills err[0] = kind (1 integer division by zero, 2 out-of-bounds access), err[1] = the number
-// of the offending node in print_graph(kernel) (IDIV/MOD, or the INDEX), err[2] = the bad index
-// (0 for a division by zero).
+// RenderedKernel::vars[j]. It returns 0 on success, or an error kind with err[] filled as
+// kernel_abi.h defines (division by zero, out-of-bounds access; the node, the bad index).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,7 @@ struct RenderedKernel {
   std::string source;             // complete C translation unit, prelude included
   std::vector<DType> params;      // per DEFINE_GLOBAL slot: its pointer dtype (void if unused)
   std::vector<std::string> vars;  // DEFINE_VAR names in the order of `vars`
+  std::map<long long, std::string> fail_nodes;  // err[abi::kNode] -> that node's printed line
 };
 
 // kernel = KERNEL void (ast, buf..., BIND...) ("k3",). Throws ow::Error naming the node for
@@ -31,7 +31,7 @@ struct RenderedKernel {
 RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts = {});
 
 // Human-readable host schedule of a kernel-level program (for `ow show-c`): host loops over
-// OUTER ranges and kernel launches with their buffers and variable bindings.
+// OUTER ranges and kernel launches with their buffers and variable bindings (host_text.cpp).
 std::string render_program(UOp program);
 
 // `s` with every character that is not [A-Za-z0-9_] replaced by '_', never starting with a digit.

@@ -6,6 +6,8 @@
 #include <algorithm>
 
 #include "interp/evaluator.h"
+#include "uop/args.h"
+#include "uop/host_program.h"
 #include "uop/verify.h"
 
 namespace ow::interp {
@@ -323,16 +325,12 @@ void Interpreter::run_kernel(UOp u) {
       args.buffers.push_back(d);
       args.names.push_back(b.name);
     } else if (s->op == Ops::BIND) {
-      UOp var = s->src[0];
-      const ArgTuple& vt = *var->arg.tuple();
-      const std::string& name = vt[0].as<std::string>();
+      const std::string& name = var_name(s->src[0]);
       Value v = eval(s->src[1]);
       if (v.numel() != 1 || (v.poison && mask_any(v, v.poison))) fail(s, "the value bound to variable '" + name + "' must be a single clean integer");
       int64_t x = as_int(v);
-      if (x < vt[1].as<int64_t>() || x > vt[2].as<int64_t>())
-        fail(s, "variable '" + name + "' bound to " + std::to_string(x) + ", outside its bounds [" + std::to_string(vt[1].as<int64_t>()) + ", " + std::to_string(vt[2].as<int64_t>()) + "]");
-      auto [it, fresh] = args.vars.emplace(name, x);
-      if (!fresh && it->second != x) fail(s, "variable '" + name + "' is bound twice with different values");
+      if (std::string why = bind_refusal(s, x, args.vars); !why.empty()) fail(s, why);  // as the host walk checks it
+      args.vars.emplace(name, x);
     } else {
       fail(u, "a KERNEL's sources after the ast are BUFFERs and BINDs, got " + std::string(op_name(s->op)));
     }

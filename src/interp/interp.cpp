@@ -14,12 +14,6 @@
 
 namespace ow::interp {
 
-std::string bindings_text(const std::vector<std::pair<UOp, int64_t>>& b) {
-  std::string s;
-  for (auto& [r, v] : b) s += (s.empty() ? "" : ", ") + range_name(r) + "=" + std::to_string(v);
-  return s.empty() ? "no ranges bound" : s;
-}
-
 bool is_effect_op(Ops op) { return op == Ops::STORE || op == Ops::END || op == Ops::ASSIGN || op == Ops::GROUP || op == Ops::KERNEL; }
 
 UOp base_buffer(UOp u) {

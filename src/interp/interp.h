@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "interp/value.h"
+#include "uop/host_program.h"
 #include "uop/uop.h"
 
 namespace ow::interp {
@@ -52,6 +53,6 @@ struct Output {
 // are absent start uninitialized (poison). Throws ow::Error naming the node and the bindings.
 std::vector<Output> run(UOp root, BufferMap& buffers, const Options& opts = {});
 
-std::string bindings_text(const std::vector<std::pair<UOp, int64_t>>& b);
+using ow::bindings_text;  // "m1=2, m2=0" (uop/host_program.h)
 
 }  // namespace ow::interp

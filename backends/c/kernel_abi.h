@@ -1,0 +1,37 @@
+// How a rendered kernel reports an error to its caller: the one definition shared by the
+// renderer (render.cpp writes the helper and the calls) and the runner (backends/program.cpp
+// decodes them). A kernel
+//   int <name>(void** bufs, const long long* vars, long long* err)
+// returns 0, or an error kind after filling err[kKind] = kind, err[kNode] = the offending node's
+// number in the kernel's print (an IDIV/MOD, or the INDEX), err[kValue] = the bad index (0 for a
+// division by zero). The renderer returns the printed line of every node it may name
+// (RenderedKernel::fail_nodes), so the runner decodes without printing the kernel again.
+#pragma once
+#include <map>
+#include <string>
+
+namespace ow::backend::abi {
+
+enum Kind : long long { kDivisionByZero = 1, kOutOfBounds = 2 };
+enum Slot : int { kKind = 0, kNode = 1, kValue = 2, kSlots = 4 };  // err[] holds kSlots entries
+
+// The C helper every kernel's prelude defines (indices as in Slot).
+inline constexpr const char* kFailHelper =
+    "static inline int ow_fail(long long* err, long long kind, long long node, long long value) { err[0] = kind; err[1] = node; err[2] = value; return (int)kind; }\n";
+
+// The C statement reporting `kind` at node number `node`, with the C expression `value`.
+inline std::string fail_statement(Kind kind, size_t node, const std::string& value) {
+  return "return ow_fail(err, " + std::to_string(static_cast<long long>(kind)) + ", " + std::to_string(node) + ", " + value + ");";
+}
+
+// What err says: "integer division by zero\n  at <the node's line>".
+inline std::string describe(const long long* err, const std::map<long long, std::string>& nodes) {
+  auto it = nodes.find(err[kNode]);
+  std::string node = it != nodes.end() ? it->second : "node #" + std::to_string(err[kNode]);
+  std::string what = err[kKind] == kDivisionByZero ? "integer division by zero"
+                     : err[kKind] == kOutOfBounds  ? "out-of-bounds access at index " + std::to_string(err[kValue])
+                                                   : "error kind " + std::to_string(err[kKind]);
+  return what + "\n  at " + node;
+}
+
+}  // namespace ow::backend::abi

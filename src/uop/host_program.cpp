@@ -1,0 +1,175 @@
+// The host program of a lowered graph and its walk (host_program.h).
+#include "uop/host_program.h"
+
+#include <set>
+
+#include "uop/args.h"
+#include "uop/error.h"
+#include "uop/symbolic.h"
+#include "uop/text.h"
+
+namespace ow {
+
+namespace {
+
+// Reads the graph as the host runs it: GROUP and SINK in order, END as loops, an AFTER's
+// dependencies (once: the outputs share one anchor) and then nothing of its value, which is a
+// view the host reads at the end.
+class Builder {
+ public:
+  explicit Builder(HostProgram& p) : p_(p) {}
+
+  void add(UOp u, std::vector<HostStep>& into) {
+    switch (u->op) {
+      case Ops::GROUP: case Ops::SINK:
+        for (UOp s : u->src) add(s, into);
+        return;
+      case Ops::END: return loop(u, 1, into);
+      case Ops::KERNEL: return into.push_back(HostStep{launch_of(u), UOp(), {}});
+      case Ops::AFTER:
+        if (!afters_.insert(u.get()).second) return;
+        for (size_t i = 1; i < u->src.size(); ++i) add(u->src[i], into);
+        return;
+      default: return;  // views and values: nothing to run
+    }
+  }
+
+ private:
+  HostProgram& p_;
+  std::set<const UOpNode*> afters_;
+  std::map<const UOpNode*, size_t> launches_;
+
+  void loop(UOp end, size_t i, std::vector<HostStep>& into) {
+    if (i == end->src.size()) return add(end->src[0], into);
+    HostStep s{0, end->src[i], {}};
+    loop(end, i + 1, s.body);
+    into.push_back(std::move(s));
+  }
+
+  size_t launch_of(UOp k) {
+    auto [it, fresh] = launches_.emplace(k.get(), p_.launches.size());
+    if (!fresh) return it->second;
+    HostLaunch l{k, "kernel", {}, {}};
+    if (const ArgTuple* t = k->arg.tuple(); t && !t->empty() && (*t)[0].is<std::string>()) l.name = (*t)[0].as<std::string>();
+    for (size_t i = 1; i < k->src.size(); ++i) {
+      UOp s = k->src[i];
+      if (s->op == Ops::BUFFER) l.buffers.push_back(s);
+      else if (s->op == Ops::BIND) l.binds.push_back(HostBind{s, s->src[1]});
+      else throw Error(std::string("a KERNEL source must be a BUFFER or a BIND, got ") + std::string(op_name(s->op)));
+    }
+    p_.launches.push_back(std::move(l));
+    return it->second;
+  }
+};
+
+std::vector<HostOutput> outputs_of(UOp program) {
+  std::vector<HostOutput> outs;
+  std::vector<UOp> srcs = program->op == Ops::SINK ? program->src : std::vector<UOp>{program};
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    UOp o = srcs[i];
+    if (o->dtype.is_void()) continue;
+    while (o->op == Ops::AFTER) o = o->src[0];
+    UOp b = o;
+    while (b->op == Ops::RESHAPE) b = b->src[0];
+    if (b->op != Ops::BUFFER) throw Error("a program output must be a buffer seen through RESHAPE, got " + std::string(op_name(b->op)));
+    HostOutput out{output_name(program, i), b, {}};
+    for (UOp d : o->shape.dims) out.shape.push_back(static_cast<int64_t>(d.const_value()));
+    outs.push_back(std::move(out));
+  }
+  return outs;
+}
+
+class Walker {
+ public:
+  Walker(const HostProgram& p, HostHooks& h, HostWalk mode) : p_(p), h_(h), run_(mode == HostWalk::Run) {}
+
+  void steps(const std::vector<HostStep>& s) {
+    for (const HostStep& x : s) x.is_loop() ? loop(x) : launch(p_.launches[x.launch]);
+  }
+
+ private:
+  const HostProgram& p_;
+  HostHooks& h_;
+  bool run_;
+  HostBindings bindings_;
+
+  void loop(const HostStep& s) {
+    h_.loop_begin(s, bindings_);
+    int64_t n = run_ ? eval(s.range->src[0]) : 1;
+    bindings_.push_back({s.range, 0});
+    for (int64_t k = 0; k < n; ++k) {
+      bindings_.back().second = k;
+      steps(s.body);
+    }
+    bindings_.pop_back();
+    h_.loop_end(s, bindings_);
+  }
+
+  void launch(const HostLaunch& l) {
+    h_.before_launch(l, bindings_);
+    if (run_) h_.launch(l, vars(l), bindings_);
+    h_.after_launch(l, bindings_);
+  }
+
+  HostVars vars(const HostLaunch& l) {
+    HostVars v;
+    for (const HostBind& b : l.binds) {
+      int64_t x = eval(b.value);
+      if (std::string why = bind_refusal(b.node, x, v); !why.empty())
+        throw Error(why + "\n  at " + number_graph(p_.root).line(b.node) + "\n  with " + bindings_text(bindings_));
+      v.emplace(var_name(b.node->src[0]), x);
+    }
+    return v;
+  }
+
+  // Host-side index math: constants, the enclosing loops' ranges, integer ALU.
+  int64_t eval(UOp u) {
+    if (u->op == Ops::CONST) return static_cast<int64_t>(u.const_value());
+    if (u->op == Ops::RANGE) {
+      for (auto it = bindings_.rbegin(); it != bindings_.rend(); ++it)
+        if (it->first == u) return it->second;
+      throw Error("host loop variable " + range_name(u) + " is used outside its loop");
+    }
+    std::vector<int64_t> v;
+    for (UOp s : u->src) v.push_back(eval(s));
+    int64_t out;
+    if (!is_alu(u->op) || !fold_int_alu(u->op, u->dtype, v.data(), v.size(), out))
+      throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
+    return out;
+  }
+};
+
+}  // namespace
+
+HostProgram host_program(UOp lowered) {
+  HostProgram p;
+  p.root = lowered;
+  Builder(p).add(lowered, p.steps);
+  p.outputs = outputs_of(lowered);
+  return p;
+}
+
+void walk_host(const HostProgram& program, HostHooks& hooks, HostWalk mode) {
+  hooks.begin_run();
+  Walker(program, hooks, mode).steps(program.steps);
+  hooks.end_run();
+}
+
+std::string bind_refusal(UOp bind, int64_t value, const HostVars& bound) {
+  UOp var = bind->src[0];
+  const ArgTuple& t = *var->arg.tuple();
+  const std::string& name = t[0].as<std::string>();
+  int64_t lo = t[1].as<int64_t>(), hi = t[2].as<int64_t>();
+  if (value < lo || value > hi)
+    return "variable '" + name + "' bound to " + std::to_string(value) + ", outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (auto it = bound.find(name); it != bound.end() && it->second != value) return "variable '" + name + "' is bound twice with different values";
+  return "";
+}
+
+std::string bindings_text(const HostBindings& b) {
+  std::string s;
+  for (auto& [r, v] : b) s += (s.empty() ? "" : ", ") + range_name(r) + "=" + std::to_string(v);
+  return s.empty() ? "no ranges bound" : s;
+}
+
+}  // namespace ow
