@@ -54,8 +54,12 @@ struct Value {
 Value alloc(DType dtype, const std::vector<int64_t>& shape);  // contiguous, zero-filled
 Value scalar(DType dtype, double v, bool unshaped = true);
 Value index_scalar(int64_t v);
+Value int_scalar(DType dtype, int64_t v);                      // exact (no detour through double), unshaped
 double get_element(const Value& v, int64_t flat);              // row-major flat index into the view
 int64_t as_int(const Value& v);                                // a 0-d (or 1-element) integer value
+// Element `flat` of a and b is the same: integers exactly (not through double, which loses
+// 64-bit values past 2^53), floats bit for bit except that every NaN equals every NaN.
+bool same_element(const Value& a, const Value& b, int64_t flat);
 
 // ---- views (no copy) ----
 Value reshape_view(const Value& v, const std::vector<int64_t>& shape);  // requires contiguous
@@ -69,6 +73,7 @@ Value broadcast_to(const Value& v, const std::vector<int64_t>& shape);  // unsha
 Value contiguous(const Value& v);                       // copy data and masks
 Value pad(const Value& v, const std::vector<std::pair<int64_t, int64_t>>& widths);
 Value cast(const Value& v, DType to);
+Value bitcast(const Value& v, DType to);  // the same bits as another dtype of the same itemsize
 // ALU op on operands already broadcast to `shape` (unshaped operands broadcast automatically).
 Value alu(Ops op, DType out, const std::vector<const Value*>& in, const std::vector<int64_t>& shape);
 Value identity_like(Ops reduce_op, DType dtype, const std::vector<int64_t>& shape);

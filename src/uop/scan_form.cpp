@@ -11,7 +11,7 @@ UOp reduce_identity(Ops op, DType dt) {
   if (op == Ops::ADD) return UOp::cnst(dt, 0);
   if (op == Ops::MUL) return UOp::cnst(dt, 1);
   if (dt.is_float()) return UOp::cnst(dt, -std::numeric_limits<double>::infinity());
-  if (dt.is_bool()) return UOp::cnst(dt, 0);
+  if (dt.is_bool() || dt.is_unsigned()) return UOp::cnst(dt, 0);  // the lowest value
   return UOp::int_const(dt, dt.itemsize() == 4 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min());
 }
 
