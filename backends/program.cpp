@@ -118,8 +118,13 @@ class CompiledLauncher : public Launcher {
       if (b == std::string::npos) b = text.size();
       lines.push_back(text.substr(a, b - a));
     }
-    std::string node = err[1] >= 0 && static_cast<size_t>(err[1]) < lines.size() ? lines[err[1]] : "node #" + std::to_string(err[1]);
-    std::string what = err[0] == 1 ? "integer division by zero" : err[0] == 2 ? "out-of-bounds access at index " + std::to_string(err[2]) : "error kind " + std::to_string(err[0]);
+    bool known = err[1] >= 0 && static_cast<size_t>(err[1]) < lines.size();
+    std::string node = known ? lines[static_cast<size_t>(err[1])] : "node #" + std::to_string(err[1]);
+    std::string bits = known ? std::to_string(toposort(kernel)[static_cast<size_t>(err[1])]->dtype.itemsize() * 8) : "?";
+    std::string what = err[0] == 1   ? "integer division by zero"
+                       : err[0] == 2 ? "out-of-bounds access at index " + std::to_string(err[2])
+                       : err[0] == 3 ? "shift count " + std::to_string(err[2]) + " outside [0, " + bits + ")"
+                                     : "error kind " + std::to_string(err[0]);
     throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + what + "\n  at " + node);
   }
 };
