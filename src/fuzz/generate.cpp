@@ -204,11 +204,15 @@ class Gen {
   DType rand_dtype() {
     if (smooth_) return dtypes::float64;
     uint64_t r = pick(100);
-    return r < 70 ? dtypes::float32 : r < 88 ? dtypes::int32 : dtypes::bool_;
+    return r < 70 ? dtypes::float32 : r < 82 ? dtypes::int32 : r < 85 ? dtypes::uint32 : r < 87 ? dtypes::uint64 : dtypes::bool_;
   }
 
   double rand_value(DType d) {
     if (d == dtypes::bool_) return static_cast<double>(pick(2));
+    if (d.is_unsigned()) {  // small values, the max (-1 wraps), and for uint64 values past 2^32 and 2^63
+      static const double v[] = {0, 1, 2, 3, 7, 8, -1, 4294967296.0 * 3, 1.0e19};
+      return v[pick(chance(0.1) ? (d == dtypes::uint64 ? 9 : 7) : 6)];
+    }
     if (d.is_int()) {
       static const double v[] = {0, 1, -1, 2, 3, 7, -8, 2147483647.0, -2147483648.0};
       return v[pick(chance(0.1) ? 9 : 7)];
