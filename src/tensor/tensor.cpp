@@ -360,6 +360,7 @@ Tensor Tensor::log() const { return Tensor(checked(uop().alu(Ops::LOG2, {}))) * 
 Tensor Tensor::sqrt() const { return Tensor(checked(uop().alu(Ops::SQRT, {}))); }
 Tensor Tensor::reciprocal() const { return Tensor(checked(uop().alu(Ops::RECIPROCAL, {}))); }
 Tensor Tensor::cast(DType d) const { return d == dtype() ? *this : Tensor(checked(uop().cast(d))); }
+Tensor Tensor::bitcast(DType d) const { return d == dtype() ? *this : Tensor(checked(UOp::make(Ops::BITCAST, d, {uop()}))); }
 
 Tensor Tensor::reduce_axis(Ops op, std::optional<std::vector<int64_t>> axes, bool keepdim) const {
   if (uop()->shape.kind != ShapeInfo::Kind::Shaped) return *this;
