@@ -8,8 +8,10 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "backends/program.h"
+#include "interp/compare.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
 #include "interp/scalar_ops.h"
@@ -56,14 +58,13 @@ void require_expected(const std::string& c, const std::vector<interp::Output>& g
     REQUIRE(to_string(v.dtype) == to_string(w.dtype));
     REQUIRE(v.numel() == w.data->size);
     size_t bytes = static_cast<size_t>(v.numel()) * static_cast<size_t>(v.dtype.itemsize());
-    int64_t bad = -1;
     interp::Value wv;
     wv.dtype = w.dtype;
-    wv.view = interp::View::contiguous({w.data->size});
+    wv.view = interp::View::contiguous(v.shape());
     wv.data = w.data;
-    for (int64_t i = 0; i < v.numel() && bad < 0; ++i)
-      if (!interp::same_element(v, wv, i)) bad = i;
-    INFO("first differing element " << bad);
+    std::optional<interp::Difference> d = interp::first_difference(wv, v);
+    INFO("first differing element " << (d ? d->index : -2) << ": expected " << (d ? d->a : 0) << ", got " << (d ? d->b : 0));
+    CHECK(!d);
     CHECK(std::memcmp(v.data->bytes.data(), w.data->bytes.data(), bytes) == 0);
   }
 }

@@ -1,7 +1,6 @@
 // Storage, views and view operations (no arithmetic here; see kernels.cpp).
 #include "interp/value.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "interp/dispatch.h"
@@ -89,19 +88,6 @@ double get_element(const Value& v, int64_t flat) {
     out = static_cast<double>(v.data->as<T>()[off]);
   });
   return out;
-}
-
-bool same_element(const Value& a, const Value& b, int64_t flat) {
-  if (a.dtype != b.dtype || a.dtype.is_float()) {
-    double x = get_element(a, flat), y = get_element(b, flat);
-    return (x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y));
-  }
-  bool same = false;
-  dispatch(a.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    same = a.data->as<T>()[a.view.offset_of(unflatten(a.view.shape, flat))] == b.data->as<T>()[b.view.offset_of(unflatten(b.view.shape, flat))];
-  });
-  return same;
 }
 
 int64_t as_int(const Value& v) {

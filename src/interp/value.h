@@ -57,9 +57,6 @@ Value index_scalar(int64_t v);
 Value int_scalar(DType dtype, int64_t v);                      // exact (no detour through double), unshaped
 double get_element(const Value& v, int64_t flat);              // row-major flat index into the view
 int64_t as_int(const Value& v);                                // a 0-d (or 1-element) integer value
-// Element `flat` of a and b is the same: integers exactly (not through double, which loses
-// 64-bit values past 2^53), floats bit for bit except that every NaN equals every NaN.
-bool same_element(const Value& a, const Value& b, int64_t flat);
 
 // ---- views (no copy) ----
 Value reshape_view(const Value& v, const std::vector<int64_t>& shape);  // requires contiguous
