@@ -35,7 +35,7 @@ TEST_CASE("format_array prints every reference array exactly as numpy does", "[f
     CHECK(format_array(from_npy(entry.path())) + "\n" == want);
     ++checked;
   }
-  CHECK(checked == 19);
+  CHECK(checked == 21);
 }
 
 TEST_CASE("format_array shows poison, honours --full and --precision", "[format]") {

@@ -65,7 +65,7 @@ TEST_CASE("fuzz: the generator covers the ops and range forms", "[fuzz]") {
     for (const auto& f : g.forms) forms[f]++;
   }
   for (Ops op : {Ops::RESHAPE, Ops::PERMUTE, Ops::EXPAND, Ops::PAD, Ops::SHRINK, Ops::FLIP, Ops::REDUCE_AXIS, Ops::REDUCE, Ops::CAST,
-                 Ops::WHERE, Ops::CONTIGUOUS, Ops::ASSIGN, Ops::STORE, Ops::END, Ops::AFTER, Ops::RANGE, Ops::IDIV, Ops::MOD, Ops::MAX})
+                 Ops::WHERE, Ops::CONTIGUOUS, Ops::ASSIGN, Ops::STORE, Ops::END, Ops::AFTER, Ops::RANGE, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::BITCAST})
     CHECK(ops[op] > 0);
   for (const char* f : {"vmap-pad-reduce", "vmap-collect", "index-by-range", "slice-by-range", "assign-scan-rows", "assign-overlap-whole",
                         "assign-overlap-window", "scan-store-outer", "fold-outer", "axis-OUTER", "axis-LOOP", "axis-REDUCE", "axis-GLOBAL", "matmul",

@@ -128,6 +128,37 @@ TEST_CASE("verify rule const.arg: int arg on a float CONST", "[verify][rule]") {
   expect_issue(bad, "const.arg", "needs a float (with '.') arg, got 1", bad);
 }
 
+TEST_CASE("verify rule const.arg: an unsigned CONST holds its bits, read either way", "[verify][rule]") {
+  UOp big = UOp::make(Ops::CONST, dtypes::uint32, {}, Arg(int64_t{1} << 32));
+  expect_issue(big, "const.arg", "value 4294967296 does not fit uint32 (-2^31 .. 2^32-1, taken modulo 2^32)", big);
+  CHECK(verify(UOp::make(Ops::CONST, dtypes::uint32, {}, Arg(int64_t{4294967295}))).empty());
+  CHECK(verify(UOp::make(Ops::CONST, dtypes::uint32, {}, Arg(int64_t{-1}))).empty());  // 2^32 - 1, as tinygrad writes it
+  CHECK(verify(UOp::make(Ops::CONST, dtypes::uint64, {}, Arg(int64_t{-1}))).empty());  // 2^64 - 1
+  CHECK(UOp::int_const(dtypes::uint32, -1)->arg.as<int64_t>() == 4294967295);       // built ones are canonical
+  CHECK(UOp::cnst(dtypes::uint64, 0x1p63)->arg.as<int64_t>() == INT64_MIN);
+  CHECK(UOp::make(Ops::CONST, dtypes::uint32, {}, Arg(int64_t{-1})).vmin() == 4294967295);
+}
+
+TEST_CASE("verify rule bitcast.size and bitcast.dtype", "[verify][rule]") {
+  UOp x = buffer("x", 4);
+  UOp wide = UOp::make(Ops::BITCAST, dtypes::uint64, {x});
+  expect_issue(wide, "bitcast.size", "BITCAST from float32 (4 bytes) to uint64 (8 bytes) changes the size of an element", wide);
+  UOp from_index = UOp::make(Ops::BITCAST, dtypes::float64, {idx(3)});
+  expect_issue(from_index, "bitcast.dtype", "BITCAST between numeric dtypes only", from_index);
+  CHECK(verify(UOp::make(Ops::BITCAST, dtypes::uint32, {x})).empty());
+  CHECK(verify(UOp::make(Ops::BITCAST, dtypes::int64, {buffer("y", 2, dtypes::float64)})).empty());
+}
+
+TEST_CASE("verify rule alu.dtype: THREEFRY on uint64 only; var.dtype: variables are signed", "[verify][rule]") {
+  UOp a = buffer("a", 2, dtypes::uint32);
+  UOp bad = UOp::make(Ops::THREEFRY, dtypes::uint32, {a, a});
+  expect_issue(bad, "alu.dtype", "THREEFRY needs uint64 operands, got uint32", bad);
+  UOp b = buffer("b", 2, dtypes::uint64);
+  CHECK(verify(UOp::make(Ops::THREEFRY, dtypes::uint64, {b, b})).empty());
+  UOp var = UOp::variable("n", 0, 3, dtypes::uint32);
+  expect_issue(var, "var.dtype", "DEFINE_VAR must have a signed integer dtype (int32, int64, index), got uint32", var);
+}
+
 TEST_CASE("verify rule range.dtype: int32 RANGE", "[verify][rule]") {
   UOp bad = UOp::make(Ops::RANGE, dtypes::int32, {i32(3)}, Arg(ArgTuple{Arg(0), Arg(AxisType::LOOP)}));
   expect_issue(bad, "range.dtype", "RANGE must be index, got int32", bad);
@@ -157,7 +188,7 @@ TEST_CASE("verify rule range.end: end that depends on another range", "[verify][
 
 TEST_CASE("verify rule var.dtype: float DEFINE_VAR", "[verify][rule]") {
   UOp bad = UOp::make(Ops::DEFINE_VAR, dtypes::float32, {}, Arg(ArgTuple{Arg("n"), Arg(0), Arg(5)}));
-  expect_issue(bad, "var.dtype", "DEFINE_VAR must have an integer dtype, got float32", bad);
+  expect_issue(bad, "var.dtype", "DEFINE_VAR must have a signed integer dtype (int32, int64, index), got float32", bad);
 }
 
 TEST_CASE("verify rule var.arg: lo > hi", "[verify][rule]") {

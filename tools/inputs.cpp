@@ -39,6 +39,7 @@ template <class T> void fill(interp::Storage& s, Random& rng) {
   for (int64_t i = 0; i < s.size; ++i) {
     if constexpr (std::is_floating_point_v<T>) p[i] = static_cast<T>(rng.uniform() * 2.0f - 1.0f);
     else if constexpr (std::is_same_v<T, uint8_t>) p[i] = static_cast<T>(rng.next() & 1);
+    else if constexpr (std::is_unsigned_v<T>) p[i] = static_cast<T>(rng.next() % 17);
     else p[i] = static_cast<T>(static_cast<int64_t>(rng.next() % 17) - 8);
   }
 }
@@ -89,6 +90,8 @@ std::vector<std::string> fill_random_inputs(UOp root, interp::BufferMap& buffers
       case Scalar::Float64: fill<double>(*data, rng); break;
       case Scalar::Int32: fill<int32_t>(*data, rng); break;
       case Scalar::Int64: case Scalar::Index: fill<int64_t>(*data, rng); break;
+      case Scalar::Uint32: fill<uint32_t>(*data, rng); break;
+      case Scalar::Uint64: fill<uint64_t>(*data, rng); break;
       case Scalar::Bool: fill<uint8_t>(*data, rng); break;
       default: throw Error("no random data for buffer '" + spec.name + "' of dtype " + to_string(spec.dtype));
     }

@@ -4,7 +4,7 @@
 //   int <name>(void** bufs, const long long* vars, long long* err)
 // returns 0, or an error kind after filling err[kKind] = kind, err[kNode] = the offending node's
 // number in the kernel's print (an IDIV/MOD, or the INDEX), err[kValue] = the bad index (0 for a
-// division by zero). The renderer returns the printed line of every node it may name
+// division by zero, the shift count). The renderer returns the printed line of every node it may name
 // (RenderedKernel::fail_nodes), so the runner decodes without printing the kernel again.
 #pragma once
 #include <map>
@@ -12,7 +12,8 @@
 
 namespace ow::backend::abi {
 
-enum Kind : long long { kDivisionByZero = 1, kOutOfBounds = 2 };
+// A shift's kind names its width, so the message can say the valid range.
+enum Kind : long long { kDivisionByZero = 1, kOutOfBounds = 2, kShiftCount32 = 3, kShiftCount64 = 4 };
 enum Slot : int { kKind = 0, kNode = 1, kValue = 2, kSlots = 4 };  // err[] holds kSlots entries
 
 // The C helper every kernel's prelude defines (indices as in Slot).
@@ -30,6 +31,8 @@ inline std::string describe(const long long* err, const std::map<long long, std:
   std::string node = it != nodes.end() ? it->second : "node #" + std::to_string(err[kNode]);
   std::string what = err[kKind] == kDivisionByZero ? "integer division by zero"
                      : err[kKind] == kOutOfBounds  ? "out-of-bounds access at index " + std::to_string(err[kValue])
+                     : err[kKind] == kShiftCount32 ? "shift count " + std::to_string(err[kValue]) + " outside [0, 32)"
+                     : err[kKind] == kShiftCount64 ? "shift count " + std::to_string(err[kValue]) + " outside [0, 64)"
                                                    : "error kind " + std::to_string(err[kKind]);
   return what + "\n  at " + node;
 }

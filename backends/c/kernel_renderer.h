@@ -19,7 +19,7 @@
 
 namespace ow::backend::detail {
 
-inline bool is32(DType d) { return d.scalar == Scalar::Int32 || d.scalar == Scalar::Float32; }
+inline bool is32(DType d) { return d.scalar == Scalar::Int32 || d.scalar == Scalar::Uint32 || d.scalar == Scalar::Float32; }
 
 struct Scope {
   UOp range;           // null for the function body
@@ -51,7 +51,8 @@ class KernelRenderer {
   std::vector<DType> params_;
   std::vector<UOp> vars_;
   // Values whose evaluation may raise an error or read memory (LOADs, integer IDIV/MOD by a
-  // divisor that may be 0, and everything computed from them): they are never hoisted out of a
+  // divisor that may be 0, shifts by a count that may be out of range, and everything computed
+  // from them): they are never hoisted out of a
   // loop that may run zero times (the interpreter would not evaluate them at all).
   std::unordered_set<const UOpNode*> touchy_;
   bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
@@ -83,7 +84,7 @@ class KernelRenderer {
   void close(bool unroll = false);
   bool depends(UOp u, UOp r) const { return std::binary_search(free_.at(u.get()).begin(), free_.at(u.get()).end(), r.get()); }
   std::optional<int64_t> coefficient(UOp u, UOp r) const;
-  bool unsafe_div(UOp u) const;
+  bool unsafe_int_op(UOp u) const;
   bool may_fail(UOp u) const;
   std::string identity(UOp u, Ops op) const;
   std::string reduce(UOp u, int level);
@@ -101,6 +102,9 @@ class KernelRenderer {
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);
   std::string alu(UOp u, int level);
   std::string cast(UOp u, const std::string& x);
+  std::string shift(UOp u, int level, const std::string& a, const std::string& b);
+  static bool shift_in_range(UOp u);
+  static std::string suffix(DType d);
   bool may_wrap(UOp u) const;
 };
 

@@ -145,9 +145,12 @@ std::optional<int64_t> KernelRenderer::coefficient(UOp u, UOp r) const {
   }
 }
 
-// An integer IDIV/MOD whose divisor may be zero (the C checks it and fails).
-bool KernelRenderer::unsafe_div(UOp u) const {
-  if ((u->op != Ops::IDIV && u->op != Ops::MOD) || u->src.size() != 2 || !u->src[0]->dtype.is_int()) return false;
+// An integer IDIV/MOD whose divisor may be zero, or a shift whose count may be out of range
+// (the C checks it and fails).
+bool KernelRenderer::unsafe_int_op(UOp u) const {
+  if (u->src.size() != 2 || !u->src[0]->dtype.is_int()) return false;
+  if (u->op == Ops::SHL || u->op == Ops::SHR) return !shift_in_range(u);
+  if (u->op != Ops::IDIV && u->op != Ops::MOD) return false;
   UOp den = u->src[1];
   return !den.is_const() && !(den.vmin() > 0 || den.vmax() < -1);
 }
@@ -155,7 +158,7 @@ bool KernelRenderer::unsafe_div(UOp u) const {
 // u itself may raise an error in the rendered C (a division check, or a bounds check that the
 // index bounds do not prove unnecessary).
 bool KernelRenderer::may_fail(UOp u) const {
-  if (unsafe_div(u)) return true;
+  if (unsafe_int_op(u)) return true;
   if (!opts_.bounds_check || u->op != Ops::LOAD) return false;
   UOp idx = u->src.at(0);
   if (idx->op != Ops::INDEX || idx->src.size() < 2) return true;

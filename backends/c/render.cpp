@@ -5,8 +5,9 @@
 // Exactness (reference/SEMANTICS.md S2.1, LOWERING.md): every node is one C operation in its
 // dtype, so each op rounds once; REDUCE is one accumulator folded in row-major order of its
 // ranges; integer ADD/SUB/MUL/NEG go through unsigned arithmetic unless the node's bounds prove
-// they cannot overflow; MAX, float->int casts, IDIV/MOD and bitcasts use the prelude's helpers,
-// which copy the interpreter (src/interp/kernels.cpp, dispatch.h). The compiler must not contract
+// they cannot overflow (unsigned types wrap natively); MAX, float<->int casts, IDIV/MOD, bitcasts
+// and THREEFRY use the prelude's helpers (prelude.cpp), which copy the interpreter
+// (src/interp/kernels.cpp, dispatch.h, scalar_ops.h). The compiler must not contract
 // a*b+c (cc: -ffp-contract=off; tcc never does).
 //
 // Placement: a statement goes in the outermost loop where all ranges it depends on are bound
@@ -14,6 +15,7 @@
 // its user. The faster loop shapes (interchange, blocking, tcc unrolling) are in loop_shapes.cpp.
 #include "render.h"
 #include "kernel_renderer.h"
+#include "prelude.h"
 
 #include <algorithm>
 #include <cctype>
@@ -32,40 +34,6 @@ namespace ow::backend {
 
 namespace {
 
-const char* const kPrelude = R"C(/* outerworld kernel: no headers, the C library functions it may call are declared here */
-float exp2f(float); double exp2(double); float log2f(float); double log2(double);
-float sinf(float); double sin(double); float sqrtf(float); double sqrt(double);
-float powf(float, float); double pow(double, double); float truncf(float); double trunc(double);
-float fmodf(float, float); double fmod(double, double);
-static inline float ow_f32_bits(unsigned int b) { union { unsigned int u; float f; } x; x.u = b; return x.f; }
-static inline double ow_f64_bits(unsigned long long b) { union { unsigned long long u; double f; } x; x.u = b; return x.f; }
-static inline int ow_f32_as_i32(float v) { union { float f; int i; } x; x.f = v; return x.i; }
-static inline float ow_i32_as_f32(int v) { union { int i; float f; } x; x.i = v; return x.f; }
-static inline long long ow_f64_as_i64(double v) { union { double f; long long i; } x; x.f = v; return x.i; }
-static inline double ow_i64_as_f64(long long v) { union { long long i; double f; } x; x.i = v; return x.f; }
-/* MAX: NaN if either operand is NaN, else a > b ? a : b (so max(+0, -0) is -0) */
-static inline float ow_max_f32(float a, float b) { if (a != a || b != b) return ow_f32_bits(0x7fc00000u); return a > b ? a : b; }
-static inline double ow_max_f64(double a, double b) { if (a != a || b != b) return ow_f64_bits(0x7ff8000000000000ull); return a > b ? a : b; }
-static inline int ow_max_i32(int a, int b) { return a > b ? a : b; }
-static inline long long ow_max_i64(long long a, long long b) { return a > b ? a : b; }
-static inline unsigned char ow_max_u8(unsigned char a, unsigned char b) { return a > b ? a : b; }
-/* float -> int: truncate, saturate at the limits, NaN -> 0 */
-static inline int ow_f32_to_i32(float x) { if (x != x) return 0; if (x <= (float)(-2147483647 - 1)) return -2147483647 - 1; if (x >= (float)2147483647) return 2147483647; return (int)x; }
-static inline int ow_f64_to_i32(double x) { if (x != x) return 0; if (x <= (double)(-2147483647 - 1)) return -2147483647 - 1; if (x >= (double)2147483647) return 2147483647; return (int)x; }
-static inline long long ow_f32_to_i64(float x) { if (x != x) return 0; if (x <= (float)(-9223372036854775807LL - 1)) return -9223372036854775807LL - 1; if (x >= (float)9223372036854775807LL) return 9223372036854775807LL; return (long long)x; }
-static inline long long ow_f64_to_i64(double x) { if (x != x) return 0; if (x <= (double)(-9223372036854775807LL - 1)) return -9223372036854775807LL - 1; if (x >= (double)9223372036854775807LL) return 9223372036854775807LL; return (long long)x; }
-/* IDIV/MOD by a nonzero divisor (zero is checked before): MIN / -1 wraps, MIN % -1 is 0 */
-static inline int ow_idiv_i32(int a, int b) { return b == -1 ? (int)-(unsigned)a : a / b; }
-static inline long long ow_idiv_i64(long long a, long long b) { return b == -1 ? (long long)-(unsigned long long)a : a / b; }
-static inline int ow_mod_i32(int a, int b) { return b == -1 ? 0 : a % b; }
-static inline long long ow_mod_i64(long long a, long long b) { return b == -1 ? 0 : a % b; }
-#ifdef __TINYC__
-/* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */
-void ow_axpy_f32(long long n, float s, const float* x, float* acc);
-void ow_axpy_f64(long long n, double s, const double* x, double* acc);
-#endif
-)C";
-
 // s with every character outside [A-Za-z0-9_] replaced by '_'.
 std::string word_chars(const std::string& s) {
   std::string out;
@@ -83,6 +51,8 @@ std::string KernelRenderer::ctype(DType d, UOp at) const {
     case Scalar::Bool: return "unsigned char";
     case Scalar::Int32: return "int";
     case Scalar::Int64: case Scalar::Index: return "long long";
+    case Scalar::Uint32: return "unsigned int";
+    case Scalar::Uint64: return "unsigned long long";
     case Scalar::Float32: return "float";
     case Scalar::Float64: return "double";
     case Scalar::Float16: fail(at, "float16 is not supported by the C backend");
@@ -105,7 +75,7 @@ void KernelRenderer::analyze(UOp ast) {
     std::sort(fr.begin(), fr.end());
     fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
     free_[u.get()] = std::move(fr);
-    bool touchy = u->op == Ops::LOAD || unsafe_div(u);
+    bool touchy = u->op == Ops::LOAD || unsafe_int_op(u);
     for (UOp s : u->src) touchy = touchy || touchy_.count(s.get()) > 0;
     if (touchy) touchy_.insert(u.get());
     if (u->op == Ops::DEFINE_GLOBAL) {
@@ -217,6 +187,8 @@ std::string KernelRenderer::literal(UOp u) const {
   if (d.is_int()) {
     const int64_t* p = u->arg.get_if<int64_t>();
     if (!p) fail(u, "an integer CONST needs an integer arg");
+    if (d.scalar == Scalar::Uint32) return std::to_string(static_cast<uint32_t>(*p)) + "u";
+    if (d.scalar == Scalar::Uint64) return std::to_string(static_cast<uint64_t>(*p)) + "ull";
     if (d.scalar == Scalar::Int32) return *p == INT32_MIN ? "(-2147483647 - 1)" : paren(std::to_string(*p));
     return *p == INT64_MIN ? "(-9223372036854775807LL - 1)" : paren(std::to_string(*p) + "LL");
   }
@@ -248,7 +220,7 @@ std::string KernelRenderer::identity(UOp u, Ops op) const {
   if (op == Ops::ADD) return d.is_float() ? (is32(d) ? "0.0f" : "0.0") : "0";
   if (op == Ops::MUL) return d.is_float() ? (is32(d) ? "1.0f" : "1.0") : "1";
   if (d.is_float()) return is32(d) ? "ow_f32_bits(0xff800000u)" : "ow_f64_bits(0xfff0000000000000ull)";
-  return d.is_bool() ? "0" : d.scalar == Scalar::Int32 ? "(-2147483647 - 1)" : "(-9223372036854775807LL - 1)";
+  return d.is_bool() || d.is_unsigned() ? "0" : d.scalar == Scalar::Int32 ? "(-2147483647 - 1)" : "(-9223372036854775807LL - 1)";
 }
 
 // acc = identity; for (ranges, row-major) { acc = acc OP x; } placed at `level` (loops of the
@@ -302,25 +274,55 @@ void KernelRenderer::store(UOp st) {
   else emit(depth(), "if (" + a.substr(0, sep) + ") " + a.substr(sep + 1) + " = " + v + ";");
 }
 
+// A signed integer op whose result the bounds do not prove representable (C leaves signed
+// overflow undefined; unsigned arithmetic wraps by definition).
 bool KernelRenderer::may_wrap(UOp u) const {
   DType d = u->dtype;
-  if (!d.is_int()) return false;
+  if (!d.is_signed_int()) return false;
   int64_t lo = d.scalar == Scalar::Int32 ? INT32_MIN : INT64_MIN, hi = d.scalar == Scalar::Int32 ? INT32_MAX : INT64_MAX;
   return !(u.vmin() > lo && u.vmax() < hi);
 }
 
+// The prelude's name for a dtype in its helpers: ow_max_u32, ow_f64_to_i64, ...
+std::string KernelRenderer::suffix(DType d) {
+  if (d.is_bool()) return "u8";
+  std::string bits = d.itemsize() == 4 ? "32" : "64";
+  return (d.is_float() ? "f" : d.is_unsigned() ? "u" : "i") + bits;
+}
+
+// A shift count the bounds prove to be in [0, bits) needs no check.
+bool KernelRenderer::shift_in_range(UOp u) {
+  UOp n = u->src.at(1);
+  return n->dtype != dtypes::uint64 && n.vmin() >= 0 && n.vmax() < u->dtype.itemsize() * 8;
+}
+
+// SHL wraps (computed unsigned), SHR of a signed value is arithmetic (what gcc and tcc do for
+// C's implementation-defined >> of a negative value); a count outside [0, bits) fails (kernel_abi.h).
+std::string KernelRenderer::shift(UOp u, int lv, const std::string& a, const std::string& b) {
+  DType d = u->dtype;
+  if (!d.is_int()) fail(u, "shifts need an integer dtype");
+  std::string bits = std::to_string(d.itemsize() * 8);
+  if (!shift_in_range(u)) {
+    std::string bad = d.is_unsigned() ? b + " >= " + bits : b + " < 0 || " + b + " >= " + bits;
+    emit(lv, "if (" + bad + ") " + fail_at(d.itemsize() == 4 ? abi::kShiftCount32 : abi::kShiftCount64, u, "(long long)" + b));
+  }
+  if (u->op == Ops::SHR) return "(" + a + " >> " + b + ")";
+  if (d.is_unsigned()) return "(" + a + " << " + b + ")";
+  std::string un = d.itemsize() == 4 ? "(unsigned)" : "(unsigned long long)";
+  return "(" + ctype(d, u) + ")(" + un + a + " << " + b + ")";
+}
+
 std::string KernelRenderer::binop(Ops op, DType d, const std::string& a, const std::string& b, bool wrap, UOp at) {
   const char* sym = op == Ops::ADD ? "+" : op == Ops::SUB ? "-" : "*";
-  std::string suf = d.is_bool() ? "u8" : std::string(d.is_float() ? "f" : "i") + (is32(d) ? "32" : "64");
   switch (op) {
     case Ops::ADD: case Ops::SUB: case Ops::MUL:
       if (d.is_bool()) return "(" + a + (op == Ops::ADD ? " | " : op == Ops::SUB ? " ^ " : " & ") + b + ")";
-      if (d.is_int() && wrap) {
+      if (d.is_signed_int() && wrap) {
         std::string un = is32(d) ? "(unsigned)" : "(unsigned long long)";
         return "(" + ctype(d, at) + ")(" + un + a + " " + sym + " " + un + b + ")";
       }
       return "(" + a + " " + sym + " " + b + ")";
-    case Ops::MAX: return "ow_max_" + suf + "(" + a + ", " + b + ")";
+    case Ops::MAX: return "ow_max_" + suffix(d) + "(" + a + ", " + b + ")";
     default: fail(at, std::string("no C rendering of ") + std::string(op_name(op)));
   }
 }
@@ -334,15 +336,16 @@ std::string KernelRenderer::alu(UOp u, int lv) {
   bool isdiv = (op == Ops::IDIV || op == Ops::MOD) && sd.is_int();
   UOp den = isdiv ? u->src[1] : UOp();
   bool safe_den = isdiv && (den.vmin() > 0 || den.vmax() < -1);
+  bool checked_count = (op == Ops::SHL || op == Ops::SHR) && !shift_in_range(u);
   std::vector<std::string> s;
-  for (size_t i = 0; i < u->src.size(); ++i) s.push_back(val(u->src[i], lv, isdiv && i == 1 && !safe_den && !den.is_const()));
+  for (size_t i = 0; i < u->src.size(); ++i)
+    s.push_back(val(u->src[i], lv, i == 1 && ((isdiv && !safe_den && !den.is_const()) || checked_count)));
   auto fl = [&](const char* f32, const char* f64) {
     if (!sd.is_float()) fail(u, std::string(op_name(op)) + " needs a float dtype in the C backend");
     std::string args = s[0];
     for (size_t i = 1; i < s.size(); ++i) args += ", " + s[i];
     return std::string(is32(sd) ? f32 : f64) + "(" + args + ")";
   };
-  std::string sfx = is32(sd) ? "_i32" : "_i64";
   switch (op) {
     case Ops::ADD: case Ops::SUB: case Ops::MUL: case Ops::MAX: return binop(op, d, s[0], s[1], may_wrap(u), u);
     case Ops::MULACC: {
@@ -351,7 +354,7 @@ std::string KernelRenderer::alu(UOp u, int lv) {
     }
     case Ops::NEG:
       if (d.is_bool()) return s[0];
-      if (d.is_int() && may_wrap(u)) return "(" + ctype(d, u) + ")-(" + (is32(d) ? "unsigned" : "unsigned long long") + ")" + s[0];
+      if (may_wrap(u)) return "(" + ctype(d, u) + ")-(" + (is32(d) ? "unsigned" : "unsigned long long") + ")" + s[0];
       return "(-" + s[0] + ")";
     case Ops::CMPLT: return "(" + s[0] + " < " + s[1] + ")";
     case Ops::CMPNE: return "(" + s[0] + " != " + s[1] + ")";
@@ -373,8 +376,12 @@ std::string KernelRenderer::alu(UOp u, int lv) {
       if (!sd.is_int()) fail(u, std::string(op_name(op)) + " on bool is not supported by the C backend");
       if (den.is_const() && den.const_value() == 0) fail(u, "integer division by a constant zero");
       if (!safe_den && !den.is_const()) emit(lv, "if (" + s[1] + " == 0) " + fail_at(abi::kDivisionByZero, u, "0"));
-      if (safe_den) return "(" + s[0] + (op == Ops::IDIV ? " / " : " % ") + s[1] + ")";
-      return (op == Ops::IDIV ? "ow_idiv" : "ow_mod") + sfx + "(" + s[0] + ", " + s[1] + ")";
+      if (safe_den || sd.is_unsigned()) return "(" + s[0] + (op == Ops::IDIV ? " / " : " % ") + s[1] + ")";
+      return (op == Ops::IDIV ? "ow_idiv_" : "ow_mod_") + suffix(sd) + "(" + s[0] + ", " + s[1] + ")";
+    case Ops::SHL: case Ops::SHR: return shift(u, lv, s[0], s[1]);
+    case Ops::THREEFRY:
+      if (sd != dtypes::uint64) fail(u, "THREEFRY needs uint64 operands");
+      return "ow_threefry(" + s[0] + ", " + s[1] + ")";
     default: fail(u, std::string(op_name(op)) + " is not supported by the C backend");
   }
 }
@@ -385,13 +392,15 @@ std::string KernelRenderer::cast(UOp u, const std::string& x) {
   ctype(from, u);
   if (to == from) return x;
   if (u->op == Ops::BITCAST) {
-    if (to.itemsize() != from.itemsize() || to.is_bool()) fail(u, "BITCAST between " + to_string(from) + " and " + to_string(to));
+    if (to.itemsize() != from.itemsize() || to.is_bool() || to.is_index() || from.is_bool() || from.is_index())
+      fail(u, "BITCAST between " + to_string(from) + " and " + to_string(to));
     if (from.is_float() == to.is_float()) return "((" + ty + ")" + x + ")";
-    if (from.is_float()) return std::string(is32(from) ? "ow_f32_as_i32(" : "ow_f64_as_i64(") + x + ")";
-    return std::string(is32(to) ? "ow_i32_as_f32(" : "ow_i64_as_f64(") + x + ")";
+    if (from.is_float()) return "ow_" + suffix(from) + "_as_" + suffix(to) + "(" + x + ")";
+    if (to.is_float()) return to.scalar == Scalar::Float32 ? "ow_f32_bits((unsigned int)" + x + ")" : "ow_f64_bits((unsigned long long)" + x + ")";
   }
   if (to.is_bool()) return "(" + x + " != 0)";
-  if (from.is_float() && to.is_int()) return std::string("ow_") + (is32(from) ? "f32" : "f64") + "_to_" + (is32(to) ? "i32" : "i64") + "(" + x + ")";
+  if (from.is_float() && to.is_int()) return "ow_" + suffix(from) + "_to_" + suffix(to) + "(" + x + ")";
+  if (from.is_unsigned() && to.is_float()) return "ow_" + suffix(from) + "_to_" + suffix(to) + "(" + x + ")";
   return "((" + ty + ")" + x + ")";
 }
 

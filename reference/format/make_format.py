@@ -34,6 +34,8 @@ ARRAYS = {
     "summary_f64_2000": np.linspace(0, 1, 2000),
     "scalar_f32": np.array(3.5, dtype=np.float32),
     "empty_f32": np.zeros((0,), dtype=np.float32),
+    "uint32_edges": np.array([0, 1, 4294967295, 123], dtype=np.uint32),
+    "uint64_big_2x2": np.array([[2**64 - 1, 0], [2**63, 17]], dtype=np.uint64),
 }
 
 for name, a in ARRAYS.items():

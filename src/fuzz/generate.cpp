@@ -204,11 +204,15 @@ class Gen {
   DType rand_dtype() {
     if (smooth_) return dtypes::float64;
     uint64_t r = pick(100);
-    return r < 70 ? dtypes::float32 : r < 88 ? dtypes::int32 : dtypes::bool_;
+    return r < 70 ? dtypes::float32 : r < 82 ? dtypes::int32 : r < 85 ? dtypes::uint32 : r < 87 ? dtypes::uint64 : dtypes::bool_;
   }
 
   double rand_value(DType d) {
     if (d == dtypes::bool_) return static_cast<double>(pick(2));
+    if (d.is_unsigned()) {  // small values, the max (-1 wraps), and for uint64 values past 2^32 and 2^63
+      static const double v[] = {0, 1, 2, 3, 7, 8, -1, 4294967296.0 * 3, 1.0e19};
+      return v[pick(chance(0.1) ? (d == dtypes::uint64 ? 9 : 7) : 6)];
+    }
     if (d.is_int()) {
       static const double v[] = {0, 1, -1, 2, 3, 7, -8, 2147483647.0, -2147483648.0};
       return v[pick(chance(0.1) ? 9 : 7)];
@@ -436,8 +440,8 @@ class Gen {
       static const Ops ops[] = {Ops::AND, Ops::OR, Ops::XOR, Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPNE, Ops::CMPEQ};
       op = ops[pick(8)];
     } else if (d.is_int()) {
-      static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::IDIV, Ops::MOD, Ops::AND, Ops::OR, Ops::XOR};
-      op = ops[pick(9)];
+      static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::IDIV, Ops::MOD, Ops::AND, Ops::OR, Ops::XOR, Ops::THREEFRY};
+      op = ops[pick(d == dtypes::uint64 ? 10 : 9)];
     } else if (smooth_) {
       static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV};
       op = ops[pick(4)];
@@ -461,7 +465,21 @@ class Gen {
     return Tensor(UOp::make(Ops::WHERE, d, {c, t, f}));
   }
 
+  // Another dtype of d's size (BITCAST's partner), or d itself when there is none.
+  static DType same_size(DType d, bool second) {
+    if (d == dtypes::float32) return second ? dtypes::int32 : dtypes::uint32;
+    if (d == dtypes::uint32) return second ? dtypes::int32 : dtypes::float32;
+    if (d == dtypes::int32) return second ? dtypes::uint32 : dtypes::float32;
+    if (d == dtypes::uint64) return dtypes::float64;
+    if (d == dtypes::float64) return dtypes::uint64;
+    return d;
+  }
+
   Tensor cast(const Shape& s, DType d, int depth) {
+    if (!smooth_ && same_size(d, false) != d && chance(0.25)) {
+      form("BITCAST");
+      return expr(s, same_size(d, chance(0.5)), depth - 1).bitcast(d);
+    }
     DType from = rand_dtype();
     if (from == d) from = d == dtypes::float32 ? dtypes::int32 : dtypes::float32;
     form("CAST");

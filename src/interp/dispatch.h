@@ -19,6 +19,8 @@ template <class F> decltype(auto) dispatch(DType d, F&& f) {
     case Scalar::Bool: return f(Tag<uint8_t>{});
     case Scalar::Int32: return f(Tag<int32_t>{});
     case Scalar::Int64: case Scalar::Index: return f(Tag<int64_t>{});
+    case Scalar::Uint32: return f(Tag<uint32_t>{});
+    case Scalar::Uint64: return f(Tag<uint64_t>{});
     case Scalar::Float32: return f(Tag<float>{});
     case Scalar::Float64: return f(Tag<double>{});
     default: throw Error("the interpreter does not compute with dtype " + to_string(d));
@@ -26,7 +28,8 @@ template <class F> decltype(auto) dispatch(DType d, F&& f) {
 }
 
 // Conversion rule (SEMANTICS.md "CAST"): to bool is x != 0; float to int truncates toward zero and
-// saturates at the type's limits, NaN gives 0; everything else is the C++ conversion.
+// saturates at the type's limits (0 and the max for unsigned), NaN gives 0; everything else is the
+// C++ conversion (modulo 2^bits between integers).
 template <class To, class From> To convert(From x) {
   if constexpr (std::is_same_v<To, uint8_t>) {
     return x != From(0) ? 1 : 0;

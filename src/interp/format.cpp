@@ -114,11 +114,15 @@ std::vector<std::vector<int64_t>> shown_indices(const std::vector<int64_t>& shap
   return axes;
 }
 
-// Integers are read from storage, not through double: int64 beyond 2^53 prints exactly.
-int64_t int_element(const Value& v, int64_t flat) {
+// Integers are read from storage, not through double: 64-bit values beyond 2^53 print exactly.
+std::string int_text(const Value& v, int64_t flat) {
   int64_t at = v.view.offset_of(unflatten(v.shape(), flat));
-  if (v.dtype.scalar == Scalar::Int32) return v.data->as<int32_t>()[at];
-  return v.data->as<int64_t>()[at];
+  switch (v.dtype.scalar) {
+    case Scalar::Int32: return std::to_string(v.data->as<int32_t>()[at]);
+    case Scalar::Uint32: return std::to_string(v.data->as<uint32_t>()[at]);
+    case Scalar::Uint64: return std::to_string(v.data->as<uint64_t>()[at]);
+    default: return std::to_string(v.data->as<int64_t>()[at]);
+  }
 }
 
 class Printer {
@@ -176,7 +180,7 @@ class Printer {
       if (poisoned(f)) texts_.push_back("poison");
       else if (v_.dtype.is_float()) texts_.push_back(float_text(x, style));
       else if (v_.dtype.is_bool()) texts_.push_back(x != 0 ? "True" : "False");
-      else texts_.push_back(std::to_string(int_element(v_, f)));
+      else texts_.push_back(int_text(v_, f));
     }
     if (v_.dtype.is_float() && !style.scientific) align_points(texts_);
     for (const std::string& t : texts_) width_ = std::max(width_, t.size());

@@ -263,12 +263,13 @@ Value Interpreter::compute(UOp u) {
   Ops op = u->op;
   if (is_elementwise(op) && op != Ops::CAST && op != Ops::BITCAST) return compute_alu(u);
   switch (op) {
-    case Ops::CONST: return scalar(u->dtype, u.const_value());
+    case Ops::CONST: return u->arg.is<int64_t>() ? int_scalar(u->dtype, u->arg.as<int64_t>()) : scalar(u->dtype, u.const_value());
     case Ops::RANGE: return index_scalar(env_.at(u.get()));  // scope was checked in eval
     case Ops::BIND: return operand(u, u->src[1]);
     case Ops::DEFINE_VAR: fail(u, "variable is not bound to a value (use BIND)");
     case Ops::BUFFER: return read_buffer(u);
     case Ops::CAST: return cast(eval(u->src[0]), u->dtype);
+    case Ops::BITCAST: return bitcast(eval(u->src[0]), u->dtype);
     case Ops::CONTIGUOUS: return contiguous(eval(u->src[0]));
     case Ops::CONTIGUOUS_BACKWARD: case Ops::DETACH: case Ops::REDUCE_BACKWARD: return operand(u, u->src[0]);
     case Ops::RESHAPE: case Ops::SHRINK: case Ops::PERMUTE: case Ops::FLIP: return movement(u, operand(u, u->src[0]));

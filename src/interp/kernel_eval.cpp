@@ -36,6 +36,8 @@ union Val {
   double d;
   float f;
   int32_t i32;
+  uint32_t u32;
+  uint64_t u64;
   uint8_t b;
 };
 
@@ -43,6 +45,8 @@ template <class T> inline T& get(Val& v) {
   if constexpr (std::is_same_v<T, uint8_t>) return v.b;
   else if constexpr (std::is_same_v<T, int32_t>) return v.i32;
   else if constexpr (std::is_same_v<T, int64_t>) return v.i;
+  else if constexpr (std::is_same_v<T, uint32_t>) return v.u32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return v.u64;
   else if constexpr (std::is_same_v<T, float>) return v.f;
   else return v.d;
 }
@@ -159,11 +163,14 @@ struct Kernel::Impl {
     get<R>(n.v) = F(get<T>(n.s[0]->v), get<T>(n.s[1]->v));
     n.poison = n.s[0]->poison | n.s[1]->poison;
   }
-  template <class T, T (*F)(T, T)> static void divmod(Impl& I, Node& n) {
+  // A binary op that can fail: integer division by zero, a shift count out of range.
+  template <class T, T (*F)(T, T)> static void checked_bin(Impl& I, Node& n) {
     try {
       get<T>(n.v) = F(get<T>(n.s[0]->v), get<T>(n.s[1]->v));
     } catch (const sop::DivByZero&) {
       I.fail(n.u, "integer division by zero");
+    } catch (const sop::BadShift& e) {
+      I.fail(n.u, e.message());
     }
     n.poison = n.s[0]->poison | n.s[1]->poison;
   }
@@ -180,6 +187,10 @@ struct Kernel::Impl {
   }
   template <class To, class From> static void cast_fn(Impl&, Node& n) {
     get<To>(n.v) = convert<To>(get<From>(n.s[0]->v));
+    n.poison = n.s[0]->poison;
+  }
+  template <class To, class From> static void bitcast_fn(Impl&, Node& n) {
+    get<To>(n.v) = sop::bitcast_op<To, From>(get<From>(n.s[0]->v));
     n.poison = n.s[0]->poison;
   }
   template <class T> static void load(Impl& I, Node& n) {
@@ -246,19 +257,35 @@ struct Kernel::Impl {
       case Ops::MAX: return &bin<T, T, sop::max_op<T>>;
       case Ops::FDIV: return &bin<T, T, sop::fdiv_op<T>>;
       case Ops::POW: return &bin<T, T, sop::pow_op<T>>;
-      case Ops::IDIV: return &divmod<T, sop::idiv_op<T>>;
-      case Ops::MOD: return &divmod<T, sop::mod_op<T>>;
+      case Ops::IDIV: return &checked_bin<T, sop::idiv_op<T>>;
+      case Ops::MOD: return &checked_bin<T, sop::mod_op<T>>;
       case Ops::CMPLT: return &bin<T, uint8_t, sop::cmplt_op<T>>;
       case Ops::CMPNE: return &bin<T, uint8_t, sop::cmpne_op<T>>;
       case Ops::CMPEQ: return &bin<T, uint8_t, sop::cmpeq_op<T>>;
       case Ops::AND: if constexpr (std::is_integral_v<T>) return &bin<T, T, sop::and_op<T>>; else break;
       case Ops::OR: if constexpr (std::is_integral_v<T>) return &bin<T, T, sop::or_op<T>>; else break;
       case Ops::XOR: if constexpr (std::is_integral_v<T>) return &bin<T, T, sop::xor_op<T>>; else break;
+      case Ops::SHL: if constexpr (sop::is_integer_v<T>) return &checked_bin<T, sop::shl_op<T>>; else break;
+      case Ops::SHR: if constexpr (sop::is_integer_v<T>) return &checked_bin<T, sop::shr_op<T>>; else break;
+      case Ops::THREEFRY: if constexpr (std::is_same_v<T, uint64_t>) return &bin<T, T, sop::threefry2x32_20>; else break;
       case Ops::MULACC: return &tern<T, sop::mulacc_op<T>>;
       case Ops::WHERE: return &where<T>;
       default: break;
     }
     compile_fail(u, std::string("the interpreter has no ") + std::string(op_name(u->op)) + " for " + to_string(u->src[0]->dtype));
+  }
+
+  // CAST converts (dispatch.h's rule); BITCAST copies the bits of an element of the same size.
+  Fn convert_fn(UOp u) {
+    return dispatch(u->dtype, [&](auto to) -> Fn {
+      return dispatch(u->src[0]->dtype, [&](auto from) -> Fn {
+        using T = typename decltype(to)::type;
+        using F = typename decltype(from)::type;
+        if (u->op == Ops::CAST) return &cast_fn<T, F>;
+        if constexpr (sizeof(T) == sizeof(F)) return &bitcast_fn<T, F>;
+        compile_fail(u, "BITCAST from " + to_string(u->src[0]->dtype) + " to " + to_string(u->dtype) + " changes the size of an element");
+      });
+    });
   }
 
   Node& node(UOp u) { return nodes[id.at(u.get())]; }
@@ -282,7 +309,7 @@ struct Kernel::Impl {
     try {
       switch (u->op) {
         case Ops::CONST: {
-          Value c = scalar(u->dtype, u.const_value());
+          Value c = u->arg.is<int64_t>() ? int_scalar(u->dtype, u->arg.as<int64_t>()) : scalar(u->dtype, u.const_value());
           dispatch(u->dtype, [&](auto tag) {
             using T = typename decltype(tag)::type;
             get<T>(n.v) = c.data->as<T>()[0];
@@ -333,10 +360,8 @@ struct Kernel::Impl {
           n.listed = true;
           return;
         }
-        case Ops::CAST:
-          n.fn = dispatch(u->dtype, [&](auto to) -> Fn {
-            return dispatch(u->src[0]->dtype, [&](auto from) -> Fn { return &cast_fn<typename decltype(to)::type, typename decltype(from)::type>; });
-          });
+        case Ops::CAST: case Ops::BITCAST:
+          n.fn = convert_fn(u);
           n.listed = true;
           return;
         case Ops::STORE: case Ops::END: case Ops::SINK: case Ops::GROUP:

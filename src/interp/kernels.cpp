@@ -151,6 +151,9 @@ template <class T> Value binary(Ops op, DType out_dt, const Value& a, const Valu
     case Ops::AND: if constexpr (std::is_integral_v<T>) { map_n<T, T, 2>(out, in, sop::and_op<T>); break; } [[fallthrough]];
     case Ops::OR: if constexpr (std::is_integral_v<T>) { if (op == Ops::OR) { map_n<T, T, 2>(out, in, sop::or_op<T>); break; } } [[fallthrough]];
     case Ops::XOR: if constexpr (std::is_integral_v<T>) { if (op == Ops::XOR) { map_n<T, T, 2>(out, in, sop::xor_op<T>); break; } } [[fallthrough]];
+    case Ops::SHL: if constexpr (sop::is_integer_v<T>) { if (op == Ops::SHL) { map_n<T, T, 2>(out, in, sop::shl_op<T>); break; } } [[fallthrough]];
+    case Ops::SHR: if constexpr (sop::is_integer_v<T>) { if (op == Ops::SHR) { map_n<T, T, 2>(out, in, sop::shr_op<T>); break; } } [[fallthrough]];
+    case Ops::THREEFRY: if constexpr (std::is_same_v<T, uint64_t>) { if (op == Ops::THREEFRY) { map_n<T, T, 2>(out, in, sop::threefry2x32_20); break; } } [[fallthrough]];
     default: throw Error(std::string("the interpreter has no ") + std::string(op_name(op)) + " for " + to_string(out_dt));
   }
   return out;
@@ -260,6 +263,22 @@ Value cast(const Value& v, DType to) {
   return out;
 }
 
+Value bitcast(const Value& v, DType to) {
+  if (to.itemsize() != v.dtype.itemsize()) throw Error("BITCAST from " + to_string(v.dtype) + " to " + to_string(to) + " changes the size of an element");
+  Value out = alloc(to, v.shape());
+  out.unshaped = v.unshaped;
+  dispatch(v.dtype, [&](auto from_tag) {
+    using F = typename decltype(from_tag)::type;
+    dispatch(to, [&](auto to_tag) {
+      using T = typename decltype(to_tag)::type;
+      if constexpr (sizeof(T) == sizeof(F)) map_n<T, F, 1>(out, std::array<const Value*, 1>{&v}, sop::bitcast_op<T, F>);
+    });
+  });
+  out.poison = combine(MaskRule::AnyPoison, {&v}, &Value::poison, v.shape());
+  out.footprint = combine(MaskRule::Footprint, {&v}, &Value::footprint, v.shape());
+  return out;
+}
+
 Value alu(Ops op, DType out_dt, const std::vector<const Value*>& in_raw, const std::vector<int64_t>& shape) {
   std::vector<Value> b;
   for (const Value* v : in_raw) b.push_back(broadcast_to(*v, shape));
@@ -274,6 +293,8 @@ Value alu(Ops op, DType out_dt, const std::vector<const Value*>& in_raw, const s
     });
   } catch (const DivByZero&) {
     throw Error("integer division by zero");
+  } catch (const sop::BadShift& e) {
+    throw Error(e.message());
   }
   out.unshaped = std::all_of(in_raw.begin(), in_raw.end(), [](const Value* v) { return v->unshaped; });
   out.poison = op == Ops::WHERE ? where_poison(b[0], b[1], b[2], shape) : combine(MaskRule::AnyPoison, in_raw, &Value::poison, shape);

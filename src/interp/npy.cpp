@@ -21,8 +21,8 @@ struct Descr {
   DType dtype;
 };
 // What we write (and read without conversion).
-const Descr kDescrs[] = {{"<f4", dtypes::float32}, {"<f8", dtypes::float64}, {"<i4", dtypes::int32},
-                         {"<i8", dtypes::int64},   {"|b1", dtypes::bool_},   {"|u1", dtypes::bool_}};
+const Descr kDescrs[] = {{"<f4", dtypes::float32}, {"<f8", dtypes::float64}, {"<i4", dtypes::int32}, {"<i8", dtypes::int64},
+                         {"<u4", dtypes::uint32},  {"<u8", dtypes::uint64},  {"|b1", dtypes::bool_}, {"|u1", dtypes::bool_}};
 
 // A file's element type: kind 'f', 'i', 'u' or 'b', size in bytes, byte order.
 struct FileType {
@@ -52,11 +52,13 @@ struct Element {
   int64_t i;
   uint64_t u;
   double f;
+  unsigned char bits[8];  // in our byte order: a float32 is copied, so a signaling NaN stays one
 };
 Element read_element(const unsigned char* p, const FileType& t) {
   unsigned char b[8];
   for (int k = 0; k < t.size; ++k) b[k] = p[t.big_endian ? t.size - 1 - k : k];
-  Element e{t.kind == 'f', 0, 0, 0};
+  Element e{t.kind == 'f', 0, 0, 0, {}};
+  std::memcpy(e.bits, b, static_cast<size_t>(t.size));
   uint64_t raw = 0;
   std::memcpy(&raw, b, static_cast<size_t>(t.size));
   if (t.kind == 'f') {
@@ -84,7 +86,9 @@ DType storage_dtype(const FileType& t) {
   if (t.kind == 'f') return t.size == 4 ? dtypes::float32 : dtypes::float64;
   if (t.kind == 'b') return dtypes::bool_;
   if (t.kind == 'i' && t.size == 4) return dtypes::int32;
-  return dtypes::int64;
+  if (t.kind == 'u' && t.size == 4) return dtypes::uint32;
+  if (t.kind == 'u' && t.size == 8) return dtypes::uint64;
+  return dtypes::int64;  // the narrower integers fit it
 }
 
 std::string field(const std::string& header, const std::string& key, const std::string& path) {
@@ -139,18 +143,16 @@ NpyArray parse_npy(const std::string& all, const std::string& path) {
   }
   size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(type.size);
   if (all.size() - start - hlen < bytes) throw Error(path + ": truncated .npy data (" + std::to_string(all.size() - start - hlen) + " of " + std::to_string(bytes) + " bytes)");
-  if (type.kind == 'u' && type.size == 8)
-    for (int64_t i = 0; i < n; ++i)
-      if (read_element(reinterpret_cast<const unsigned char*>(all.data() + start + hlen) + i * 8, type).u >> 63)
-        throw Error(path + ": element " + std::to_string(i) + " of this uint64 file is above 2^63 - 1, beyond int64 (the widest integer outerworld holds)");
   out.data = std::make_shared<Storage>(out.dtype, n);
   const auto* src = reinterpret_cast<const unsigned char*>(all.data() + start + hlen);
   for (int64_t i = 0; i < n; ++i) {
     Element e = read_element(src + i * type.size, type);
     switch (out.dtype.scalar) {
-      case Scalar::Float32: out.data->as<float>()[i] = static_cast<float>(e.f); break;
-      case Scalar::Float64: out.data->as<double>()[i] = e.f; break;
+      case Scalar::Float32: std::memcpy(out.data->as<float>() + i, e.bits, 4); break;
+      case Scalar::Float64: std::memcpy(out.data->as<double>() + i, e.bits, 8); break;
       case Scalar::Int32: out.data->as<int32_t>()[i] = static_cast<int32_t>(e.i); break;
+      case Scalar::Uint32: out.data->as<uint32_t>()[i] = static_cast<uint32_t>(e.u); break;
+      case Scalar::Uint64: out.data->as<uint64_t>()[i] = e.u; break;
       case Scalar::Bool: out.data->as<uint8_t>()[i] = e.u != 0; break;
       default: out.data->as<int64_t>()[i] = e.i; break;
     }
@@ -164,13 +166,15 @@ long double exact_element(const Storage& s, int64_t i) {
     case Scalar::Float32: return s.as<float>()[i];
     case Scalar::Float64: return s.as<double>()[i];
     case Scalar::Int32: return s.as<int32_t>()[i];
+    case Scalar::Uint32: return s.as<uint32_t>()[i];
+    case Scalar::Uint64: return static_cast<long double>(s.as<uint64_t>()[i]);
     case Scalar::Bool: return s.as<uint8_t>()[i];
     default: return static_cast<long double>(s.as<int64_t>()[i]);
   }
 }
 
 // Writes x as element i of s; false when the dtype cannot hold x exactly. (long double holds
-// every int64 and every double exactly, so the comparisons below are exact.)
+// every int64, uint64 and double exactly, so the comparisons below are exact.)
 bool store_exact(Storage& s, int64_t i, long double x) {
   bool nan = x != x;
   switch (s.dtype.scalar) {
@@ -180,6 +184,14 @@ bool store_exact(Storage& s, int64_t i, long double x) {
     case Scalar::Int32:
       if (nan || x != std::trunc(x) || x < INT32_MIN || x > INT32_MAX) return false;
       s.as<int32_t>()[i] = static_cast<int32_t>(x);
+      return true;
+    case Scalar::Uint32:
+      if (nan || x != std::trunc(x) || x < 0 || x > UINT32_MAX) return false;
+      s.as<uint32_t>()[i] = static_cast<uint32_t>(x);
+      return true;
+    case Scalar::Uint64:
+      if (nan || x != std::trunc(x) || x < 0 || x >= 0x1p64L) return false;
+      s.as<uint64_t>()[i] = static_cast<uint64_t>(x);
       return true;
     default:
       if (nan || x != std::trunc(x) || x < -0x1p63L || x >= 0x1p63L) return false;
@@ -202,7 +214,8 @@ StoragePtr npy_as(const NpyArray& a, DType to, const std::string& path, const st
     long double x = exact_element(*a.data, i);
     if (store_exact(*out, i, x)) continue;
     char value[64];
-    std::snprintf(value, sizeof value, "%.17Lg", x);
+    bool integral = x == std::trunc(x) && std::fabs(x) < 0x1p64L;  // all 20 digits of a 64-bit integer
+    std::snprintf(value, sizeof value, integral ? "%.0Lf" : "%.17Lg", x);
     throw Error(path + ": " + a.descr + " data for " + to_string(to) + " buffer '" + buffer + "' does not convert exactly (element " + std::to_string(i) + ": " + value +
                 "); if rounding is meant, convert it yourself: np.save(path, a.astype(" + numpy_name(to) + "))");
   }

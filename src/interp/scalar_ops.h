@@ -5,7 +5,9 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #include "uop/ops.h"
@@ -14,6 +16,12 @@ namespace ow::interp::sop {
 
 // Thrown by idiv/mod on an integer zero divisor; callers turn it into a diagnostic.
 struct DivByZero {};
+// Thrown by shl/shr on a shift count outside [0, bits) (C leaves those undefined).
+struct BadShift {
+  std::string count;
+  int bits;
+  std::string message() const { return "shift count " + count + " outside [0, " + std::to_string(bits) + ")"; }
+};
 
 template <class T> T wrap_add(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
@@ -65,6 +73,51 @@ template <class T> uint8_t cmpeq_op(T a, T b) { return a == b; }
 template <class T> T and_op(T a, T b) { return a & b; }  // integral T only
 template <class T> T or_op(T a, T b) { return a | b; }
 template <class T> T xor_op(T a, T b) { return a ^ b; }
+
+// Integer types other than bool (stored as uint8_t): those with shifts.
+template <class T> inline constexpr bool is_integer_v = std::is_integral_v<T> && !std::is_same_v<T, uint8_t>;
+
+// Shifts of integers by a count in [0, bits): SHL wraps (computed unsigned), SHR is arithmetic
+// for signed T (floor division by 2^b, as C++20 defines >>).
+template <class T> T shift_count(T b) {
+  constexpr int bits = 8 * sizeof(T);
+  bool negative = false;
+  if constexpr (std::is_signed_v<T>) negative = b < 0;
+  if (negative || b >= static_cast<T>(bits)) throw BadShift{std::to_string(b), bits};
+  return b;
+}
+template <class T> T shl_op(T a, T b) { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << shift_count(b)); }
+template <class T> T shr_op(T a, T b) { return static_cast<T>(a >> shift_count(b)); }
+
+// THREEFRY (SEMANTICS.md S2.1): Threefry-2x32 with 20 rounds (Salmon et al. 2011, Random123) of
+// the counter (low word of x, high word of x) under the key (low word of key, high word of key);
+// the result packs the two output words the same way. Used by the interpreter and the kernel
+// evaluator; the C prelude has the same function (backends/c/prelude.cpp).
+inline uint64_t threefry2x32_20(uint64_t x, uint64_t key) {
+  constexpr int kRot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  auto rotl = [](uint32_t v, int r) { return static_cast<uint32_t>((v << r) | (v >> (32 - r))); };
+  const uint32_t ks[3] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32),
+                          static_cast<uint32_t>(key) ^ static_cast<uint32_t>(key >> 32) ^ 0x1BD11BDAu};
+  uint32_t x0 = static_cast<uint32_t>(x) + ks[0], x1 = static_cast<uint32_t>(x >> 32) + ks[1];
+  for (int r = 0; r < 20; ++r) {
+    x0 += x1;
+    x1 = rotl(x1, kRot[r % 8]) ^ x0;
+    if (r % 4 == 3) {  // key injection s = 1..5 after every four rounds
+      uint32_t s = static_cast<uint32_t>(r / 4 + 1);
+      x0 += ks[s % 3];
+      x1 += ks[(s + 1) % 3] + s;
+    }
+  }
+  return static_cast<uint64_t>(x1) << 32 | x0;
+}
+
+// BITCAST: the same bits read as another type of the same size.
+template <class To, class From> To bitcast_op(From x) {
+  static_assert(sizeof(To) == sizeof(From));
+  To out;
+  std::memcpy(&out, &x, sizeof out);
+  return out;
+}
 
 // IEEE negation flips the sign (-(+0) is -0, as in C); integers wrap (0 - x).
 template <class T> T neg_op(T x) {

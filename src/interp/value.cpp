@@ -63,6 +63,16 @@ Value scalar(DType dtype, double x, bool unshaped) {
   return v;
 }
 
+Value int_scalar(DType dtype, int64_t x) {
+  Value v = alloc(dtype, {});
+  v.unshaped = true;
+  dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    v.data->as<T>()[0] = convert<T>(x);
+  });
+  return v;
+}
+
 Value index_scalar(int64_t x) {
   Value v = alloc(dtypes::index, {});
   v.unshaped = true;

@@ -54,6 +54,7 @@ struct Value {
 Value alloc(DType dtype, const std::vector<int64_t>& shape);  // contiguous, zero-filled
 Value scalar(DType dtype, double v, bool unshaped = true);
 Value index_scalar(int64_t v);
+Value int_scalar(DType dtype, int64_t v);                      // exact (no detour through double), unshaped
 double get_element(const Value& v, int64_t flat);              // row-major flat index into the view
 int64_t as_int(const Value& v);                                // a 0-d (or 1-element) integer value
 
@@ -69,6 +70,7 @@ Value broadcast_to(const Value& v, const std::vector<int64_t>& shape);  // unsha
 Value contiguous(const Value& v);                       // copy data and masks
 Value pad(const Value& v, const std::vector<std::pair<int64_t, int64_t>>& widths);
 Value cast(const Value& v, DType to);
+Value bitcast(const Value& v, DType to);  // the same bits as another dtype of the same itemsize
 // ALU op on operands already broadcast to `shape` (unshaped operands broadcast automatically).
 Value alu(Ops op, DType out, const std::vector<const Value*>& in, const std::vector<int64_t>& shape);
 Value identity_like(Ops reduce_op, DType dtype, const std::vector<int64_t>& shape);

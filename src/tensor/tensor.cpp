@@ -55,19 +55,21 @@ std::vector<std::shared_ptr<Tensor::State>> live_tensors() {
 }  // namespace tensor_detail
 
 namespace {
+// The dtype two operands meet in (tinygrad's lattice where outerworld has the dtypes): bool
+// below everything, floats above integers, the wider of two integers of one signedness; int32
+// with uint32 meets in int64, and uint64 with a signed integer in nothing outerworld has.
 DType promote(DType a, DType b) {
-  if (a == b) return a;
-  auto rank = [](DType d) {
-    switch (d.scalar) {
-      case Scalar::Bool: return 0;
-      case Scalar::Int32: return 1;
-      case Scalar::Int64: case Scalar::Index: return 2;
-      case Scalar::Float16: return 3;
-      case Scalar::Float32: return 4;
-      default: return 5;
-    }
-  };
-  return rank(a) >= rank(b) ? a : b;
+  if (a == b || b.is_bool()) return a;
+  if (a.is_bool()) return b;
+  if (a.is_float() || b.is_float()) {
+    auto rank = [](DType d) { return d.scalar == Scalar::Float64 ? 3 : d.scalar == Scalar::Float32 ? 2 : d.is_float() ? 1 : 0; };
+    return rank(a) >= rank(b) ? a : b;
+  }
+  if (a.is_unsigned() == b.is_unsigned()) return a.itemsize() >= b.itemsize() ? a : b;
+  DType u = a.is_unsigned() ? a : b, s = a.is_unsigned() ? b : a;
+  if (u.itemsize() < s.itemsize()) return s;
+  if (u == dtypes::uint32) return dtypes::int64;
+  throw Error("no common dtype for " + to_string(a) + " and " + to_string(b) + " (cast one of them)");
 }
 }  // namespace
 
@@ -358,6 +360,7 @@ Tensor Tensor::log() const { return Tensor(checked(uop().alu(Ops::LOG2, {}))) * 
 Tensor Tensor::sqrt() const { return Tensor(checked(uop().alu(Ops::SQRT, {}))); }
 Tensor Tensor::reciprocal() const { return Tensor(checked(uop().alu(Ops::RECIPROCAL, {}))); }
 Tensor Tensor::cast(DType d) const { return d == dtype() ? *this : Tensor(checked(uop().cast(d))); }
+Tensor Tensor::bitcast(DType d) const { return d == dtype() ? *this : Tensor(checked(UOp::make(Ops::BITCAST, d, {uop()}))); }
 
 Tensor Tensor::reduce_axis(Ops op, std::optional<std::vector<int64_t>> axes, bool keepdim) const {
   if (uop()->shape.kind != ShapeInfo::Kind::Shaped) return *this;

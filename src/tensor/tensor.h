@@ -93,6 +93,7 @@ class Tensor {
   Tensor square() const { return *this * *this; }
   Tensor reciprocal() const;
   Tensor cast(DType d) const;
+  Tensor bitcast(DType d) const;  // the same bits as a dtype of the same size
   Tensor sum(std::optional<std::vector<int64_t>> axes = std::nullopt, bool keepdim = false) const;
   Tensor mean(std::optional<std::vector<int64_t>> axes = std::nullopt, bool keepdim = false) const;
   Tensor max(std::optional<std::vector<int64_t>> axes = std::nullopt, bool keepdim = false) const;

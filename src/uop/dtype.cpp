@@ -6,8 +6,8 @@
 namespace ow {
 
 namespace {
-constexpr std::array<std::string_view, 8> kNames = {"void",  "bool",    "int32",   "int64",
-                                                    "index", "float16", "float32", "float64"};
+constexpr std::array<std::string_view, 10> kNames = {"void",    "bool",    "int32",   "int64",  "index",
+                                                     "float16", "float32", "float64", "uint32", "uint64"};
 }
 
 int DType::itemsize() const {
@@ -16,7 +16,7 @@ int DType::itemsize() const {
     case Scalar::Void: return 0;
     case Scalar::Bool: return 1;
     case Scalar::Float16: return 2;
-    case Scalar::Int32: case Scalar::Float32: return 4;
+    case Scalar::Int32: case Scalar::Uint32: case Scalar::Float32: return 4;
     default: return 8;
   }
 }

@@ -8,7 +8,7 @@
 
 namespace ow {
 
-enum class Scalar : uint8_t { Void, Bool, Int32, Int64, Index, Float16, Float32, Float64 };
+enum class Scalar : uint8_t { Void, Bool, Int32, Int64, Index, Float16, Float32, Float64, Uint32, Uint64 };
 
 struct DType {
   Scalar scalar = Scalar::Void;
@@ -22,7 +22,10 @@ struct DType {
   DType pointer(int64_t n) const { return DType(scalar, true, n); }
   DType base() const { return DType(scalar); }
   bool is_float() const { return !ptr && (scalar == Scalar::Float16 || scalar == Scalar::Float32 || scalar == Scalar::Float64); }
-  bool is_int() const { return !ptr && (scalar == Scalar::Int32 || scalar == Scalar::Int64 || scalar == Scalar::Index); }
+  // Integers, signed or not (as tinygrad's dtypes.is_int); is_unsigned() tells the two apart.
+  bool is_int() const { return is_signed_int() || is_unsigned(); }
+  bool is_signed_int() const { return !ptr && (scalar == Scalar::Int32 || scalar == Scalar::Int64 || scalar == Scalar::Index); }
+  bool is_unsigned() const { return !ptr && (scalar == Scalar::Uint32 || scalar == Scalar::Uint64); }
   bool is_bool() const { return !ptr && scalar == Scalar::Bool; }
   bool is_index() const { return !ptr && scalar == Scalar::Index; }
   bool is_void() const { return !ptr && scalar == Scalar::Void; }
@@ -40,6 +43,8 @@ inline constexpr DType index{Scalar::Index};
 inline constexpr DType float16{Scalar::Float16};
 inline constexpr DType float32{Scalar::Float32};
 inline constexpr DType float64{Scalar::Float64};
+inline constexpr DType uint32{Scalar::Uint32};
+inline constexpr DType uint64{Scalar::Uint64};
 }  // namespace dtypes
 
 // Text form: "float32", pointers "float32*" or "float32*30".

@@ -11,7 +11,7 @@ UOp reduce_identity(Ops op, DType dt) {
   if (op == Ops::ADD) return UOp::cnst(dt, 0);
   if (op == Ops::MUL) return UOp::cnst(dt, 1);
   if (dt.is_float()) return UOp::cnst(dt, -std::numeric_limits<double>::infinity());
-  if (dt.is_bool()) return UOp::cnst(dt, 0);
+  if (dt.is_bool() || dt.is_unsigned()) return UOp::cnst(dt, 0);  // the lowest value
   return UOp::int_const(dt, dt.itemsize() == 4 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min());
 }
 
@@ -45,11 +45,11 @@ UOp footprint(UOp x, std::map<const UOpNode*, UOp>& memo) {
     std::vector<UOp> src = x->src;
     src[0] = inner ? inner : ones_like(x->src[0]);
     fp = UOp::make(Ops::PAD, dtypes::bool_, src);
-  } else if (is_movement(x->op) || x->op == Ops::CAST || x->op == Ops::CONTIGUOUS || x->op == Ops::AFTER) {
+  } else if (is_movement(x->op) || x->op == Ops::CAST || x->op == Ops::BITCAST || x->op == Ops::CONTIGUOUS || x->op == Ops::AFTER) {
     if (UOp inner = footprint(x->src[0], memo)) {
       std::vector<UOp> src = x->src;
       src[0] = inner;
-      fp = x->op == Ops::CAST || x->op == Ops::CONTIGUOUS || x->op == Ops::AFTER ? inner : UOp::make(x->op, dtypes::bool_, src, x->arg);
+      fp = is_movement(x->op) ? UOp::make(x->op, dtypes::bool_, src, x->arg) : inner;
     }
   } else if (is_alu(x->op)) {
     bool all = true;

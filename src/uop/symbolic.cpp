@@ -14,11 +14,17 @@ using i128 = __int128;
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-bool intlike(DType d) { return d.is_int() || d.is_bool(); }
+// Values the simplifier folds and bounds: their whole range fits int64. uint64 does not, so its
+// nodes are left alone (their bounds are unknown).
+bool intlike(DType d) { return (d.is_int() && d != dtypes::uint64) || d.is_bool(); }
+// The division rules below reason about values as integers that do not wrap, which unsigned
+// arithmetic does all the time (x - 1 is x + 2^32 - 1): signed integers only.
+bool divisible_int(DType d) { return d.is_signed_int(); }
 
 std::pair<int64_t, int64_t> limits(DType d) {
   if (d.is_bool()) return {0, 1};
   if (!d.ptr && d.scalar == Scalar::Int32) return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+  if (!d.ptr && d.scalar == Scalar::Uint32) return {0, std::numeric_limits<uint32_t>::max()};
   return {kMin, kMax};
 }
 
@@ -65,13 +71,16 @@ std::pair<int64_t, int64_t> binary_bounds(const UOpNode& n) {
 
 }  // namespace
 
+// An unsigned CONST's value is its arg modulo 2^bits (a uint32 arg may be written as -1).
+int64_t canonical(DType d, int64_t v) { return d.scalar == Scalar::Uint32 ? static_cast<uint32_t>(v) : v; }
+
 std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n) {
   auto [dlo, dhi] = limits(n.dtype);
   if (!intlike(n.dtype)) return {dlo, dhi};
   auto src_int = [&](size_t k) { return n.src.size() == k && std::all_of(n.src.begin(), n.src.end(), [](UOp s) { return intlike(s->dtype); }); };
   switch (n.op) {
     case Ops::CONST:
-      if (const int64_t* v = n.arg.get_if<int64_t>()) return {*v, *v};
+      if (const int64_t* v = n.arg.get_if<int64_t>()) return {canonical(n.dtype, *v), canonical(n.dtype, *v)};
       if (const bool* b = n.arg.get_if<bool>()) return {*b, *b};
       return {dlo, dhi};
     case Ops::DEFINE_VAR:
@@ -105,9 +114,12 @@ bool fold_int_alu(Ops op, DType dtype, const int64_t* v, size_t n, int64_t& out)
   auto wrap = [&](u64 x) -> int64_t {
     if (dtype.is_bool()) return x != 0;
     if (dtype.scalar == Scalar::Int32) return static_cast<int32_t>(static_cast<uint32_t>(x));
+    if (dtype.scalar == Scalar::Uint32) return static_cast<uint32_t>(x);
     return static_cast<int64_t>(x);
   };
   if (n != static_cast<size_t>(alu_arity(op))) return false;  // malformed nodes never fold
+  if (dtype == dtypes::uint64) return false;                  // its values do not all fit int64
+  int bits = dtype.itemsize() * 8;
   u64 a = static_cast<u64>(v[0]), b = n > 1 ? static_cast<u64>(v[1]) : 0;
   switch (op) {
     case Ops::NEG: out = wrap(0 - a); return n == 1;
@@ -127,8 +139,8 @@ bool fold_int_alu(Ops op, DType dtype, const int64_t* v, size_t n, int64_t& out)
     case Ops::AND: out = wrap(a & b); return n == 2;
     case Ops::OR: out = wrap(a | b); return n == 2;
     case Ops::XOR: out = wrap(a ^ b); return n == 2;
-    case Ops::SHL: if (n != 2 || v[1] < 0 || v[1] > 63) return false; out = wrap(a << v[1]); return true;
-    case Ops::SHR: if (n != 2 || v[1] < 0 || v[1] > 63) return false; out = wrap(static_cast<u64>(v[0] >> v[1])); return true;
+    case Ops::SHL: if (n != 2 || v[1] < 0 || v[1] >= bits) return false; out = wrap(a << v[1]); return true;
+    case Ops::SHR: if (n != 2 || v[1] < 0 || v[1] >= bits) return false; out = wrap(static_cast<u64>(v[0] >> v[1])); return true;
     case Ops::WHERE: out = v[0] ? v[1] : v[2]; return n == 3;
     default: return false;
   }
@@ -141,7 +153,7 @@ UOp int_const_of(DType d, int64_t v) {
 }
 
 bool has_int_arg(UOp c) { return c->arg.is<bool>() || c->arg.is<int64_t>(); }
-int64_t int_value(UOp c) { return static_cast<int64_t>(c->arg.is<bool>() ? c->arg.as<bool>() : c->arg.as<int64_t>()); }
+int64_t int_value(UOp c) { return c->arg.is<bool>() ? c->arg.as<bool>() : canonical(c->dtype, c->arg.as<int64_t>()); }
 
 bool int_srcs(UOp u) {
   return std::all_of(u->src.begin(), u->src.end(), [](UOp s) { return intlike(s->dtype); });
@@ -208,7 +220,7 @@ UOp rebuild(DType d, Linear L) {
 
 UOp linear_form(const Match& m) {
   UOp u = m.node;
-  if (!u->dtype.is_int() || !int_srcs(u)) return {};
+  if (!intlike(u->dtype) || u->dtype.is_bool() || !int_srcs(u)) return {};
   return rebuild(u->dtype, collect(u));
 }
 
@@ -242,7 +254,7 @@ UOp point_bounds(const Match& m) {
 // x // c is q and x % c is r (truncating division agrees with floor division there).
 UOp split_div_mod(UOp x, UOp cu, bool div) {
   int64_t c = is_int_const(cu) ? int_value(cu) : 0;
-  if (!x->dtype.is_int() || c <= 1 || x.vmin() < 0) return {};
+  if (!divisible_int(x->dtype) || c <= 1 || x.vmin() < 0) return {};
   Linear L = collect(x), q, r;
   for (auto& t : L.terms) {
     int64_t k = static_cast<int64_t>(t.second);
@@ -305,14 +317,14 @@ const PatternMatcher& symbolic_rules() {
       {"mod below the divisor", Pat::op(Ops::MOD, {Pat::var("x"), Pat::cvar("c")}),
        [](const Match& m) {
          UOp x = m["x"];
-         if (!x->dtype.is_int() || !is_int_const(m["c"])) return UOp();
+         if (!intlike(x->dtype) || x->dtype.is_bool() || !is_int_const(m["c"])) return UOp();
          return x.vmin() >= 0 && x.vmax() < int_value(m["c"]) ? x : UOp();
        }},
       {"exact division", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}),
        [](const Match& m) {
          UOp x = m["x"];
          int64_t c = is_int_const(m["c"]) ? int_value(m["c"]) : 0;
-         if (!x->dtype.is_int() || c <= 0) return UOp();
+         if (!divisible_int(x->dtype) || c <= 0) return UOp();
          Linear L = collect(x);
          auto divides = [&](uint64_t k) { return static_cast<int64_t>(k) % c == 0; };
          if (!divides(L.c) || !std::all_of(L.terms.begin(), L.terms.end(), [&](auto& t) { return divides(t.second); })) return UOp();

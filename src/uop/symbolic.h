@@ -24,8 +24,10 @@ UOp simplify(UOp u);
 // Text longer than max_chars is cut and ends in "...".
 std::string render_expr(UOp u, size_t max_chars = 400);
 
-// Evaluates an integer/bool ALU op on constants with the dtype's wrap-around (index: int64).
-// Returns false when the op cannot be folded (division by zero, non-integer op).
+// Evaluates an integer/bool ALU op on constants with the dtype's wrap-around (index: int64). The
+// args are values (a uint32 in [0, 2^32), not a CONST arg of -1 standing for 2^32 - 1).
+// Returns false when the op cannot be folded (division by zero, a shift count outside the width,
+// a non-integer op, uint64 whose values do not all fit the int64 args).
 bool fold_int_alu(Ops op, DType dtype, const int64_t* args, size_t n, int64_t& out);
 
 }  // namespace ow

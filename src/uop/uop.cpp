@@ -88,6 +88,8 @@ UOp UOp::with_tag(Arg tag) const { return make(n_->op, n_->dtype, n_->src, n_->a
 UOp UOp::cnst(DType dtype, double value) {
   if (dtype.is_bool()) return make(Ops::CONST, dtype, {}, Arg(value != 0.0));
   if (dtype.is_int()) {
+    if (dtype == dtypes::uint64 && value >= 0x1p63 && value < 0x1p64)  // the bits, as the arg holds them
+      return int_const(dtype, static_cast<int64_t>(static_cast<uint64_t>(value)));
     if (!std::isfinite(value) || std::fabs(value) > 9.2e18)
       throw Error("constant " + format_double(value) + " does not fit " + to_string(dtype));
     return int_const(dtype, static_cast<int64_t>(value));
@@ -99,6 +101,7 @@ UOp UOp::cnst(DType dtype, double value) {
 
 UOp UOp::int_const(DType dtype, int64_t value) {
   if (dtype.scalar == Scalar::Int32) value = static_cast<int32_t>(value);
+  if (dtype.scalar == Scalar::Uint32) value = static_cast<uint32_t>(value);  // uint64: the arg holds the bits
   return make(Ops::CONST, dtype, {}, Arg(value));
 }
 

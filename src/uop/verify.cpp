@@ -1,6 +1,7 @@
 #include "uop/verify.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -52,6 +53,10 @@ Check check_const(UOp u) {
     int64_t v = a.as<int64_t>();
     if (v != static_cast<int32_t>(v)) return fail("const.arg", "value " + std::to_string(v) + " does not fit int32");
   }
+  // An unsigned CONST holds its value modulo 2^bits, its bits read unsigned or as two's complement
+  // (tinygrad writes uint32 2^32 - 1 as -1; a uint64 above 2^63 - 1 can only be written that way).
+  if (u->dtype.scalar == Scalar::Uint32 && (a.as<int64_t>() < INT32_MIN || a.as<int64_t>() > UINT32_MAX))
+    return fail("const.arg", "value " + std::to_string(a.as<int64_t>()) + " does not fit uint32 (-2^31 .. 2^32-1, taken modulo 2^32)");
   return std::nullopt;
 }
 
@@ -69,7 +74,7 @@ Check check_range(UOp u) {
 
 Check check_define_var(UOp u) {
   if (auto e = count(u, 0, 0)) return e;
-  if (!u->dtype.is_int()) return fail("var.dtype", "DEFINE_VAR must have an integer dtype, got " + dt(u->dtype));
+  if (!u->dtype.is_signed_int()) return fail("var.dtype", "DEFINE_VAR must have a signed integer dtype (int32, int64, index), got " + dt(u->dtype));
   const ArgTuple* t = u->arg.tuple();
   if (!t || t->size() != 3 || !(*t)[0].is<std::string>() || !(*t)[1].is<int64_t>() || !(*t)[2].is<int64_t>())
     return fail("var.arg", "DEFINE_VAR arg must be (\"name\", lo, hi), got " + arg_text(u->arg));
@@ -117,8 +122,24 @@ Check check_alu(UOp u) {
     case Ops::AND: case Ops::OR: case Ops::XOR:
       if (in.is_float()) return fail("alu.dtype", std::string(op_name(u->op)) + " needs an integer or bool dtype, got " + dt(in));
       break;
+    case Ops::THREEFRY:
+      if (in != dtypes::uint64) return fail("alu.dtype", "THREEFRY needs uint64 operands, got " + dt(in));
+      break;
     default: break;
   }
+  return std::nullopt;
+}
+
+// BITCAST reinterprets the bits, so both sides must be numbers of one size (bool and index have
+// no bit layout of their own).
+Check check_bitcast(UOp u) {
+  if (auto e = count(u, 1, 1)) return e;
+  if (auto e = no_arg(u)) return e;
+  DType from = u->src[0]->dtype, to = u->dtype;
+  auto numeric = [](DType d) { return d.is_float() || (d.is_int() && !d.is_index()); };
+  if (!numeric(from) || !numeric(to)) return fail("bitcast.dtype", "BITCAST between numeric dtypes only (not bool, index or pointers): " + dt(from) + " -> " + dt(to));
+  if (from.itemsize() != to.itemsize())
+    return fail("bitcast.size", "BITCAST from " + dt(from) + " (" + std::to_string(from.itemsize()) + " bytes) to " + dt(to) + " (" + std::to_string(to.itemsize()) + " bytes) changes the size of an element");
   return std::nullopt;
 }
 
@@ -240,6 +261,7 @@ Check check_node(UOp u) {
       if (auto e = count(u, 1, 1)) return e;
       if (!is_value(u->dtype) || !is_value(u->src[0]->dtype)) return fail("cast.dtype", "CAST between value dtypes only: " + dt(u->src[0]->dtype) + " -> " + dt(u->dtype));
       return std::nullopt;
+    case Ops::BITCAST: return check_bitcast(u);
     case Ops::CONTIGUOUS: case Ops::CONTIGUOUS_BACKWARD: case Ops::DETACH:
       if (auto e = count(u, 1, 1)) return e;
       return same_dtype_as_src0(u);

@@ -24,7 +24,12 @@ class ExportError(Exception):
 DTYPE_NAMES: dict[DType, str] = {
   dtypes.void: "void", dtypes.bool: "bool", dtypes.int32: "int32", dtypes.int64: "int64",
   dtypes.index: "index", dtypes.float16: "float16", dtypes.float32: "float32", dtypes.float64: "float64",
+  dtypes.uint32: "uint32", dtypes.uint64: "uint64",
 }
+# The integer args a CONST of each integer dtype can hold in outerworld's text (a 64-bit signed
+# integer; an unsigned CONST's value is its arg modulo 2^bits); tinygrad allows any Python int.
+_CONST_RANGE = {dtypes.int32: (-2**31, 2**31 - 1), dtypes.int64: (-2**63, 2**63 - 1), dtypes.index: (-2**63, 2**63 - 1),
+                dtypes.uint32: (-2**31, 2**32 - 1), dtypes.uint64: (-2**63, 2**63 - 1)}
 
 # Ops whose tinygrad form (sources and arg) is already outerworld's form.
 _DIRECT = {
@@ -32,7 +37,7 @@ _DIRECT = {
   "DETACH", "REDUCE_AXIS", "REDUCE", "REDUCE_BACKWARD", "PERMUTE", "FLIP", "RANGE",
   "CAST", "BITCAST", "EXP2", "LOG2", "SIN", "SQRT", "RECIPROCAL", "NEG", "TRUNC",
   "ADD", "MUL", "SHL", "SHR", "IDIV", "MAX", "MOD", "CMPLT", "CMPNE", "CMPEQ",
-  "XOR", "OR", "AND", "SUB", "FDIV", "POW", "WHERE", "MULACC",
+  "XOR", "OR", "AND", "THREEFRY", "SUB", "FDIV", "POW", "WHERE", "MULACC",
 }
 _SIZED_MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK}
 # Consumed by the node that uses them (BUFFER, CONST, movement ops).
@@ -79,7 +84,6 @@ class Export:
   inputs: dict[str, np.ndarray]          # realized buffers' contents, shaped as first viewed
   outputs: list[str]                     # output names, in SINK order
   uninitialized: list[str] = field(default_factory=list)  # buffers never written (poison)
-  cuts: list[str] = field(default_factory=list)  # inputs standing for subgraphs tinygrad computed
 
 
 class _Writer:
@@ -155,6 +159,8 @@ def _node(w: _Writer, u: UOp, root: UOp, out_names: list[str]) -> str | None:
 
 def _const(w: _Writer, u: UOp) -> str:
   if not isinstance(u.arg, (bool, int, float)): raise ExportError(f"CONST: value {u.arg!r} has no outerworld form")
+  if (r := _CONST_RANGE.get(u.dtype)) is not None and not isinstance(u.arg, bool) and not r[0] <= u.arg <= r[1]:
+    raise ExportError(f"CONST: value {u.arg} of {u.dtype} is outside [{r[0]}, {r[1]}], what an outerworld {DTYPE_NAMES[u.dtype]} CONST holds")
   ops = tuple(s.op for s in u.src)
   if ops == () and u.dtype is dtypes.index: return w.index_const(u.arg)
   if ops == (): tag = None
@@ -173,82 +179,34 @@ def _roots(x) -> UOp:
   return UOp.sink(*uops)
 
 
-_IMPURE = {Ops.RANGE, Ops.DEFINE_VAR, Ops.BIND, Ops.AFTER, Ops.STORE, Ops.END, Ops.ASSIGN}
-_HANDLED = {"BUFFER", "CONST", "VCONST", "VECTORIZE", "COPY", "SINK", "DEVICE", "UNIQUE"} | _DIRECT | {o.name for o in _SIZED_MOVEMENT}
-
-
-def local_problem(u: UOp) -> str | None:
-  """Why this node alone cannot be exported (approximately what _node would refuse), or None."""
-  if u.op.name not in _HANDLED: return f"{u.op}: no outerworld equivalent"
-  if u.dtype.count > 1: return None if u.dtype.scalar() is dtypes.index else f"{u.op}: vector dtype {u.dtype}"
-  return None if u.dtype in DTYPE_NAMES else f"{u.op}: dtype {u.dtype} has no outerworld equivalent"
-
-
-def find_cuts(root: UOp) -> dict[UOp, str]:
-  """The highest pure subgraphs that contain something outerworld cannot express (tinygrad's
-  uint32 threefry behind Tensor.rand, say), each with the reason. A cut is a value of an
-  exportable dtype and a concrete shape that depends on no range, variable, effect or
-  uninitialized buffer, so computing it once in tinygrad and passing it in as an input does
-  not change what the rest of the graph means."""
-  problem: dict[UOp, str | None] = {}
-  impure: dict[UOp, bool] = {}
-  for u in root.toposort():
-    problem[u] = local_problem(u) or next((problem[s] for s in u.src if problem[s]), None)
-    impure[u] = u.op in _IMPURE or (u.op is Ops.BUFFER and u.realized is None) or any(impure[s] for s in u.src)
-  cuts: dict[UOp, str] = {}
-  def visit(u: UOp):
-    if not problem[u] or u in cuts: return
-    if (u.op is not Ops.SINK and local_problem(u) is None and u.dtype.count == 1 and u.dtype is not dtypes.void
-        and not impure[u] and all(isinstance(d, int) for d in u.shape)):
-      cuts[u] = problem[u]
-      return
-    for s in u.src: visit(s)
-  visit(root)
-  return cuts
-
-
-def _toposort(root: UOp, leaves) -> list[UOp]:
-  """tinygrad's order (depth first, sources in order), not entering the sources of leaves."""
+def _toposort(root: UOp) -> list[UOp]:
+  """tinygrad's order (depth first, sources in order)."""
   seen: dict[UOp, None] = {}
   stack = [(root, False)]
   while stack:
     u, done = stack.pop()
     if u in seen: continue
-    if done or u in leaves: seen[u] = None; continue
+    if done: seen[u] = None; continue
     stack.append((u, True))
     stack.extend((s, False) for s in reversed(u.src))
   return list(seen)
 
 
-def export(x, names: list[str] | None = None, cut=None) -> Export:
-  """Export a tinygrad Tensor, UOp, or a list of them (as realize would schedule them together).
-
-  cut: None, or a function computing a tinygrad UOp's value as a numpy array. Given it, the
-  pure subgraphs outerworld cannot express (find_cuts) become input buffers "c0", "c1", ...
-  holding that value; Export.cuts says what each replaced. That text is not the same tinygrad
-  graph any more, so it does not round-trip to it."""
+def export(x, names: list[str] | None = None) -> Export:
+  """Export a tinygrad Tensor, UOp, or a list of them (as realize would schedule them together)."""
   root = _roots(x)
   out_names = names if names is not None else [f"out{i}" for i in range(len(root.src))]
-  cuts = find_cuts(root) if cut is not None else {}
   w = _Writer()
-  inputs: dict[str, np.ndarray] = {}
-  cut_notes: list[str] = []
-  for u in _toposort(root, cuts):
-    if u in cuts:
-      name = f"c{len(cut_notes)}"
-      inputs[name] = np.asarray(cut(u)).reshape(u.shape)
-      buf = w.emit("BUFFER", _dtype_name(u), [], (name, int(inputs[name].size)), True)
-      w.ref[u] = w.emit("RESHAPE", _dtype_name(u), [buf] + [w.index_const(int(d)) for d in u.shape])
-      w.first_view[name] = tuple(int(d) for d in u.shape)
-      cut_notes.append(f"{name} = tinygrad's value of a {u.op.name} {u.shape} ({cuts[u]})")
-      continue
+  order = _toposort(root)
+  for u in order:
     if (r := _node(w, u, root, out_names)) is not None: w.ref[u] = r
+  inputs: dict[str, np.ndarray] = {}
   uninit = []
-  for u in _toposort(root, cuts):
-    if u.op is not Ops.BUFFER or u in cuts: continue
+  for u in order:
+    if u.op is not Ops.BUFFER: continue
     name = buffer_name(u)
     if u.realized is None: uninit.append(name); continue
     data = np.array(u.realized.numpy(), copy=True)
     shape = w.first_view.get(name)
     inputs[name] = data.reshape(shape) if shape is not None and -1 not in shape else data
-  return Export("\n".join(w.lines) + "\n", inputs, out_names, uninit, cut_notes)
+  return Export("\n".join(w.lines) + "\n", inputs, out_names, uninit)

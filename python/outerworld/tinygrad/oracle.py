@@ -13,7 +13,7 @@ computes, then outerworld evaluates the same graph on the snapshot and the outpu
 from __future__ import annotations
 import math, sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from tinygrad import Tensor
@@ -84,22 +84,6 @@ def compare(name: str, tg: np.ndarray, ow: np.ndarray, k: int) -> tuple[str | No
   return f"{name}{list(idx)}: tinygrad {tg[idx]!r} vs outerworld {ow[idx]!r}{t}", worst
 
 
-def _tinygrad_value(original_realize, u: UOp) -> np.ndarray:
-  """u's value as tinygrad computes it, leaving the user's tensors alone: realize replaces the
-  UOps of every live tensor that contains u (tinygrad.tensor.all_tensors), so for this one
-  realize that registry holds only our own tensors."""
-  import weakref
-  import tinygrad.tensor as tt
-  saved = tt.all_tensors
-  tt.all_tensors = {}
-  try:
-    t = Tensor(u).contiguous()
-    original_realize(t)
-    return t.numpy()
-  finally:
-    tt.all_tensors = saved
-
-
 def _reads_uninitialized(message: str, exp: Export) -> bool:
   """Poison at an output, or a read of a Tensor.empty buffer nothing writes: tinygrad's answer
   there is whatever the memory held, so it is not a disagreement."""
@@ -132,7 +116,7 @@ class Oracle:
 
   def _check(self, original, this, lst, kw, tensors):
     sink = UOp.sink(*[t.uop for t in tensors])
-    try: exp, round_trip = self._export(original, sink)
+    try: exp, round_trip = self._export(sink)
     except ExportError as e:
       self._record("refused", f"export: {e}")
       return original(this, *lst, **kw)
@@ -145,18 +129,10 @@ class Oracle:
       self._record("refused", f"oracle error: {type(e).__name__}: {e}", round_trip)
     return result
 
-  def _export(self, original, sink: UOp) -> tuple[Export, bool | None]:
-    """The export and whether it round-trips; inexpressible pure parts (the uint32 threefry
-    behind Tensor.rand) are computed by tinygrad and passed in, and then there is no round trip."""
-    try:
-      exp = export(sink)
-      return exp, to_tinygrad(exp.text) is sink
-    except ExportError: pass
-    try: return export(sink, cut=lambda u: _tinygrad_value(original, u)), None
-    except ExportError as e:
-      if any(u.op is Ops.THREEFRY for u in sink.toposort()):
-        raise ExportError(f"{e} (this realize draws random numbers: it assigns tinygrad's uint32 generator counter)") from None
-      raise
+  def _export(self, sink: UOp) -> tuple[Export, bool]:
+    """The export and whether it round-trips to the very same tinygrad graph."""
+    exp = export(sink)
+    return exp, to_tinygrad(exp.text) is sink
 
   def _tinygrad_failed(self, e: Exception, exp: Export, round_trip):
     """tinygrad itself raised (its expectedFailure tests do): record it with what outerworld
@@ -186,8 +162,7 @@ class Oracle:
       if d: return self._record("DISAGREE", d, round_trip)
       worst = max(worst, ratio)
     how = "bit-identical" if worst == 0 else f"within tolerance (worst {worst:.1%} of it)"
-    cut = f"; inputs computed by tinygrad: {'; '.join(exp.cuts)}" if exp.cuts else ""
-    self._record("agree", f"{len(tensors)} output(s), {how}{cut}", round_trip)
+    self._record("agree", f"{len(tensors)} output(s), {how}", round_trip)
 
 
 def _first_line(e: Exception) -> str:

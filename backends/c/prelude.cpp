@@ -1,0 +1,78 @@
+// The prelude of every rendered kernel (render.cpp): declarations of the C library functions a
+// kernel may call and the helpers that give C the interpreter's meaning (src/interp/dispatch.h,
+// scalar_ops.h): NaN-propagating MAX, saturating float->int casts, IDIV/MOD that wrap, bitcasts
+// through unions (no strict-aliasing UB), THREEFRY. No headers: tcc compiles it in isolation.
+#include "prelude.h"
+
+namespace ow::backend::detail {
+
+const char* const kPrelude = R"C(/* outerworld kernel: no headers, the C library functions it may call are declared here */
+float exp2f(float); double exp2(double); float log2f(float); double log2(double);
+float sinf(float); double sin(double); float sqrtf(float); double sqrt(double);
+float powf(float, float); double pow(double, double); float truncf(float); double trunc(double);
+float fmodf(float, float); double fmod(double, double);
+static inline float ow_f32_bits(unsigned int b) { union { unsigned int u; float f; } x; x.u = b; return x.f; }
+static inline double ow_f64_bits(unsigned long long b) { union { unsigned long long u; double f; } x; x.u = b; return x.f; }
+static inline int ow_f32_as_i32(float v) { union { float f; int i; } x; x.f = v; return x.i; }
+static inline long long ow_f64_as_i64(double v) { union { double f; long long i; } x; x.f = v; return x.i; }
+/* MAX: NaN if either operand is NaN, else a > b ? a : b (so max(+0, -0) is -0) */
+static inline float ow_max_f32(float a, float b) { if (a != a || b != b) return ow_f32_bits(0x7fc00000u); return a > b ? a : b; }
+static inline double ow_max_f64(double a, double b) { if (a != a || b != b) return ow_f64_bits(0x7ff8000000000000ull); return a > b ? a : b; }
+static inline int ow_max_i32(int a, int b) { return a > b ? a : b; }
+static inline long long ow_max_i64(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned char ow_max_u8(unsigned char a, unsigned char b) { return a > b ? a : b; }
+/* float -> int: truncate, saturate at the limits, NaN -> 0 */
+static inline int ow_f32_to_i32(float x) { if (x != x) return 0; if (x <= (float)(-2147483647 - 1)) return -2147483647 - 1; if (x >= (float)2147483647) return 2147483647; return (int)x; }
+static inline int ow_f64_to_i32(double x) { if (x != x) return 0; if (x <= (double)(-2147483647 - 1)) return -2147483647 - 1; if (x >= (double)2147483647) return 2147483647; return (int)x; }
+static inline long long ow_f32_to_i64(float x) { if (x != x) return 0; if (x <= (float)(-9223372036854775807LL - 1)) return -9223372036854775807LL - 1; if (x >= (float)9223372036854775807LL) return 9223372036854775807LL; return (long long)x; }
+static inline long long ow_f64_to_i64(double x) { if (x != x) return 0; if (x <= (double)(-9223372036854775807LL - 1)) return -9223372036854775807LL - 1; if (x >= (double)9223372036854775807LL) return 9223372036854775807LL; return (long long)x; }
+/* IDIV/MOD by a nonzero divisor (zero is checked before): MIN / -1 wraps, MIN % -1 is 0 */
+static inline int ow_idiv_i32(int a, int b) { return b == -1 ? (int)-(unsigned)a : a / b; }
+static inline long long ow_idiv_i64(long long a, long long b) { return b == -1 ? (long long)-(unsigned long long)a : a / b; }
+static inline int ow_mod_i32(int a, int b) { return b == -1 ? 0 : a % b; }
+static inline long long ow_mod_i64(long long a, long long b) { return b == -1 ? 0 : a % b; }
+/* unsigned: MAX; float -> unsigned saturates at 0 and the max, NaN -> 0. The conversions go
+   through signed 64-bit ones (a value >= 2^63 is shifted down first), which every compiler,
+   tcc included, does exactly; x - 2^63 is exact for x in [2^63, 2^64). */
+static inline unsigned int ow_max_u32(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline unsigned long long ow_max_u64(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+static inline unsigned long long ow_f64_to_u64(double x) {
+  if (x != x || x <= 0.0) return 0;
+  if (x >= 18446744073709551616.0) return 18446744073709551615ull;
+  if (x >= 9223372036854775808.0) return (unsigned long long)(long long)(x - 9223372036854775808.0) + 9223372036854775808ull;
+  return (unsigned long long)(long long)x;
+}
+static inline unsigned long long ow_f32_to_u64(float x) { return ow_f64_to_u64((double)x); }
+static inline unsigned int ow_f64_to_u32(double x) { if (x != x || x <= 0.0) return 0; if (x >= 4294967296.0) return 4294967295u; return (unsigned int)(long long)x; }
+static inline unsigned int ow_f32_to_u32(float x) { return ow_f64_to_u32((double)x); }
+/* unsigned -> float, rounded once: below 2^63 the signed conversion; above, halve keeping the
+   lost bit as a sticky bit (so ties still round to even) and double the exact result. */
+static inline double ow_u64_to_f64(unsigned long long x) { if (!(x >> 63)) return (double)(long long)x; return (double)(long long)((x >> 1) | (x & 1)) * 2.0; }
+static inline float ow_u64_to_f32(unsigned long long x) { if (!(x >> 63)) return (float)(long long)x; return (float)(long long)((x >> 1) | (x & 1)) * 2.0f; }
+static inline double ow_u32_to_f64(unsigned int x) { return (double)(long long)x; }
+static inline float ow_u32_to_f32(unsigned int x) { return (float)(long long)x; }
+static inline unsigned int ow_f32_as_u32(float v) { union { float f; unsigned int u; } x; x.f = v; return x.u; }
+static inline unsigned long long ow_f64_as_u64(double v) { union { double f; unsigned long long u; } x; x.f = v; return x.u; }
+/* THREEFRY: Threefry-2x32-20 (Random123) of the counter (x low, x high) under the key (key low,
+   key high), packed the same way (src/interp/scalar_ops.h has the same function) */
+static inline unsigned long long ow_threefry(unsigned long long x, unsigned long long key) {
+  static const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  unsigned int ks[3], x0, x1;
+  int r;
+  ks[0] = (unsigned int)key; ks[1] = (unsigned int)(key >> 32); ks[2] = ks[0] ^ ks[1] ^ 0x1BD11BDAu;
+  x0 = (unsigned int)x + ks[0]; x1 = (unsigned int)(x >> 32) + ks[1];
+  for (r = 0; r < 20; r++) {
+    x0 += x1;
+    x1 = ((x1 << rot[r % 8]) | (x1 >> (32 - rot[r % 8]))) ^ x0;
+    if (r % 4 == 3) { unsigned int s = (unsigned int)(r / 4 + 1); x0 += ks[s % 3]; x1 += ks[(s + 1) % 3] + s; }
+  }
+  return (unsigned long long)x1 << 32 | x0;
+}
+#ifdef __TINYC__
+/* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */
+void ow_axpy_f32(long long n, float s, const float* x, float* acc);
+void ow_axpy_f64(long long n, double s, const double* x, double* acc);
+#endif
+)C";
+
+}  // namespace ow::backend::detail

@@ -1,0 +1,8 @@
+// The C source every rendered kernel starts with (prelude.cpp).
+#pragma once
+
+namespace ow::backend::detail {
+
+extern const char* const kPrelude;
+
+}  // namespace ow::backend::detail
