@@ -71,5 +71,6 @@ int bench_compile(const Settings& s);
 int bench_first_result(const Settings& s);
 int bench_micro(const Settings& s);
 int bench_grad_memory(const Settings& s);  // bench_grad.cpp
+int bench_scaling(const Settings& s);      // bench_scaling.cpp
 
 }  // namespace ow::cli::bench

@@ -517,6 +517,9 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
   --grad-memory   the gradient of a scan h = sin(h * w + x[i]) of N = 100, 1000, 10000 steps
                   (state 16 float64): the bytes its expansion adds (tapes, working copies,
                   adjoints: O(N*S)) and the time per step on interp, tcc and cc (bit for bit).
+  --scaling       costs per unit of work: the interpreter's time per step of an assign scan
+                  (D = 16) at N = 100, 1000, 10000, and lowering's time per layer of a vmapped
+                  MLP at depth 4, 16, 64, each with the largest/smallest ratio (target <= 1.3x).
 )";
 
 }  // namespace
@@ -530,6 +533,7 @@ int cmd_bench(const Args& args) {
       "compile", "mode: per-kernel compile latency, tcc vs cc")("first-result", "mode: time to first result per reference case, tcc and cc")(
       "micro", "mode: a*b+1 (16M float32) and 512^3 float32 matmul, tcc/cc vs numpy")(
       "grad-memory", "mode: extra memory and time per step of a scan's gradient, N = 100, 1000, 10000")(
+      "scaling", "mode: interpreter time per scan step (N = 100..10000) and lowering time per MLP layer (depth 4..64)")(
       "repeat", po::value<int>()->default_value(10), "timed runs per side (after one warm-up); the median and min are reported")(
       "numpy", po::value<std::string>()->default_value("/usr/bin/python3"), "python interpreter with numpy")(
       "cases-dir", po::value<std::string>(), "directory of the .uop cases (default: reference/cases found above the executable or CWD)")(
@@ -544,13 +548,13 @@ int cmd_bench(const Args& args) {
       "keep", "keep the temporary directory of .npy inputs and outputs");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
+  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory | --scaling] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
                      args, vm)) {
     std::cout << "\n" << kHelp;
     return 0;
   }
-  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro") + vm.count("grad-memory"));
-  if (modes > 1) throw Error("ow bench: --compile, --first-result, --micro and --grad-memory are separate modes: pick one");
+  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro") + vm.count("grad-memory") + vm.count("scaling"));
+  if (modes > 1) throw Error("ow bench: --compile, --first-result, --micro, --grad-memory and --scaling are separate modes: pick one");
 
   Settings s;
   s.repeat = vm["repeat"].as<int>();
@@ -592,7 +596,7 @@ int cmd_bench(const Args& args) {
   std::printf("ow bench: %s\n", load_line().c_str());
   std::fflush(stdout);
   int rc = vm.count("compile") ? bench_compile(s) : vm.count("first-result") ? bench_first_result(s) : vm.count("micro") ? bench_micro(s)
-         : vm.count("grad-memory") ? bench_grad_memory(s) : steady_state(s, vm.count("init-outputs") > 0);
+         : vm.count("grad-memory") ? bench_grad_memory(s) : vm.count("scaling") ? bench_scaling(s) : steady_state(s, vm.count("init-outputs") > 0);
   std::printf("%s (at the end)\n", load_line().c_str());
   return rc;
 }
