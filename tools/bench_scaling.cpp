@@ -4,9 +4,12 @@
 //    1000, 10000 steps, its output left uninitialized (poison tracked) as `ow run` leaves it;
 //  - lowering's cost per layer of a vmapped MLP (linear + relu layers, width 16) of depth 4, 16,
 //    64, each repetition built with fresh buffer names, so every node is new (a cold lowering).
+// Times are the thread's CPU time: on a shared machine a long run is preempted more often than a
+// short one, which would inflate exactly the ratios measured here. Wall time is shown beside.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 #include "bench.h"
 #include "cli.h"
@@ -18,8 +21,23 @@ namespace ow::cli::bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+double wall_now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// CPU and wall seconds per unit of work of each run.
+struct Runs {
+  std::vector<double> cpu, wall;
+  template <class F> void time(double units, F&& f) {
+    double c0 = cpu_now(), w0 = wall_now();
+    f();
+    cpu.push_back((cpu_now() - c0) / units);
+    wall.push_back((wall_now() - w0) / units);
+  }
+};
 
 // reference/cases.cpp's scan_with_assign: out[k] = vec @ M0 @ ... @ Mk.
 UOp scan(int64_t n, int64_t d) {
@@ -46,34 +64,39 @@ UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag)
   return UOp::sink({sum.uop()}, Arg(ArgTuple{Arg("out")}));
 }
 
-// Median seconds per step of interp::run on the scan of n steps.
-Timing scan_step(int64_t n, int64_t d, int repeat, uint64_t seed) {
+// Seconds per step of interp::run on the scan of n steps.
+Runs scan_step(int64_t n, int64_t d, int repeat, uint64_t seed) {
   UOp g = scan(n, d);
   interp::BufferMap in;
   for (InputSpec spec : {InputSpec{"vec", {1, d}, 1.0}, InputSpec{"mats", {n, d, d}, 1.0 / std::sqrt(double(d))}})
     in[spec.name] = interp::BufferData{dtypes::float32, random_input(spec, "scaling", seed).data, nullptr};
-  std::vector<double> t;
+  Runs r;
   for (int k = 0; k < repeat; ++k) {
     interp::BufferMap b = copy_buffers(in);
-    auto t0 = Clock::now();
-    interp::run(g, b);
-    t.push_back(since(t0) / double(n));
+    r.time(double(n), [&] { interp::run(g, b); });
   }
-  return summarize(t);
+  return r;
 }
 
-// Median seconds per layer of lower::lower on a fresh MLP of `depth` layers; `nodes` gets its size.
-Timing lower_layer(int64_t depth, int repeat, size_t& nodes) {
-  static int fresh = 0;  // unique buffer names across every call: no node is reused
-  std::vector<double> t;
-  for (int k = 0; k < repeat; ++k) {
-    UOp g = deep_mlp(depth, 4, 16, "_" + std::to_string(fresh++));
-    nodes = toposort(g).size();
-    auto t0 = Clock::now();
-    lower::lower(g);
-    t.push_back(since(t0) / double(depth));
-  }
-  return summarize(t);
+// Seconds per layer of lower::lower on a fresh MLP of each depth, the depths taking turns (the
+// table of interned nodes grows with every run, which would otherwise favour the first depth).
+std::vector<Runs> lower_layers(const std::vector<int64_t>& depths, int repeat, std::vector<size_t>& nodes) {
+  int fresh = 0;  // unique buffer names across every run: no node is reused
+  std::vector<Runs> r(depths.size());
+  nodes.assign(depths.size(), 0);
+  for (int k = 0; k < repeat; ++k)
+    for (size_t d = 0; d < depths.size(); ++d) {
+      UOp g = deep_mlp(depths[d], 4, 16, "_" + std::to_string(fresh++));
+      nodes[d] = toposort(g).size();
+      r[d].time(double(depths[d]), [&] { lower::lower(g); });
+    }
+  return r;
+}
+
+void row(long long size, const char* extra, int runs, const Runs& r) {
+  Timing c = summarize(r.cpu), w = summarize(r.wall);
+  std::printf("%8lld %8s %6d %14s %14s %14s\n", size, extra, runs, fmt_time(c.median).c_str(), fmt_time(c.min).c_str(), fmt_time(w.median).c_str());
+  std::fflush(stdout);
 }
 
 void ratio_line(const char* what, double big, double small, double target) {
@@ -85,27 +108,26 @@ void ratio_line(const char* what, double big, double small, double target) {
 
 int bench_scaling(const Settings& s) {
   const int64_t D = 16;
-  std::printf("interpreter: assign scan out[k] = vec @ M0 @ ... @ Mk, D = %lld, out uninitialized; time per step, median (min) of runs\n", static_cast<long long>(D));
-  std::printf("%8s %6s %14s %14s\n", "N", "runs", "per step", "min");
+  std::printf("interpreter: assign scan out[k] = vec @ M0 @ ... @ Mk, D = %lld, out uninitialized; CPU time per step (median, min) and wall time (median)\n",
+              static_cast<long long>(D));
+  std::printf("%8s %8s %6s %14s %14s %14s\n", "N", "", "runs", "cpu/step", "min", "wall/step");
   std::vector<double> per_step;
   for (int64_t n : {100, 1000, 10000}) {
     int runs = n >= 10000 ? std::min(s.repeat, 3) : s.repeat;
-    Timing t = scan_step(n, D, runs, s.seed);
-    per_step.push_back(t.median);
-    std::printf("%8lld %6d %14s %14s\n", static_cast<long long>(n), runs, fmt_time(t.median).c_str(), fmt_time(t.min).c_str());
-    std::fflush(stdout);
+    Runs r = scan_step(n, D, runs, s.seed);
+    per_step.push_back(summarize(r.cpu).median);
+    row(static_cast<long long>(n), "", runs, r);
   }
   ratio_line("per step N=10000 / N=100", per_step[2], per_step[0], 1.3);
-  std::printf("\nlowering: vmapped MLP (4 rows, width 16, linear + relu per layer), fresh nodes each run; time per layer, median (min)\n");
-  std::printf("%8s %8s %6s %14s %14s\n", "depth", "nodes", "runs", "per layer", "min");
+  std::printf("\nlowering: vmapped MLP (4 rows, width 16, linear + relu per layer), fresh nodes each run, depths taking turns; CPU time per layer (median, min) and wall (median)\n");
+  std::printf("%8s %8s %6s %14s %14s %14s\n", "depth", "nodes", "runs", "cpu/layer", "min", "wall/layer");
+  std::vector<int64_t> depths{4, 16, 64};
+  std::vector<size_t> nodes;
+  std::vector<Runs> runs = lower_layers(depths, s.repeat, nodes);
   std::vector<double> per_layer;
-  for (int64_t depth : {4, 16, 64}) {
-    size_t nodes = 0;
-    int runs = depth >= 64 ? std::min(s.repeat, 5) : s.repeat;
-    Timing t = lower_layer(depth, runs, nodes);
-    per_layer.push_back(t.median);
-    std::printf("%8lld %8zu %6d %14s %14s\n", static_cast<long long>(depth), nodes, runs, fmt_time(t.median).c_str(), fmt_time(t.min).c_str());
-    std::fflush(stdout);
+  for (size_t d = 0; d < depths.size(); ++d) {
+    per_layer.push_back(summarize(runs[d].cpu).median);
+    row(static_cast<long long>(depths[d]), std::to_string(nodes[d]).c_str(), s.repeat, runs[d]);
   }
   ratio_line("per layer depth 64 / depth 4", per_layer[2], per_layer[0], 1.3);
   return 0;

@@ -519,7 +519,9 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
                   adjoints: O(N*S)) and the time per step on interp, tcc and cc (bit for bit).
   --scaling       costs per unit of work: the interpreter's time per step of an assign scan
                   (D = 16) at N = 100, 1000, 10000, and lowering's time per layer of a vmapped
-                  MLP at depth 4, 16, 64, each with the largest/smallest ratio (target <= 1.3x).
+                  MLP at depth 4, 16, 64 (taking turns), each with the largest/smallest ratio
+                  (target <= 1.3x); the thread's CPU time (a shared machine preempts long runs
+                  more), wall time beside.
 )";
 
 }  // namespace
