@@ -232,6 +232,7 @@ NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& d
     if (!s.blas_dirs.empty() && key == "LD_LIBRARY_PATH") continue;
     env_s.push_back(kv);
   }
+  if (!s.coretype.empty()) env_s.push_back("OPENBLAS_CORETYPE=" + s.coretype);
   if (!s.blas_dirs.empty()) {
     const char* old = std::getenv("LD_LIBRARY_PATH");
     env_s.push_back("LD_LIBRARY_PATH=" + s.blas_dirs + (old && *old ? std::string(":") + old : ""));
@@ -545,6 +546,8 @@ int cmd_bench(const Args& args) {
       "numpy-threads", po::value<int>(), "set OPENBLAS/OMP/MKL_NUM_THREADS for numpy (default: its own choice)")(
       "numpy-blas", po::value<std::string>()->default_value("auto"),
       "the BLAS numpy uses: openblas, reference (netlib), system (the alternatives link), auto (openblas if installed, else system)")(
+      "openblas-coretype", po::value<std::string>()->default_value("auto"),
+      "OPENBLAS_CORETYPE for numpy: auto (the best kernel this CPU's flags allow: SkylakeX with avx512f, Haswell with avx2), none (OpenBLAS's own choice) or a name")(
       "interp-only", "time only the interpreter (same as --backends interp; for profiling)")(
       "init-outputs", "interpreter: bind the buffers the graph writes zero-filled instead of leaving them uninitialized (no poison tracking)")(
       "keep", "keep the temporary directory of .npy inputs and outputs");
@@ -566,6 +569,8 @@ int cmd_bench(const Args& args) {
   s.tolerance = vm["tolerance"].as<double>();
   if (vm.count("numpy-threads")) s.threads = vm["numpy-threads"].as<int>();
   s.blas_dirs = blas_dirs(vm["numpy-blas"].as<std::string>());
+  CoreType core = openblas_coretype(vm["openblas-coretype"].as<std::string>());
+  s.coretype = core.name;
   s.backends = split_commas(vm.count("interp-only") ? std::string("interp") : vm["backends"].as<std::string>());
   for (const std::string& b : s.backends)
     if (b != "interp" && b != "tcc" && b != "cc" && b != "numpy") throw Error("ow bench: unknown backend '" + b + "' (known: interp, tcc, cc, numpy)");
@@ -596,6 +601,7 @@ int cmd_bench(const Args& args) {
   } cleanup{s.tmp, vm.count("keep") > 0};
 
   std::printf("ow bench: %s\n", load_line().c_str());
+  if (need_numpy) std::printf("numpy's OpenBLAS kernel: %s (%s; bench_numpy.py says which ran)\n", core.name.empty() ? "not set" : core.name.c_str(), core.why.c_str());
   std::fflush(stdout);
   int rc = vm.count("compile") ? bench_compile(s) : vm.count("first-result") ? bench_first_result(s) : vm.count("micro") ? bench_micro(s)
          : vm.count("grad-memory") ? bench_grad_memory(s) : vm.count("scaling") ? bench_scaling(s) : steady_state(s, vm.count("init-outputs") > 0);
