@@ -50,6 +50,7 @@ struct Settings {
   double tolerance = 1e-3;
   std::optional<int> threads;
   std::string blas_dirs;  // LD_LIBRARY_PATH for numpy's child process ("": the system's BLAS)
+  std::string coretype;   // OPENBLAS_CORETYPE for numpy's child process ("": OpenBLAS's own choice)
   std::vector<std::string> backends;  // interp, tcc, cc, numpy
   std::vector<std::string> cases;     // --first-result/--compile: empty = every reference case
 };
@@ -71,5 +72,14 @@ int bench_compile(const Settings& s);
 int bench_first_result(const Settings& s);
 int bench_micro(const Settings& s);
 int bench_grad_memory(const Settings& s);  // bench_grad.cpp
+int bench_scaling(const Settings& s);      // bench_scaling.cpp
+
+// OPENBLAS_CORETYPE for numpy (bench_blas.cpp): "auto" (the best kernel /proc/cpuinfo's flags
+// allow: avx512f SkylakeX, avx2 Haswell), "none" (OpenBLAS's choice) or a core name.
+struct CoreType {
+  std::string name;  // "": leave it to OpenBLAS
+  std::string why;
+};
+CoreType openblas_coretype(const std::string& which);
 
 }  // namespace ow::cli::bench

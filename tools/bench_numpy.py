@@ -13,6 +13,7 @@ in-process with time.perf_counter: one warm-up call, then the median and minimum
 
 stdout, one fact a line (`ow bench` parses the OW_BENCH_RESULT line, echoes the others):
     blas: <which BLAS numpy uses: threadpoolctl if installed, else the libraries mapped in>
+    openblas core: <openblas_get_corename(), the kernel OpenBLAS runs> (<openblas_get_config()>)
     numpy build blas: <numpy.__config__'s blas_opt_info: the library numpy was linked against>
     OW_BENCH_RESULT median_s=<float> min_s=<float> repeat=<N> [reuse_median_s=<float> reuse_min_s=<float>]
 (reuse_*: the axpb and matmul kinds timed again writing into a preallocated result, out=.)
@@ -87,6 +88,20 @@ def build_blas():
         return "unknown (%s)" % e
 
 
+def openblas_core():
+    """The kernel the loaded OpenBLAS runs (OPENBLAS_CORETYPE or its own detection), or None."""
+    import ctypes
+    for path in loaded_blas_libraries():
+        try:
+            lib = ctypes.CDLL(path)  # already mapped: the same instance numpy calls
+            name, config = lib.openblas_get_corename, lib.openblas_get_config
+        except (OSError, AttributeError):
+            continue
+        name.restype = config.restype = ctypes.c_char_p
+        return "%s (%s)" % (name().decode(), config().decode())
+    return None
+
+
 def blas_info():
     try:
         from threadpoolctl import threadpool_info
@@ -125,6 +140,9 @@ def main():
     print("numpy: %s (python %s)" % (np.__version__, sys.version.split()[0]))
     print("blas: " + (info if info is not None else "unknown (threadpoolctl not installed, no BLAS library found in /proc/self/maps; skipped)"))
     print("numpy build blas: " + build_blas())
+    core = openblas_core()
+    if core is not None:
+        print("openblas core: " + core)
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         if var in os.environ:
             print("env: %s=%s" % (var, os.environ[var]))

@@ -232,6 +232,7 @@ NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& d
     if (!s.blas_dirs.empty() && key == "LD_LIBRARY_PATH") continue;
     env_s.push_back(kv);
   }
+  if (!s.coretype.empty()) env_s.push_back("OPENBLAS_CORETYPE=" + s.coretype);
   if (!s.blas_dirs.empty()) {
     const char* old = std::getenv("LD_LIBRARY_PATH");
     env_s.push_back("LD_LIBRARY_PATH=" + s.blas_dirs + (old && *old ? std::string(":") + old : ""));
@@ -517,6 +518,11 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
   --grad-memory   the gradient of a scan h = sin(h * w + x[i]) of N = 100, 1000, 10000 steps
                   (state 16 float64): the bytes its expansion adds (tapes, working copies,
                   adjoints: O(N*S)) and the time per step on interp, tcc and cc (bit for bit).
+  --scaling       costs per unit of work: the interpreter's time per step of an assign scan
+                  (D = 16) at N = 100, 1000, 10000, and lowering's time per layer of a vmapped
+                  MLP at depth 4, 16, 64 (taking turns), each with the largest/smallest ratio
+                  (target <= 1.3x); the thread's CPU time (a shared machine preempts long runs
+                  more), wall time beside.
 )";
 
 }  // namespace
@@ -530,6 +536,7 @@ int cmd_bench(const Args& args) {
       "compile", "mode: per-kernel compile latency, tcc vs cc")("first-result", "mode: time to first result per reference case, tcc and cc")(
       "micro", "mode: a*b+1 (16M float32) and 512^3 float32 matmul, tcc/cc vs numpy")(
       "grad-memory", "mode: extra memory and time per step of a scan's gradient, N = 100, 1000, 10000")(
+      "scaling", "mode: interpreter time per scan step (N = 100..10000) and lowering time per MLP layer (depth 4..64)")(
       "repeat", po::value<int>()->default_value(10), "timed runs per side (after one warm-up); the median and min are reported")(
       "numpy", po::value<std::string>()->default_value("/usr/bin/python3"), "python interpreter with numpy")(
       "cases-dir", po::value<std::string>(), "directory of the .uop cases (default: reference/cases found above the executable or CWD)")(
@@ -539,18 +546,20 @@ int cmd_bench(const Args& args) {
       "numpy-threads", po::value<int>(), "set OPENBLAS/OMP/MKL_NUM_THREADS for numpy (default: its own choice)")(
       "numpy-blas", po::value<std::string>()->default_value("auto"),
       "the BLAS numpy uses: openblas, reference (netlib), system (the alternatives link), auto (openblas if installed, else system)")(
+      "openblas-coretype", po::value<std::string>()->default_value("auto"),
+      "OPENBLAS_CORETYPE for numpy: auto (the best kernel this CPU's flags allow: SkylakeX with avx512f, Haswell with avx2), none (OpenBLAS's own choice) or a name")(
       "interp-only", "time only the interpreter (same as --backends interp; for profiling)")(
       "init-outputs", "interpreter: bind the buffers the graph writes zero-filled instead of leaving them uninitialized (no poison tracking)")(
       "keep", "keep the temporary directory of .npy inputs and outputs");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
+  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory | --scaling] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
                      args, vm)) {
     std::cout << "\n" << kHelp;
     return 0;
   }
-  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro") + vm.count("grad-memory"));
-  if (modes > 1) throw Error("ow bench: --compile, --first-result, --micro and --grad-memory are separate modes: pick one");
+  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro") + vm.count("grad-memory") + vm.count("scaling"));
+  if (modes > 1) throw Error("ow bench: --compile, --first-result, --micro, --grad-memory and --scaling are separate modes: pick one");
 
   Settings s;
   s.repeat = vm["repeat"].as<int>();
@@ -560,6 +569,8 @@ int cmd_bench(const Args& args) {
   s.tolerance = vm["tolerance"].as<double>();
   if (vm.count("numpy-threads")) s.threads = vm["numpy-threads"].as<int>();
   s.blas_dirs = blas_dirs(vm["numpy-blas"].as<std::string>());
+  CoreType core = openblas_coretype(vm["openblas-coretype"].as<std::string>());
+  s.coretype = core.name;
   s.backends = split_commas(vm.count("interp-only") ? std::string("interp") : vm["backends"].as<std::string>());
   for (const std::string& b : s.backends)
     if (b != "interp" && b != "tcc" && b != "cc" && b != "numpy") throw Error("ow bench: unknown backend '" + b + "' (known: interp, tcc, cc, numpy)");
@@ -590,9 +601,10 @@ int cmd_bench(const Args& args) {
   } cleanup{s.tmp, vm.count("keep") > 0};
 
   std::printf("ow bench: %s\n", load_line().c_str());
+  if (need_numpy) std::printf("numpy's OpenBLAS kernel: %s (%s; bench_numpy.py says which ran)\n", core.name.empty() ? "not set" : core.name.c_str(), core.why.c_str());
   std::fflush(stdout);
   int rc = vm.count("compile") ? bench_compile(s) : vm.count("first-result") ? bench_first_result(s) : vm.count("micro") ? bench_micro(s)
-         : vm.count("grad-memory") ? bench_grad_memory(s) : steady_state(s, vm.count("init-outputs") > 0);
+         : vm.count("grad-memory") ? bench_grad_memory(s) : vm.count("scaling") ? bench_scaling(s) : steady_state(s, vm.count("init-outputs") > 0);
   std::printf("%s (at the end)\n", load_line().c_str());
   return rc;
 }

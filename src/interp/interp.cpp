@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "interp/dispatch.h"
 #include "grad/gradient.h"
@@ -81,6 +82,7 @@ void Interpreter::bind_buffers(BufferMap& buffers) {
     if (!given) {  // never given data: uninitialized memory, tracked as poison
       BufferData d{u->dtype, std::make_shared<Storage>(u->dtype, size), std::make_shared<Storage>(dtypes::bool_, size)};
       std::fill(d.poison->as<uint8_t>(), d.poison->as<uint8_t>() + size, uint8_t{1});
+      d.poison->set_nonzero(size);
       BufferMap& owner = is_temporary(name) ? temps_ : buffers;  // a temporary is this run's alone
       it = owner.try_emplace(name, d).first;
     }
@@ -514,9 +516,9 @@ Value Interpreter::tensor_index(UOp u) {
   out.unshaped = true;
   dispatch(u->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    out.data->as<T>()[0] = x.data->as<T>()[off];
+    out.data->as<T>()[0] = std::as_const(*x.data).as<T>()[off];
   });
-  if (x.poison && x.poison->as<uint8_t>()[off]) {
+  if (x.poison && std::as_const(*x.poison).as<uint8_t>()[off]) {
     out.poison = std::make_shared<Storage>(dtypes::bool_, 1);
     out.poison->as<uint8_t>()[0] = 1;
   }
@@ -542,9 +544,9 @@ Value Interpreter::bufferize(UOp u) {
     int64_t off = e.view.offset_of(std::vector<int64_t>(e.shape().size(), 0));
     dispatch(u->dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      out.data->as<T>()[flat] = e.data->as<T>()[off];
+      out.data->as<T>()[flat] = std::as_const(*e.data).as<T>()[off];
     });
-    if (e.poison && e.poison->as<uint8_t>()[off]) {
+    if (e.poison && std::as_const(*e.poison).as<uint8_t>()[off]) {
       if (!out.poison) out.poison = std::make_shared<Storage>(dtypes::bool_, out.numel());
       out.poison->as<uint8_t>()[flat] = 1;
     }

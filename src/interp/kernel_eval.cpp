@@ -17,6 +17,7 @@
 #include <functional>
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <set>
 #include <unordered_map>
 
@@ -226,12 +227,11 @@ struct Kernel::Impl {
     Slot& b = I.slots[static_cast<size_t>(s.slot)];
     int64_t k = s.lin->v.i;
     b.bd->data->as<T>()[k] = get<T>(s.value->v);
-    if (s.value->poison) {
-      if (!b.bd->poison) b.bd->poison = std::make_shared<Storage>(dtypes::bool_, b.size);
-      b.bd->poison->as<uint8_t>()[k] = 1;
-    } else if (b.bd->poison) {
-      b.bd->poison->as<uint8_t>()[k] = 0;
+    if (s.value->poison && !b.bd->poison) {
+      b.bd->poison = std::make_shared<Storage>(dtypes::bool_, b.size);
+      b.bd->poison->set_nonzero(0);
     }
+    if (b.bd->poison) b.bd->poison->set_mask_element(k, s.value->poison);
     ++I.ops;
   }
 
@@ -582,7 +582,7 @@ struct Kernel::Impl {
                             (name.empty() ? "" : " ('" + name + "')") + " holds " + to_string(bd->dtype) + " data");
       if (bd->poison && bd->poison->size != bd->data->size)
         compile_fail(g, "the poison mask of the buffer bound to slot " + std::to_string(k) + " does not match its size");
-      slots[k] = Slot{bd, bd->data->bytes.data(), bd->poison ? bd->poison->as<uint8_t>() : nullptr, bd->data->size, name};
+      slots[k] = Slot{bd, bd->data->bytes.data(), bd->poison ? std::as_const(*bd->poison).as<uint8_t>() : nullptr, bd->data->size, name};
     }
     // Loads see the buffers as they were at launch: copy those the kernel also writes.
     for (int64_t l : loaded) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "interp/dispatch.h"
 #include "interp/scalar_ops.h"
@@ -79,7 +80,7 @@ void map_n(Value& out, const std::array<const Value*, N>& in, F f) {
   }
   R* po = out.data->as<R>();
   std::array<const T*, N> pin;
-  for (size_t k = 0; k < N; ++k) pin[k] = in[k]->data->template as<T>();
+  for (size_t k = 0; k < N; ++k) pin[k] = std::as_const(*in[k]->data).template as<T>();  // a read keeps counts (value.h)
   walk<N + 1>(out.view.shape, strides, offs, [&](const auto& o, const auto& s, int64_t n) {
     R* dst = po + o[0];
     bool unit = s[0] == 1;
@@ -216,9 +217,9 @@ template <class T> Value ternary(Ops op, DType out_dt, const Value& c, const Val
     std::array<const std::vector<int64_t>*, 4> strides{&out.view.strides, &c.view.strides, &a.view.strides, &b.view.strides};
     std::array<int64_t, 4> offs{out.view.offset, c.view.offset, a.view.offset, b.view.offset};
     T* po = out.data->as<T>();
-    const uint8_t* pc = c.data->as<uint8_t>();
-    const T* pa = a.data->as<T>();
-    const T* pb = b.data->as<T>();
+    const uint8_t* pc = std::as_const(*c.data).as<uint8_t>();
+    const T* pa = std::as_const(*a.data).as<T>();
+    const T* pb = std::as_const(*b.data).as<T>();
     walk<4>(out.view.shape, strides, offs, [&](const auto& o, const auto& s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) po[o[0] + i * s[0]] = pc[o[1] + i * s[1]] ? pa[o[2] + i * s[2]] : pb[o[3] + i * s[3]];
     });
@@ -428,8 +429,8 @@ Value reduce_mul_add(const Value& a, const Value& b, const std::vector<int64_t>&
   dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* pacc = acc.data->as<T>();
-    const T* pa = a.data->as<T>();
-    const T* pb = b.data->as<T>();
+    const T* pa = std::as_const(*a.data).as<T>();
+    const T* pb = std::as_const(*b.data).as<T>();
     // One pass per reduced index keeps each output's sum in index order; the inner loop runs
     // across independent outputs, so it vectorizes without reordering any single sum.
     auto row = [&](T* d, const T* x, const T* y, int64_t n, int64_t sx, int64_t sy) {
@@ -471,23 +472,64 @@ Value reduce_mul_add(const Value& a, const Value& b, const std::vector<int64_t>&
   return acc;
 }
 
+namespace {
+
+// Each element of v's storage is visited at most once: sorted by |stride|, every axis steps
+// past the whole span of the smaller ones (always so for views made by movement ops but EXPAND).
+bool injective(const View& v) {
+  std::vector<std::pair<int64_t, int64_t>> axes;  // |stride|, extent
+  for (size_t i = 0; i < v.shape.size(); ++i)
+    if (v.shape[i] > 1) axes.push_back({std::abs(v.strides[i]), v.shape[i]});
+  std::sort(axes.begin(), axes.end());
+  int64_t span = 0;  // largest distance reachable with the axes so far
+  for (auto [stride, n] : axes) {
+    if (stride <= span) return false;
+    span += stride * (n - 1);
+  }
+  return true;
+}
+
+// v's view visits every element of a storage of `size` exactly once.
+bool covers(const View& v, int64_t size) {
+  if (v.numel() != size || !injective(v)) return false;
+  int64_t lo = v.offset, hi = v.offset;
+  for (size_t i = 0; i < v.shape.size(); ++i) (v.strides[i] < 0 ? lo : hi) += v.strides[i] * (v.shape[i] - 1);
+  return lo >= 0 && hi < size;
+}
+
+// Copies src into dst's view; a bool storage whose nonzero count is known keeps it exact at the
+// cost of counting the region before and after (O(region), not O(storage)).
+template <class T> void copy_into(Value& dst, const Value& src) {
+  Storage& st = *dst.data;
+  int64_t known = std::is_same_v<T, uint8_t> ? st.nonzero_if_known() : -1;
+  bool keep = known >= 0 && injective(dst.view);
+  int64_t before = keep ? mask_count(dst, dst.data) : 0;
+  map_n<T, T, 1>(dst, std::array<const Value*, 1>{&src}, [](T x) { return x; });
+  if (keep) st.set_nonzero(known - before + mask_count(dst, dst.data));
+}
+
+}  // namespace
+
 void write_through(Value& dst, const Value& src_raw) {
   Value src = broadcast_to(src_raw, dst.shape());
-  dispatch(dst.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    map_n<T, T, 1>(dst, std::array<const Value*, 1>{&src}, [](T x) { return x; });
-  });
+  dispatch(dst.dtype, [&](auto tag) { copy_into<typename decltype(tag)::type>(dst, src); });
   if (src.poison || dst.poison) {
-    if (!dst.poison) dst.poison = std::make_shared<Storage>(dtypes::bool_, dst.data->size);
+    if (!dst.poison) {
+      dst.poison = std::make_shared<Storage>(dtypes::bool_, dst.data->size);
+      dst.poison->set_nonzero(0);  // fresh storage is zeroed
+    }
     Value pd = mask_view(dst, dst.poison);
     Value ps = src.poison ? mask_view(src, src.poison) : broadcast_to(scalar(dtypes::bool_, 0), dst.shape());
-    map_n<uint8_t, uint8_t, 1>(pd, std::array<const Value*, 1>{&ps}, [](uint8_t x) { return x; });
+    copy_into<uint8_t>(pd, ps);
   }
 }
 
+// A whole-storage view is answered from the storage's count (O(1) once counted); any other
+// view is scanned, which costs what producing it did.
 bool mask_any(const Value& v, const StoragePtr& mask) {
-  if (!mask) return false;
-  const uint8_t* p = mask->as<uint8_t>();
+  if (!mask || v.numel() == 0 || mask->nonzero_if_known() == 0) return false;
+  if (covers(v.view, mask->size)) return mask->nonzero() > 0;
+  const uint8_t* p = std::as_const(*mask).as<uint8_t>();
   bool any = false;
   std::array<const std::vector<int64_t>*, 1> strides{&v.view.strides};
   walk<1>(v.view.shape, strides, {v.view.offset}, [&](const auto& o, const auto& s, int64_t n) {
@@ -496,10 +538,25 @@ bool mask_any(const Value& v, const StoragePtr& mask) {
   return any;
 }
 
+int64_t mask_count(const Value& v, const StoragePtr& mask) {
+  if (!mask) return 0;
+  const uint8_t* p = std::as_const(*mask).as<uint8_t>();
+  int64_t n_set = 0;
+  std::array<const std::vector<int64_t>*, 1> strides{&v.view.strides};
+  walk<1>(v.view.shape, strides, {v.view.offset}, [&](const auto& o, const auto& s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) n_set += p[o[0] + i * s[0]] != 0;
+  });
+  return n_set;
+}
+
 bool any_poison(const Value& v, int64_t* first_flat, int64_t* count) {
-  if (!v.poison) return false;
+  if (!v.poison || !mask_any(v, v.poison)) {
+    if (v.poison && first_flat) *first_flat = -1;
+    if (v.poison && count) *count = 0;
+    return false;
+  }
   int64_t n = v.numel(), found = 0, first = -1;
-  const uint8_t* p = v.poison->as<uint8_t>();
+  const uint8_t* p = std::as_const(*v.poison).as<uint8_t>();
   for (int64_t i = 0; i < n; ++i) {
     if (p[v.view.offset_of(unflatten(v.shape(), i))]) {
       if (first < 0) first = i;

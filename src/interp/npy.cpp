@@ -1,5 +1,11 @@
 #include "interp/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -7,8 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "interp/dispatch.h"
 
@@ -104,29 +110,32 @@ std::string field(const std::string& header, const std::string& key, const std::
 
 }  // namespace
 
-NpyArray load_npy(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not an .npy file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open .npy file (" + std::strerror(errno) + ")");
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_npy(all, path);
-}
+namespace {
 
-NpyArray parse_npy(const std::string& all, const std::string& path) {
-  if (all.size() < 10 || all.compare(0, 6, "\x93NUMPY") != 0) throw Error(path + ": not a .npy file (bad magic)");
+// What an .npy file says before its data: parsed from `head` (its first bytes, through the header
+// when the file is that long), checked against the file's `size`.
+struct Header {
+  NpyArray out;  // descr, dtype, shape; no data yet
+  FileType type;
+  int64_t n = 1;
+  size_t data_at = 0, bytes = 0;
+};
+
+Header read_header(const std::string& all, size_t size, const std::string& path) {
+  if (size < 10 || all.compare(0, 6, "\x93NUMPY") != 0) throw Error(path + ": not a .npy file (bad magic)");
   int major = static_cast<unsigned char>(all[6]);
   size_t hlen_size = major == 1 ? 2 : 4;
-  if (major < 1 || major > 3 || all.size() < 8 + hlen_size) throw Error(path + ": unsupported .npy version " + std::to_string(major));
+  if (major < 1 || major > 3 || size < 8 + hlen_size) throw Error(path + ": unsupported .npy version " + std::to_string(major));
   size_t hlen = 0;
   for (size_t i = 0; i < hlen_size; ++i) hlen |= static_cast<size_t>(static_cast<unsigned char>(all[8 + i])) << (8 * i);
   size_t start = 8 + hlen_size;
-  if (start + hlen > all.size()) throw Error(path + ": truncated .npy header");
+  if (start + hlen > size) throw Error(path + ": truncated .npy header");
   std::string header = all.substr(start, hlen);
   std::string descr = field(header, "descr", path);
   if (field(header, "fortran_order", path).find("True") != std::string::npos)
     throw Error(path + ": Fortran-order arrays are not supported (save np.ascontiguousarray(a))");
-  NpyArray out;
+  Header h;
+  NpyArray& out = h.out;
   out.descr = descr;
   FileType type = file_type(descr, path);
   out.dtype = storage_dtype(type);
@@ -142,9 +151,105 @@ NpyArray parse_npy(const std::string& all, const std::string& path) {
     if (n > (int64_t{1} << 32)) throw Error(path + ": .npy array is larger than 2^32 elements");
   }
   size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(type.size);
-  if (all.size() - start - hlen < bytes) throw Error(path + ": truncated .npy data (" + std::to_string(all.size() - start - hlen) + " of " + std::to_string(bytes) + " bytes)");
+  if (size - start - hlen < bytes) throw Error(path + ": truncated .npy data (" + std::to_string(size - start - hlen) + " of " + std::to_string(bytes) + " bytes)");
+  h.type = type;
+  h.n = n;
+  h.data_at = start + hlen;
+  h.bytes = bytes;
+  return h;
+}
+
+}  // namespace
+
+namespace {
+
+// Reads `n` bytes at `offset` into `dst`; throws naming the file when it has fewer.
+void read_at(int fd, void* dst, size_t n, size_t offset, const std::string& path) {
+  auto* p = static_cast<char*>(dst);
+  for (size_t done = 0; done < n;) {
+    ssize_t r = pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw Error(path + ": cannot read .npy file (" + std::strerror(errno) + ")");
+    if (r == 0) throw Error(path + ": truncated .npy data (the file shrank while it was read)");
+    done += static_cast<size_t>(r);
+  }
+}
+
+// Layouts whose bytes are the storage's bytes on this (little-endian) machine: read straight in.
+bool raw_layout(const FileType& t) {
+  if (t.big_endian) return false;
+  return ((t.kind == 'f' || t.kind == 'i' || t.kind == 'u') && (t.size == 4 || t.size == 8)) || (t.kind == 'b' && t.size == 1);
+}
+
+// What parse_npy's element-wise path does to such data beyond copying: bools become 0/1.
+void finish_raw(Storage& s, const FileType& t) {
+  if (t.kind != 'b') return;
+  uint8_t* p = s.as<uint8_t>();
+  for (int64_t i = 0; i < s.size; ++i) p[i] = p[i] != 0;
+}
+
+// The whole of a file that is not a regular one (a pipe: its size is unknown until read).
+std::string read_stream(int fd, const std::string& path) {
+  std::string all;
+  char buf[1 << 16];
+  for (ssize_t r; (r = read(fd, buf, sizeof buf)) != 0;) {
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw Error(path + ": cannot read .npy file (" + std::strerror(errno) + ")");
+    all.append(buf, static_cast<size_t>(r));
+  }
+  return all;
+}
+
+}  // namespace
+
+// The header, then the data with one read straight into the array's storage (no copy of the
+// file in memory, no element loop) where the file's layout is the storage's; other layouts
+// read the file with one read and convert element by element (parse_npy).
+NpyArray load_npy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not an .npy file");
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot open .npy file (" + std::strerror(errno) + ")");
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return parse_npy(read_stream(fd, path), path);
+  size_t size = static_cast<size_t>(st.st_size);
+  std::string head(std::min<size_t>(size, 12), '\0');
+  read_at(fd, head.data(), head.size(), 0, path);
+  size_t end = head.size();  // through the header, if the prefix says where that is
+  if (head.size() >= 10 && head.compare(0, 6, "\x93NUMPY") == 0) {
+    size_t hlen_size = head[6] == 1 ? 2 : 4, hlen = 0;
+    for (size_t i = 0; i < hlen_size && 8 + i < head.size(); ++i) hlen |= static_cast<size_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
+    end = std::min(size, 8 + hlen_size + hlen);
+  }
+  if (end > head.size()) {
+    size_t have = head.size();
+    head.resize(end);
+    read_at(fd, head.data() + have, end - have, have, path);
+  }
+  Header h = read_header(head, size, path);
+  if (!raw_layout(h.type)) {
+    std::string all(size, '\0');
+    read_at(fd, all.data(), size, 0, path);
+    return parse_npy(all, path);
+  }
+  NpyArray out = std::move(h.out);
+  out.data = std::make_shared<Storage>(out.dtype, h.n);
+  read_at(fd, out.data->bytes.data(), h.bytes, h.data_at, path);
+  finish_raw(*out.data, h.type);
+  return out;
+}
+
+NpyArray parse_npy(const std::string& all, const std::string& path) {
+  Header h = read_header(all, all.size(), path);
+  NpyArray out = std::move(h.out);
+  FileType type = h.type;
+  int64_t n = h.n;
+  const auto* src = reinterpret_cast<const unsigned char*>(all.data() + h.data_at);
   out.data = std::make_shared<Storage>(out.dtype, n);
-  const auto* src = reinterpret_cast<const unsigned char*>(all.data() + start + hlen);
   for (int64_t i = 0; i < n; ++i) {
     Element e = read_element(src + i * type.size, type);
     switch (out.dtype.scalar) {
@@ -222,8 +327,10 @@ StoragePtr npy_as(const NpyArray& a, DType to, const std::string& path, const st
   return out;
 }
 
-std::string npy_bytes(const Value& v_raw) {
-  Value v = contiguous(v_raw);
+namespace {
+
+// The file's bytes before its data: magic, version, header length and header.
+std::string npy_header(const Value& v) {
   const char* descr = nullptr;
   for (const Descr& d : kDescrs)
     if (d.dtype == v.dtype && !descr) descr = d.text;
@@ -242,14 +349,50 @@ std::string npy_bytes(const Value& v_raw) {
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   out += header;
-  out.append(reinterpret_cast<const char*>(v.data->bytes.data()), static_cast<size_t>(v.numel()) * static_cast<size_t>(v.dtype.itemsize()));
   return out;
 }
 
+// v's data bytes, row-major: v's own storage when its view is contiguous, else a copy's.
+std::pair<const char*, size_t> data_bytes(const Value& v, Value& keep) {
+  const Value& c = v.view.is_contiguous() ? v : (keep = contiguous(v));
+  size_t item = static_cast<size_t>(c.dtype.itemsize());
+  return {reinterpret_cast<const char*>(std::as_const(*c.data).bytes.data()) + static_cast<size_t>(c.view.offset) * item, static_cast<size_t>(c.numel()) * item};
+}
+
+// Writes every iovec; writev may write less than asked, then it goes on from there.
+bool write_all(int fd, iovec* iov, int count) {
+  while (count > 0) {
+    ssize_t w = writev(fd, iov, count);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return false;
+    size_t left = static_cast<size_t>(w);
+    for (; count > 0 && left >= iov->iov_len; ++iov, --count) left -= iov->iov_len;
+    if (count > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string npy_bytes(const Value& v) {
+  Value keep;
+  auto [data, n] = data_bytes(v, keep);
+  return npy_header(v).append(data, n);
+}
+
+// Header and data with one writev from where the data lie (no copy of the file in memory).
 void save_npy(const std::string& path, const Value& v) {
-  std::ofstream out(path, std::ios::binary);
-  out << npy_bytes(v);
-  if (!out) throw Error(path + ": cannot write .npy file");
+  std::string header = npy_header(v);
+  Value keep;
+  auto [data, n] = data_bytes(v, keep);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error(path + ": cannot write .npy file");
+  iovec iov[2] = {{header.data(), header.size()}, {const_cast<char*>(data), n}};
+  bool ok = write_all(fd, iov, 2);
+  if (close(fd) != 0 || !ok) throw Error(path + ": cannot write .npy file");
 }
 
 }  // namespace ow::interp

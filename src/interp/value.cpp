@@ -2,12 +2,23 @@
 #include "interp/value.h"
 
 #include <cstring>
+#include <utility>
 
 #include "interp/dispatch.h"
 
 namespace ow::interp {
 
 Storage::Storage(DType d, int64_t n) : dtype(d), size(n), bytes(static_cast<size_t>(n) * static_cast<size_t>(std::max(d.itemsize(), 1))) {}
+
+int64_t Storage::nonzero() const {
+  int64_t n = nonzero_.load(std::memory_order_relaxed);
+  if (n >= 0) return n;
+  const uint8_t* p = bytes.data();
+  n = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) n += p[i] != 0;
+  nonzero_.store(n, std::memory_order_relaxed);
+  return n;
+}
 
 View View::contiguous(const std::vector<int64_t>& shape) {
   View v;
@@ -85,7 +96,7 @@ double get_element(const Value& v, int64_t flat) {
   double out = 0;
   dispatch(v.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    out = static_cast<double>(v.data->as<T>()[off]);
+    out = static_cast<double>(std::as_const(*v.data).as<T>()[off]);
   });
   return out;
 }
@@ -96,7 +107,7 @@ int64_t as_int(const Value& v) {
   int64_t out = 0;
   dispatch(v.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    out = static_cast<int64_t>(v.data->as<T>()[off]);
+    out = static_cast<int64_t>(std::as_const(*v.data).as<T>()[off]);
   });
   return out;
 }

@@ -5,6 +5,7 @@
 // Views (reshape of contiguous data, shrink, permute, flip, expand) share storage; everything
 // else writes a fresh contiguous array.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,8 +24,31 @@ struct Storage {
   Bytes bytes;  // zeroed at construction
 
   Storage(DType d, int64_t n);
-  template <class T> T* as() { return reinterpret_cast<T*>(bytes.data()); }
+  Storage(const Storage& o) : dtype(o.dtype), size(o.size), bytes(o.bytes), nonzero_(o.nonzero_.load(std::memory_order_relaxed)) {}
+  Storage& operator=(const Storage&) = delete;
+  // Writable access forgets the count of nonzero bytes below: a write may follow.
+  template <class T> T* as() {
+    nonzero_.store(-1, std::memory_order_relaxed);
+    return reinterpret_cast<T*>(bytes.data());
+  }
   template <class T> const T* as() const { return reinterpret_cast<const T*>(bytes.data()); }
+
+  // A mask's number of nonzero bytes, so "is anything poison?" about a whole buffer is O(1) on
+  // every read of it: counted on first use, then kept exact by write_through (and copies);
+  // any other writable access (as<T>()) makes it unknown again. Writes through bytes.data()
+  // must come before the first count (fresh storage only).
+  int64_t nonzero() const;                       // counts when unknown
+  int64_t nonzero_if_known() const { return nonzero_.load(std::memory_order_relaxed); }  // -1: unknown
+  void set_nonzero(int64_t n) { nonzero_.store(n, std::memory_order_relaxed); }        // for writers that keep it
+  void set_mask_element(int64_t i, bool on) {  // one byte of a mask, keeping a known count
+    uint8_t& b = bytes.data()[i];
+    int64_t n = nonzero_if_known();
+    if (n >= 0) set_nonzero(n - (b != 0) + on);
+    b = on;
+  }
+
+ private:
+  mutable std::atomic<int64_t> nonzero_{-1};  // atomic: const readers may count concurrently
 };
 using StoragePtr = std::shared_ptr<Storage>;
 
@@ -87,6 +111,7 @@ void write_through(Value& dst, const Value& src);
 Value mask_view(const Value& v, const StoragePtr& mask);  // the mask through v's view, as bools
 bool any_poison(const Value& v, int64_t* first_flat = nullptr, int64_t* count = nullptr);
 bool mask_any(const Value& v, const StoragePtr& mask);  // is any element of v's view set in mask?
+int64_t mask_count(const Value& v, const StoragePtr& mask);  // elements of v's view set in mask (v injective)
 // "output 'out' reads uninitialized memory: ..." when output v holds poison, else "": the one
 // wording every backend uses (never_given: the buffers given no data, or "" for none).
 std::string uninitialized_output(const std::string& output, const Value& v, const std::string& never_given);

@@ -8,6 +8,7 @@
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "lower/walk.h"
 #include "uop/args.h"
 #include "uop/error.h"
 #include "uop/symbolic.h"
@@ -118,13 +119,14 @@ class KernelBuilder {
   // copy kernel ordered after exactly their writes (the scheduler runs it before the newer ones).
   void plan_versions(UOp address, UOp value) {
     std::map<const UOpNode*, std::vector<UOp>> chains;  // buffer -> the chains reading or writing it
+    auto indexed = [](UOp u) { return index_parts(u) ? std::vector<UOp>{index_parts(u)->x} : std::vector<UOp>{}; };
     auto note = [&](UOp x) {
       if ((x->op != Ops::AFTER && x->op != Ops::BUFFER) || !base_buffer(x)) return;
       auto& v = chains[base_buffer(x).get()];
       if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
     };
-    for (UOp u : toposort(std::vector<UOp>{address, value}))
-      if (auto p = index_parts(u)) note(p->x);
+    for (UOp root : {address, value})  // toposort({address, value}), each subgraph walked once per lowering
+      for (UOp x : walk_items(root, ctx_.indexed, indexed, [](UOp u) { return u->op == Ops::BUFFERIZE; })) note(x);
     for (auto& [buf, views] : chains) {
       if (views.size() < 2) continue;
       std::vector<std::vector<UOp>> versions;

@@ -4,10 +4,12 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "lower/walk.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/uop.h"
@@ -22,6 +24,10 @@ struct Context {
   int next_kernel = 0;        // kernels k0, k1, ...
   std::map<const UOpNode*, std::pair<UOp, UOp>> temps;  // BUFFERIZE -> (temp BUFFER, its KERNEL)
   std::function<void(const Rule&, UOp, UOp)> on_fire;   // every rule firing (ow explain)
+  // Per-node analyses shared by the passes (UOps are immutable: a node's answer never changes).
+  std::map<const UOpNode*, std::vector<std::optional<int64_t>>> strides;  // realize: constant strides of a view
+  WalkMemo buffer_operands;  // realize: ALU operands viewing a buffer under a reduction (walk.h)
+  WalkMemo indexed;          // kernelize: what the INDEX nodes under a BUFFERIZE index
 
   UOp fresh_range(UOp extent, AxisType axis);
   std::set<std::string> taken;  // buffer names in use: the input's, the gradient pass's, and fresh ones

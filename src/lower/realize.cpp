@@ -9,6 +9,7 @@
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "lower/walk.h"
 #include "uop/error.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
@@ -98,6 +99,19 @@ UOp transposed_copy(UOp view, const std::vector<std::optional<int64_t>>& st, con
   return view.replace_src(src);
 }
 
+// The shaped operands of ALU ops under `body` that view a buffer, in toposort order; each
+// earlier reduction's list is computed once (a deep MLP reaches every earlier layer from each).
+std::vector<UOp> buffer_operands(UOp body, Context& ctx) {
+  auto items = [](UOp u) {
+    std::vector<UOp> out;
+    if (is_alu(u->op))
+      for (UOp s : u->src)
+        if (is_shaped(s) && base_buffer(s)) out.push_back(s);
+    return out;
+  };
+  return walk_items(body, ctx.buffer_operands, items, [](UOp u) { return u->op == Ops::REDUCE_AXIS; });
+}
+
 // The innermost output axis of a reduction that has more than one element, if any.
 std::optional<size_t> innermost_kept_axis(UOp body, const std::vector<int64_t>& reduced) {
   auto sd = static_dims(dims_of(body));
@@ -112,17 +126,17 @@ UOp reduce_reads_transposed(const Match& m) {
   for (const Arg& a : *red->arg.tuple()->at(1).tuple()) reduced.push_back(a.as<int64_t>());
   auto last = innermost_kept_axis(body, reduced);
   if (!last) return UOp();
-  std::vector<UOp> views;  // the operands that read a buffer through a view
-  for (UOp u : toposort(body)) {
-    if (!is_alu(u->op)) continue;
-    for (UOp s : u->src)
-      if (is_shaped(s) && dims_of(s) == dims_of(body) && base_buffer(s) && std::find(views.begin(), views.end(), s) == views.end()) views.push_back(s);
-  }
+  Context& ctx = m.context<Context>();
+  std::vector<UOp> views;  // the operands of the same shape that read a buffer through a view
+  for (UOp s : buffer_operands(body, ctx))
+    if (dims_of(s) == dims_of(body)) views.push_back(s);
   // Some operand already reads the innermost output axis contiguously (A @ B reads B along its
   // rows): the renderer vectorizes that axis as it is, and a copy would only cost.
   std::vector<std::vector<std::optional<int64_t>>> st;
+  auto& memo = ctx.strides;  // a view reached from every later layer's reduction is probed once
   for (UOp v : views) {
-    st.push_back(strides(v));
+    auto it = memo.find(v.get());
+    st.push_back(it != memo.end() ? it->second : memo.emplace(v.get(), strides(v)).first->second);
     if (st.back()[*last] == 1) return UOp();
   }
   bool reused = !free_loop_ranges(red).empty();

@@ -10,6 +10,7 @@
 #include "uop/error.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
+#include "uop/verify.h"
 
 namespace ow {
 
@@ -70,6 +71,7 @@ UOp UOp::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg, Arg tag) {
   node->lo = lo;
   node->hi = hi;
   node->shape = infer_shape(*node);
+  node->free = free_ranges_of_new_node(*node);
   std::lock_guard<std::mutex> lock(t.mu);
   if (const UOpNode* n = find_locked(t, h, node->op, node->dtype, node->src, node->arg, node->tag)) return UOp(n);
   node->serial = t.serial++;

@@ -121,6 +121,7 @@ struct UOpNode {
   uint64_t serial;    // creation order in this process
   int64_t lo, hi;     // integer bounds (vmin/vmax); dtype limits when unknown
   ShapeInfo shape;
+  std::vector<const UOpNode*> free;  // free_ranges (verify.h), kept so asking is O(result)
 };
 
 // Every node reachable from root, children before parents; iterative, so deep graphs are fine.

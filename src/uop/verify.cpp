@@ -291,24 +291,20 @@ Check check_node(UOp u) {
 
 }  // namespace
 
-namespace {
-// Free ranges per node, computed in topological order (see SEMANTICS: scope).
-using RangeSet = std::vector<const UOpNode*>;  // sorted
-
-RangeSet free_of(UOp u, const std::unordered_map<const UOpNode*, RangeSet>& memo) {
-  RangeSet out;
-  for (UOp s : u->src) {
-    const RangeSet& r = memo.at(s.get());
-    RangeSet merged;
-    std::set_union(out.begin(), out.end(), r.begin(), r.end(), std::back_inserter(merged));
+// Free ranges of a node being built, from its sources' (see SEMANTICS: scope); sorted by address.
+std::vector<const UOpNode*> free_ranges_of_new_node(const UOpNode& n) {
+  std::vector<const UOpNode*> out;
+  for (UOp s : n.src) {
+    std::vector<const UOpNode*> merged;
+    std::set_union(out.begin(), out.end(), s->free.begin(), s->free.end(), std::back_inserter(merged));
     out.swap(merged);
   }
-  if (u->op == Ops::RANGE) out.insert(std::lower_bound(out.begin(), out.end(), u.get()), u.get());
+  if (n.op == Ops::RANGE) out.insert(std::lower_bound(out.begin(), out.end(), &n), &n);
   std::vector<const UOpNode*> closed;
-  if (u->op == Ops::REDUCE || u->op == Ops::END || u->op == Ops::BUFFERIZE)
-    for (size_t i = 1; i < u->src.size(); ++i) closed.push_back(u->src[i].get());
-  if (u->shape.kind == ShapeInfo::Kind::Shaped)
-    for (UOp d : u->shape.dims)
+  if (n.op == Ops::REDUCE || n.op == Ops::END || n.op == Ops::BUFFERIZE)
+    for (size_t i = 1; i < n.src.size(); ++i) closed.push_back(n.src[i].get());
+  if (n.shape.kind == ShapeInfo::Kind::Shaped)
+    for (UOp d : n.shape.dims)
       if (d->op == Ops::RANGE) closed.push_back(d.get());
   for (const UOpNode* c : closed) {
     auto it = std::lower_bound(out.begin(), out.end(), c);
@@ -316,22 +312,17 @@ RangeSet free_of(UOp u, const std::unordered_map<const UOpNode*, RangeSet>& memo
   }
   return out;
 }
-}  // namespace
 
 std::vector<UOp> free_ranges(UOp u) {
-  std::unordered_map<const UOpNode*, RangeSet> memo;
-  for (UOp n : toposort(u)) memo[n.get()] = free_of(n, memo);
   std::vector<UOp> out;
-  for (const UOpNode* r : memo.at(u.get())) out.emplace_back(r);
+  for (const UOpNode* r : u->free) out.emplace_back(r);
   return out;
 }
 
 std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts) {
   std::vector<VerifyIssue> issues;
-  std::unordered_map<const UOpNode*, RangeSet> memo;
   std::map<std::string, UOp> buffers;
   for (UOp u : toposort(root)) {
-    memo[u.get()] = free_of(u, memo);
     if (auto p = check_node(u)) {
       issues.push_back({u, p->rule, p->message});
       continue;
@@ -345,16 +336,16 @@ std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts) {
       auto [it, fresh] = buffers.emplace(name, u);
       if (!fresh) issues.push_back({u, "buffer.name", "buffer \"" + name + "\" is declared twice with different dtype or size"});
     }
-    if (u->op == Ops::RANGE && !memo.at(u->src[0].get()).empty())
+    if (u->op == Ops::RANGE && !u->src[0]->free.empty())
       issues.push_back({u, "range.end", "RANGE end depends on another range"});
     if (opts.strict && u->op == Ops::REDUCE) {
-      const RangeSet& body = memo.at(u->src[0].get());
+      const std::vector<const UOpNode*>& body = u->src[0]->free;
       for (size_t i = 1; i < u->src.size(); ++i)
         if (!std::binary_search(body.begin(), body.end(), u->src[i].get()))
           issues.push_back({u, "reduce.unused", "REDUCE over range " + range_name(u->src[i]) + " that its value does not depend on (strict)"});
     }
   }
-  const RangeSet& open = memo.at(root.get());
+  const std::vector<const UOpNode*>& open = root->free;
   if (!open.empty()) {
     std::string names;
     for (const UOpNode* r : open) names += (names.empty() ? "" : ", ") + range_name(UOp(r));

@@ -22,7 +22,9 @@ struct VerifyOptions {
 // Every problem in the graph under root, in topological order (sources first).
 std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts = {});
 
-// Ranges a node's value depends on that no REDUCE/END/range-dimension has closed yet.
+// Ranges a node's value depends on that no REDUCE/END/range-dimension has closed yet, ordered
+// by address. O(result): computed once per node when it is built (UOpNode::free).
 std::vector<UOp> free_ranges(UOp u);
+std::vector<const UOpNode*> free_ranges_of_new_node(const UOpNode& n);  // for UOp::make
 
 }  // namespace ow

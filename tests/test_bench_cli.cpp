@@ -1,0 +1,32 @@
+// `ow bench`'s new options, through the binary. Nothing here is timed: the runs are as short as
+// the modes allow and only what they print is checked.
+#include "child_process.h"
+
+#include <filesystem>
+
+TEST_CASE("ow bench --scaling prints both sweeps with their ratios", "[cli][bench]") {
+  Result r = run_ow({"bench", "--scaling", "--repeat", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("  per step N=10000 / N=100: ") != std::string::npos);
+  CHECK(r.out.find("  per layer depth 64 / depth 4: ") != std::string::npos);
+  CHECK(r.out.find("      64      786      1 ") != std::string::npos);  // the depth-64 MLP: 786 nodes
+}
+
+TEST_CASE("ow bench: numpy's OpenBLAS kernel is chosen, overridable, and reported as it ran", "[cli][bench]") {
+  Result bad = run_ow({"bench", "--scaling", "--openblas-coretype", "a;b"});
+  CHECK(bad.rc == 1);
+  CHECK(bad.err == "ow bench: --openblas-coretype takes auto, none or a core name such as SkylakeX, not 'a;b'\n");
+  Result modes = run_ow({"bench", "--scaling", "--micro"});
+  CHECK(modes.err == "ow bench: --compile, --first-result, --micro, --grad-memory and --scaling are separate modes: pick one\n");
+
+  bool openblas = false;
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/openblas-pthread", "/usr/lib/aarch64-linux-gnu/openblas-pthread"}) openblas = openblas || std::filesystem::exists(dir);
+  if (!openblas) return;  // tools/setup.sh installs it; without it there is no kernel to choose
+  Result r = run_ow({"bench", "--cases", "scan_big_16x256", "--backends", "numpy", "--repeat", "1", "--numpy-blas", "openblas", "--openblas-coretype", "Haswell"});
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("numpy's OpenBLAS kernel: Haswell (--openblas-coretype Haswell;") != std::string::npos);
+  CHECK(r.out.find("openblas core: Haswell (OpenBLAS ") != std::string::npos);
+  CHECK(r.out.find("env: OPENBLAS_CORETYPE=Haswell") != std::string::npos);
+}

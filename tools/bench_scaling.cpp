@@ -1,0 +1,136 @@
+// ow bench --scaling: costs that should grow like the work (issue 18). Two sweeps, each with the
+// cost per unit and the ratio of the largest to the smallest, which should stay near 1:
+//  - the interpreter's cost per step of an assign scan (scan_with_assign, D = 16) of N = 100,
+//    1000, 10000 steps, its output left uninitialized (poison tracked) as `ow run` leaves it;
+//  - lowering's cost per layer of a vmapped MLP (linear + relu layers, width 16) of depth 4, 16,
+//    64, each repetition built with fresh buffer names, so every node is new (a cold lowering).
+// Times are the thread's CPU time: on a shared machine a long run is preempted more often than a
+// short one, which would inflate exactly the ratios measured here. Wall time is shown beside.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "bench.h"
+#include "cli.h"
+#include "interp/interp.h"
+#include "lower/lower.h"
+#include "tensor/tensor.h"
+
+namespace ow::cli::bench {
+
+namespace {
+
+double cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+double wall_now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// CPU and wall seconds per unit of work of each run.
+struct Runs {
+  std::vector<double> cpu, wall;
+  template <class F> void time(double units, F&& f) {
+    double c0 = cpu_now(), w0 = wall_now();
+    f();
+    cpu.push_back((cpu_now() - c0) / units);
+    wall.push_back((wall_now() - w0) / units);
+  }
+};
+
+// reference/cases.cpp's scan_with_assign: out[k] = vec @ M0 @ ... @ Mk.
+UOp scan(int64_t n, int64_t d) {
+  Tensor vec = Tensor::empty({1, d}, dtypes::float32, "vec"), mats = Tensor::empty({n, d, d}, dtypes::float32, "mats");
+  UOp a = UOp::range(n, -1, AxisType::OUTER);
+  Tensor buf_out = Tensor::empty({n, 1, d}, dtypes::float32, "out");
+  Tensor phi(a.eq(0).where(vec.uop(), buf_out[(a - 1).maximum(0)].uop()));
+  Tensor out = phi.matmul(mats.reduce_backward({a}, Ops::ADD)[a]);
+  out = out.reshape({1, 1, d}).pad({std::make_pair(Dim(a), Dim(n - a - 1)), std::nullopt, std::nullopt});
+  return UOp::sink({buf_out.assign(out.reduce({a}, Ops::ADD)).uop()}, Arg(ArgTuple{Arg("out")}));
+}
+
+// reference/cases.cpp's vmap_layers with `depth` linear + relu layers; names get `tag` appended.
+UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag) {
+  Tensor img = Tensor::empty({rows, width}, dtypes::float32, "img" + tag);
+  std::vector<std::function<Tensor(const Tensor&)>> layers;
+  for (int64_t k = 0; k < depth; ++k) {
+    Tensor w = Tensor::empty({width, width}, dtypes::float32, "w" + std::to_string(k) + tag);
+    layers.push_back([=](const Tensor& x) { return x.linear(w.T()).relu(); });
+  }
+  UOp a = UOp::range(rows, -1, AxisType::OUTER);
+  Tensor out = img.at({Slice{Dim(a), Dim(a + 1)}}).sequential(layers);
+  Tensor sum = out.pad({std::make_pair(Dim(a), Dim(rows - a - 1)), std::nullopt}).reduce({a}, Ops::ADD);
+  return UOp::sink({sum.uop()}, Arg(ArgTuple{Arg("out")}));
+}
+
+// Seconds per step of interp::run on the scan of n steps.
+Runs scan_step(int64_t n, int64_t d, int repeat, uint64_t seed) {
+  UOp g = scan(n, d);
+  interp::BufferMap in;
+  for (InputSpec spec : {InputSpec{"vec", {1, d}, 1.0}, InputSpec{"mats", {n, d, d}, 1.0 / std::sqrt(double(d))}})
+    in[spec.name] = interp::BufferData{dtypes::float32, random_input(spec, "scaling", seed).data, nullptr};
+  Runs r;
+  for (int k = 0; k < repeat; ++k) {
+    interp::BufferMap b = copy_buffers(in);
+    r.time(double(n), [&] { interp::run(g, b); });
+  }
+  return r;
+}
+
+// Seconds per layer of lower::lower on a fresh MLP of each depth, the depths taking turns (the
+// table of interned nodes grows with every run, which would otherwise favour the first depth).
+std::vector<Runs> lower_layers(const std::vector<int64_t>& depths, int repeat, std::vector<size_t>& nodes) {
+  int fresh = 0;  // unique buffer names across every run: no node is reused
+  std::vector<Runs> r(depths.size());
+  nodes.assign(depths.size(), 0);
+  for (int k = 0; k < repeat; ++k)
+    for (size_t d = 0; d < depths.size(); ++d) {
+      UOp g = deep_mlp(depths[d], 4, 16, "_" + std::to_string(fresh++));
+      nodes[d] = toposort(g).size();
+      r[d].time(double(depths[d]), [&] { lower::lower(g); });
+    }
+  return r;
+}
+
+void row(long long size, const char* extra, int runs, const Runs& r) {
+  Timing c = summarize(r.cpu), w = summarize(r.wall);
+  std::printf("%8lld %8s %6d %14s %14s %14s\n", size, extra, runs, fmt_time(c.median).c_str(), fmt_time(c.min).c_str(), fmt_time(w.median).c_str());
+  std::fflush(stdout);
+}
+
+void ratio_line(const char* what, double big, double small, double target) {
+  double r = big / small;
+  std::printf("  %s: %.2fx (target <= %.1fx: %s)\n", what, r, target, r <= target ? "MET" : "NOT MET");
+}
+
+}  // namespace
+
+int bench_scaling(const Settings& s) {
+  const int64_t D = 16;
+  std::printf("interpreter: assign scan out[k] = vec @ M0 @ ... @ Mk, D = %lld, out uninitialized; CPU time per step (median, min) and wall time (median)\n",
+              static_cast<long long>(D));
+  std::printf("%8s %8s %6s %14s %14s %14s\n", "N", "", "runs", "cpu/step", "min", "wall/step");
+  std::vector<double> per_step;
+  for (int64_t n : {100, 1000, 10000}) {
+    int runs = n >= 10000 ? std::min(s.repeat, 3) : s.repeat;
+    Runs r = scan_step(n, D, runs, s.seed);
+    per_step.push_back(summarize(r.cpu).median);
+    row(static_cast<long long>(n), "", runs, r);
+  }
+  ratio_line("per step N=10000 / N=100", per_step[2], per_step[0], 1.3);
+  std::printf("\nlowering: vmapped MLP (4 rows, width 16, linear + relu per layer), fresh nodes each run, depths taking turns; CPU time per layer (median, min) and wall (median)\n");
+  std::printf("%8s %8s %6s %14s %14s %14s\n", "depth", "nodes", "runs", "cpu/layer", "min", "wall/layer");
+  std::vector<int64_t> depths{4, 16, 64};
+  std::vector<size_t> nodes;
+  std::vector<Runs> runs = lower_layers(depths, s.repeat, nodes);
+  std::vector<double> per_layer;
+  for (size_t d = 0; d < depths.size(); ++d) {
+    per_layer.push_back(summarize(runs[d].cpu).median);
+    row(static_cast<long long>(depths[d]), std::to_string(nodes[d]).c_str(), s.repeat, runs[d]);
+  }
+  ratio_line("per layer depth 64 / depth 4", per_layer[2], per_layer[0], 1.3);
+  return 0;
+}
+
+}  // namespace ow::cli::bench
