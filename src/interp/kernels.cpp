@@ -248,36 +248,34 @@ Value contiguous(const Value& v) {
   return out;
 }
 
-Value cast(const Value& v, DType to) {
+namespace {
+// A fresh value of dtype `to`, element by element from v (per_types(out, from_tag, to_tag)
+// fills it for the two element types), with v's masks: CAST and BITCAST.
+template <class PerTypes> Value convert_elements(const Value& v, DType to, PerTypes per_types) {
   Value out = alloc(to, v.shape());
   out.unshaped = v.unshaped;
-  dispatch(v.dtype, [&](auto from_tag) {
-    using F = typename decltype(from_tag)::type;
-    dispatch(to, [&](auto to_tag) {
-      using T = typename decltype(to_tag)::type;
-      std::array<const Value*, 1> in{&v};
-      map_n<T, F, 1>(out, in, [](F x) { return convert<T>(x); });
-    });
-  });
+  dispatch(v.dtype, [&](auto from_tag) { dispatch(to, [&](auto to_tag) { per_types(out, from_tag, to_tag); }); });
   out.poison = combine(MaskRule::AnyPoison, {&v}, &Value::poison, v.shape());
   out.footprint = combine(MaskRule::Footprint, {&v}, &Value::footprint, v.shape());
   return out;
 }
+}  // namespace
+
+Value cast(const Value& v, DType to) {
+  return convert_elements(v, to, [&](Value& out, auto from_tag, auto to_tag) {
+    using F = typename decltype(from_tag)::type;
+    using T = typename decltype(to_tag)::type;
+    map_n<T, F, 1>(out, std::array<const Value*, 1>{&v}, [](F x) { return convert<T>(x); });
+  });
+}
 
 Value bitcast(const Value& v, DType to) {
   if (to.itemsize() != v.dtype.itemsize()) throw Error("BITCAST from " + to_string(v.dtype) + " to " + to_string(to) + " changes the size of an element");
-  Value out = alloc(to, v.shape());
-  out.unshaped = v.unshaped;
-  dispatch(v.dtype, [&](auto from_tag) {
+  return convert_elements(v, to, [&](Value& out, auto from_tag, auto to_tag) {
     using F = typename decltype(from_tag)::type;
-    dispatch(to, [&](auto to_tag) {
-      using T = typename decltype(to_tag)::type;
-      if constexpr (sizeof(T) == sizeof(F)) map_n<T, F, 1>(out, std::array<const Value*, 1>{&v}, sop::bitcast_op<T, F>);
-    });
+    using T = typename decltype(to_tag)::type;
+    if constexpr (sizeof(T) == sizeof(F)) map_n<T, F, 1>(out, std::array<const Value*, 1>{&v}, sop::bitcast_op<T, F>);
   });
-  out.poison = combine(MaskRule::AnyPoison, {&v}, &Value::poison, v.shape());
-  out.footprint = combine(MaskRule::Footprint, {&v}, &Value::footprint, v.shape());
-  return out;
 }
 
 Value alu(Ops op, DType out_dt, const std::vector<const Value*>& in_raw, const std::vector<int64_t>& shape) {
