@@ -150,6 +150,16 @@ def arith_case(bits):
     return text, ins, expected
 
 
+def conversions(op, ins, outs):
+    """A graph converting input buffers of 16 elements: output "SRC_TO" is op(%SRC) to TO's dtype."""
+    text = [f'%{k} = BUFFER {DTYPE[k]} () ("{k}", 16)' for k in ins]
+    for out in outs:
+        src, to = out.split("_")
+        text.append(f"%{out} = {op} {DTYPE[to]} (%{src})")
+    text.append(sink(outs))
+    return text, ins, outs
+
+
 def casts_case():
     f32 = [-1.5, -0.0, 0.0, 0.5, 1.9, 3e9, 4294967040.0, 4294967296.0, 4.3e9, 9.3e18, 1e19, 2e19,
            float("inf"), float("-inf"), float("nan"), 255.75]
@@ -189,12 +199,7 @@ def casts_case():
         "bl_u32": np.array([int(v) for v in bools], np.uint32),
         "bl_u64": np.array([int(v) for v in bools], np.uint64),
     }
-    text = [f'%{k} = BUFFER {DTYPE[k]} () ("{k}", 16)' for k in ins]
-    for out in outs:
-        src, to = out.split("_")
-        text.append(f"%{out} = CAST {DTYPE[to]} (%{src})")
-    text.append(sink(outs))
-    return text, ins, outs
+    return conversions("CAST", ins, outs)
 
 
 def bitcast_case():
@@ -210,12 +215,7 @@ def bitcast_case():
     outs = {"u32_f32": u32.view(np.float32), "f32_u32": u32, "u64_f64": u64.view(np.float64), "f64_u64": u64,
             "i32_u32": u32, "u32_i32": u32.view(np.int32), "i64_u64": u64, "u64_i64": u64.view(np.int64),
             "f32_i32": u32.view(np.int32), "f64_i64": u64.view(np.int64)}
-    text = [f'%{k} = BUFFER {DTYPE[k]} () ("{k}", 16)' for k in ins]
-    for out in outs:
-        src, to = out.split("_")
-        text.append(f"%{out} = BITCAST {DTYPE[to]} (%{src})")
-    text.append(sink(outs))
-    return text, ins, outs
+    return conversions("BITCAST", ins, outs)
 
 
 def reduce_case():
