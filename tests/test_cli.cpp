@@ -739,6 +739,30 @@ TEST_CASE("a buffer written only by a loop of zero iterations is uninitialized o
   }
 }
 
+// ow fuzz seed 103805 (a 4000-graph run from seed 100000): `t += t + -t` inside an OUTER loop, t
+// never given data. The simplifier folded t + -t to 0, so the compiled path stored 0 and returned
+// it where the interpreter says the output reads uninitialized memory (symbolic rules now keep
+// every operand that may be poison; tests/test_symbolic.cpp [poison]).
+TEST_CASE("x + -x of uninitialized memory is uninitialized on every backend, not 0", "[cli][inputs]") {
+  TempDir tmp;
+  spit(tmp / "g.uop",
+       "%0 = BUFFER int32 () (\"tgt3\", 1)\n%1 = RESHAPE int32 (%0)\n%2 = NEG int32 (%1)\n%3 = ADD int32 (%1, %2)\n"
+       "%4 = STORE void (%1, %3)\n%5 = CONST index () 1\n%6 = RANGE index (%5) (-3, AxisType.OUTER)\n%7 = END void (%4, %6)\n"
+       "%8 = AFTER int32 (%1, %7)\n%9 = SINK void (%8) (\"out1\",)\n");
+  int32_t t[1] = {7};
+  write_npy(tmp / "t.npy", "<i4", "()", std::string(reinterpret_cast<const char*>(t), sizeof t));
+  for (const std::string& b : kBackends) {
+    INFO("backend " << b);
+    Result r = run_ow({"run", (tmp / "g.uop").string(), "--backend", b});
+    CHECK(r.rc == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.substr(0, r.err.find('\n')) == "output 'out1' reads uninitialized memory: 1 of 1 elements are poison, first at [] (buffers never given data: tgt3)");
+    Result ok = run_ow({"run", (tmp / "g.uop").string(), "--backend", b, "--in", "tgt3=" + (tmp / "t.npy").string()});
+    CHECK(ok.rc == 0);
+    CHECK(ok.out == "out1: int32 ()\n0\n");  // 7 + -7
+  }
+}
+
 TEST_CASE("an internal error exits 2, asks for a report and saves the graph it was working on", "[cli][errors]") {
   fs::path file = case_file("reduce");
   setenv("OW_FAULT", "internal", 1);  // tools/ow.cpp: throws InternalError once the graph is read

@@ -386,3 +386,26 @@ TEST_CASE("a rule never changes a tensor's shape: an unshaped result is broadcas
   // the other branch has the node's shape: returned as it is
   CHECK(run_rules(bool_const(true).where(view, c)).out == view);
 }
+
+TEST_CASE("a rule never drops an operand that may read uninitialized memory", "[symbolic][poison]") {
+  // x + -x of a poison int32 x is poison to the interpreter; the compiled path folded it to 0
+  // and returned a number where the interpreter reports uninitialized memory (fuzz seed 103805).
+  UOp buf = UOp::make(Ops::BUFFER, dtypes::int32, {}, Arg(ArgTuple{Arg(std::string("t")), Arg(int64_t{1})}));
+  UOp x = UOp::make(Ops::RESHAPE, dtypes::int32, {buf});
+  UOp r = UOp::range(4, 0);
+  Run sum = run_rules(x + x.neg());  // NEG x may become x * -1, but the sum stays a sum of x
+  CHECK(sum.out->op == Ops::ADD);
+  CHECK(mentions(sum.out, x));
+  CHECK(run_rules(x * 0).out == x * 0);                   // bounds [0, 0], but x may be poison
+  CHECK(run_rules(x.lt(x)).out == x.lt(x));               // "compare a value with itself"
+  CHECK(run_rules(x.lt(3).where(r, r)).out->op == Ops::WHERE);  // "where with equal branches": the condition reads x
+  // what reads no memory still folds
+  CHECK(run_rules(r + r.neg()).out == idx(0));
+  CHECK(run_rules(r.lt(r)).out == bool_const(false));
+  // and the result may rearrange what it reads, as long as it keeps it: x + 1 - 1 is x
+  Run keep = run_rules(x + 1 - 1);
+  CHECK(keep.out == x);
+  // a constant condition selects one branch, and only that branch's poison counts, as in the interpreter
+  UOp y = UOp::make(Ops::RESHAPE, dtypes::int32, {UOp::make(Ops::BUFFER, dtypes::int32, {}, Arg(ArgTuple{Arg(std::string("u")), Arg(int64_t{1})}))});
+  CHECK(run_rules(bool_const(true).where(x, y)).out == x);
+}

@@ -309,7 +309,17 @@ class Gen {
 
   // ---- combining ----
 
-  Tensor combine(const Tensor& a, const Tensor& b) {
+  // a + -a, a - a or a ^ a: the simplifier cancels these to constants, which must not lose the
+  // poison of an uninitialized a, such as a target read before it is written (fuzz seed 103805)
+  Tensor self_cancel(const Tensor& a) {
+    form("self-cancel");
+    static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::XOR};
+    Ops op = ops[pick(3)];
+    return Tensor(a.uop().alu(op, {op == Ops::ADD ? a.uop().neg() : a.uop()}));
+  }
+
+  Tensor combine(const Tensor& a0, const Tensor& b) {
+    Tensor a = a0.dtype().is_int() && !smooth_ && chance(0.15) ? self_cancel(a0) : a0;
     Ops op = a.dtype() == dtypes::bool_ ? Ops::XOR : (chance(0.5) ? Ops::ADD : smooth_ ? Ops::MUL : Ops::MAX);
     return Tensor(a.uop().alu(op, {b.cast(a.dtype()).uop()}));
   }
@@ -452,6 +462,7 @@ class Gen {
     form(op_name(op).data());
     UOp a = expr(s, d, depth - 1).uop();
     UOp b = operand(s, d, depth, op == Ops::IDIV || op == Ops::MOD || (smooth_ && op == Ops::FDIV));
+    if (d.is_int() && !smooth_ && chance(0.05)) return self_cancel(Tensor(a));
     if (op != Ops::IDIV && op != Ops::MOD && b->shape.kind != ShapeInfo::Kind::Shaped && chance(0.3)) std::swap(a, b);
     return Tensor(a.alu(op, {b}));
   }

@@ -289,10 +289,49 @@ std::vector<Rule> shape_preserving(std::vector<Rule> rules) {
   return rules;
 }
 
+// The values a node is computed from that may hold uninitialized memory: found through
+// elementwise ops (of a WHERE on a constant condition, the selected branch: the interpreter's
+// poison rule), stopping at anything else; constants, ranges and variables never are.
+void poison_sources(UOp u, std::vector<UOp>& out) {
+  std::vector<UOp> stack{u};
+  while (!stack.empty()) {
+    UOp n = stack.back();
+    stack.pop_back();
+    if (n->op == Ops::CONST || n->op == Ops::RANGE || n->op == Ops::DEFINE_VAR || n->op == Ops::SPECIAL) continue;
+    if (n->op == Ops::WHERE && n->src[0]->op == Ops::CONST) {  // only the selected branch counts
+      stack.push_back(n->src[0].const_value() != 0 ? n->src[1] : n->src[2]);
+    } else if (is_elementwise(n->op) || n->op == Ops::BIND) {  // a BIND's value is a constant or a range
+      for (UOp s : n->src) stack.push_back(s);
+    } else if (std::find(out.begin(), out.end(), n) == out.end()) {
+      out.push_back(n);
+    }
+  }
+}
+
+// A value computed from uninitialized memory is poison, whatever the arithmetic (SEMANTICS:
+// `x - x` of poison x is poison, not 0). A rewrite that drops an operand which may be poison
+// would turn the interpreter's "reads uninitialized memory" into a number on the compiled path,
+// so such a rewrite is not made: every source that may be poison must survive in the result.
+std::vector<Rule> poison_preserving(std::vector<Rule> rules) {
+  for (Rule& r : rules)
+    r.fn = [fn = r.fn](const Match& m) {
+      UOp out = fn(m);
+      if (!out) return out;
+      std::vector<UOp> before, after;
+      poison_sources(m.node, before);
+      if (before.empty()) return out;
+      poison_sources(out, after);
+      for (UOp s : before)
+        if (std::find(after.begin(), after.end(), s) == after.end()) return UOp();
+      return out;
+    };
+  return rules;
+}
+
 }  // namespace
 
 const PatternMatcher& symbolic_rules() {
-  static const PatternMatcher pm(shape_preserving({
+  static const PatternMatcher pm(poison_preserving(shape_preserving({
       {"fold constants", Pat::ops(alu_ops()), fold_constants},
       {"bounds are a single value", Pat::ops(alu_ops()), point_bounds},
       {"collect linear terms", Pat::ops({Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}), linear_form},
@@ -353,7 +392,7 @@ const PatternMatcher& symbolic_rules() {
            if (u->src[i]->op == Ops::CONST && (u->src[i].const_value() != 0) == identity) return u->src[1 - i];
          return UOp();
        }},
-  }));
+  })));
   return pm;
 }
 
