@@ -8,6 +8,7 @@
 #include "test_support.h"
 
 #include "backends/program.h"
+#include "interp/poison_flow.h"
 #include "lower/lower.h"
 #include "uop/text.h"
 
@@ -203,5 +204,72 @@ TEST_CASE("Program: a variable bound twice with different values is refused on e
   for (const char* be : kBackends) {
     INFO("backend " << be);
     CHECK(errors[be] == want);
+  }
+}
+
+namespace {
+
+// out = tgt[idx], as tinygrad gathers (sum over j of where(idx == j, tgt[j], 0)), with only
+// tgt[0:2] written: whether the output reads uninitialized memory depends on idx's value.
+const char* kGatherHalfWritten = R"(%0 = BUFFER float32 () ("tgt", 4)
+%1 = CONST index () 4
+%2 = RESHAPE float32 (%0, %1)
+%3 = CONST index () 0
+%4 = CONST index () 2
+%5 = SHRINK float32 (%2, %3, %4)
+%6 = CONST float32 () 1.5
+%7 = CONST index () 1
+%8 = RESHAPE float32 (%6, %7)
+%9 = EXPAND float32 (%8, %4)
+%10 = STORE void (%5, %9)
+%11 = AFTER float32 (%2, %10)
+%12 = BUFFER int32 () ("idx", 1)
+%13 = RESHAPE int32 (%12, %7)
+%14 = EXPAND int32 (%13, %1)
+%15 = BUFFER int32 () ("ar", 4)
+%16 = RESHAPE int32 (%15, %1)
+%17 = CMPEQ bool (%14, %16)
+%18 = CONST float32 () 0.0
+%19 = RESHAPE float32 (%18, %7)
+%20 = EXPAND float32 (%19, %1)
+%21 = WHERE float32 (%17, %11, %20)
+%22 = REDUCE_AXIS float32 (%21) (Ops.ADD, (0,))
+%23 = SINK void (%22) ("out",)
+)";
+
+interp::BufferData ints(std::vector<int32_t> v) {
+  auto s = std::make_shared<interp::Storage>(dtypes::int32, static_cast<int64_t>(v.size()));
+  std::copy(v.begin(), v.end(), s->as<int32_t>());
+  return {dtypes::int32, s, nullptr};
+}
+
+}  // namespace
+
+TEST_CASE("poison_follows_data: addresses and conditions computed from loads, not values", "[program][poison]") {
+  bool gather = false;
+  for (const HostLaunch& l : host_program(lowered(kGatherHalfWritten)).launches) gather |= interp::poison_follows_data(l.kernel->src[0]);
+  CHECK(gather);  // the WHERE's condition compares a loaded idx
+  for (const char* text : {kAxpb, kRowSums})
+    for (const HostLaunch& l : host_program(lowered(text)).launches) CHECK_FALSE(interp::poison_follows_data(l.kernel->src[0]));
+  UOp scan = lower::lower(parse_graph(ow::test::slurp(ow::test::source_root() / "reference" / "cases" / "scan_big_16x256.uop"), "scan").root);
+  for (const HostLaunch& l : host_program(scan).launches) CHECK_FALSE(interp::poison_follows_data(l.kernel->src[0]));
+}
+
+// A compiled run that may read uninitialized memory asks the interpreter first. Its verdict is
+// kept per set of buffers left out only when no kernel's poison flow depends on data: here it
+// does, so the second run (idx = 3, an element never written) must not reuse the first's "fine".
+TEST_CASE("Program: a kept uninitialized-memory verdict never hides a data-dependent read", "[program][poison]") {
+  for (const char* be : {"tcc", "cc"}) {
+    INFO("backend " << be);
+    backend::RunOptions o;
+    o.backend = be;
+    backend::CompiledGraph g(parse_graph(kGatherHalfWritten, "<test>").root, o);
+    interp::BufferMap ok{{"idx", ints({1})}, {"ar", ints({0, 1, 2, 3})}};
+    std::vector<interp::Output> out = g.run(ok);
+    REQUIRE(out.size() == 1);
+    CHECK(interp::get_element(out[0].value, 0) == 1.5);
+    interp::BufferMap bad{{"idx", ints({3})}, {"ar", ints({0, 1, 2, 3})}};
+    CHECK(error_of([&] { g.run(bad); }).rfind("output 'out' reads uninitialized memory: 1 of 1 elements are poison", 0) == 0);
+    CHECK(interp::get_element(g.run(ok)[0].value, 0) == 1.5);
   }
 }
