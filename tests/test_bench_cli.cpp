@@ -18,7 +18,7 @@ TEST_CASE("ow bench: numpy's OpenBLAS kernel is chosen, overridable, and reporte
   CHECK(bad.rc == 1);
   CHECK(bad.err == "ow bench: --openblas-coretype takes auto, none or a core name such as SkylakeX, not 'a;b'\n");
   Result modes = run_ow({"bench", "--scaling", "--micro"});
-  CHECK(modes.err == "ow bench: --compile, --first-result, --micro, --grad-memory and --scaling are separate modes: pick one\n");
+  CHECK(modes.err == "ow bench: --compile, --first-result, --micro, --grad-memory, --scaling and --tinygrad are separate modes: pick one\n");
 
   bool openblas = false;
   for (const char* dir : {"/usr/lib/x86_64-linux-gnu/openblas-pthread", "/usr/lib/aarch64-linux-gnu/openblas-pthread"}) openblas = openblas || std::filesystem::exists(dir);

@@ -214,6 +214,18 @@ std::string blas_dirs(const std::string& which) {
 
 }  // namespace
 
+// max|got - ref| / max|ref| (NaN when one has a NaN where the other has not).
+double rel_err(const interp::Value& got, const float* ref) {
+  double max_diff = 0, max_ref = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double r = ref[i], x = interp::get_element(got, i);
+    if (std::isnan(x) != std::isnan(r)) return NAN;
+    max_diff = std::max(max_diff, std::fabs(x - r));
+    max_ref = std::max(max_ref, std::fabs(r));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
 NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out) {
   const std::string& python = s.python;
   const std::optional<int>& threads = s.threads;
@@ -294,6 +306,7 @@ NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& d
       double v = std::strtod(tok.c_str() + eq + 1, nullptr);
       if (k == "median_s") r.t.median = v, found = true;
       if (k == "min_s") r.t.min = v;
+      if (k == "first_s") r.first = v;
       if (k == "reuse_median_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->median = v;
       if (k == "reuse_min_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->min = v;
     }
@@ -319,18 +332,6 @@ struct Row {
   std::string name;
   std::vector<Result> results;  // in --backends order
 };
-
-// max|got - ref| / max|ref| (NaN when one has a NaN where the other has not).
-double rel_err(const interp::Value& got, const float* ref) {
-  double max_diff = 0, max_ref = 0;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    double r = ref[i], x = interp::get_element(got, i);
-    if (std::isnan(x) != std::isnan(r)) return NAN;
-    max_diff = std::max(max_diff, std::fabs(x - r));
-    max_ref = std::max(max_ref, std::fabs(r));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
-}
 
 Row bench_case(const std::string& name, const Settings& s, bool init_outputs, std::vector<std::string>& numpy_info) {
   Row row{name, {}};
@@ -523,6 +524,11 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
                   MLP at depth 4, 16, 64 (taking turns), each with the largest/smallest ratio
                   (target <= 1.3x); the thread's CPU time (a shared machine preempts long runs
                   more), wall time beside.
+  --tinygrad      tinygrad (../shared/tinygrad, $OW_TINYGRAD or an installed one) against tcc and
+                  cc on the same graphs and inputs (default: scan_with_assign, scan_big_16x256,
+                  scan_big_64x128, vmap_mlp_32x128): first result (tinygrad in process, its
+                  kernel disk cache off; ow as a whole `ow run` process, compile cache cold) and
+                  steady state; tinygrad's output checked against the interpreter's.
 )";
 
 }  // namespace
@@ -537,6 +543,7 @@ int cmd_bench(const Args& args) {
       "micro", "mode: a*b+1 (16M float32) and 512^3 float32 matmul, tcc/cc vs numpy")(
       "grad-memory", "mode: extra memory and time per step of a scan's gradient, N = 100, 1000, 10000")(
       "scaling", "mode: interpreter time per scan step (N = 100..10000) and lowering time per MLP layer (depth 4..64)")(
+      "tinygrad", "mode: first result and steady state of tinygrad, tcc and cc on the same graphs and inputs")(
       "repeat", po::value<int>()->default_value(10), "timed runs per side (after one warm-up); the median and min are reported")(
       "numpy", po::value<std::string>()->default_value("/usr/bin/python3"), "python interpreter with numpy")(
       "cases-dir", po::value<std::string>(), "directory of the .uop cases (default: reference/cases found above the executable or CWD)")(
@@ -553,13 +560,13 @@ int cmd_bench(const Args& args) {
       "keep", "keep the temporary directory of .npy inputs and outputs");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory | --scaling] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
+  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory | --scaling | --tinygrad] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
                      args, vm)) {
     std::cout << "\n" << kHelp;
     return 0;
   }
-  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro") + vm.count("grad-memory") + vm.count("scaling"));
-  if (modes > 1) throw Error("ow bench: --compile, --first-result, --micro, --grad-memory and --scaling are separate modes: pick one");
+  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro") + vm.count("grad-memory") + vm.count("scaling") + vm.count("tinygrad"));
+  if (modes > 1) throw Error("ow bench: --compile, --first-result, --micro, --grad-memory, --scaling and --tinygrad are separate modes: pick one");
 
   Settings s;
   s.repeat = vm["repeat"].as<int>();
@@ -604,7 +611,8 @@ int cmd_bench(const Args& args) {
   if (need_numpy) std::printf("numpy's OpenBLAS kernel: %s (%s; bench_numpy.py says which ran)\n", core.name.empty() ? "not set" : core.name.c_str(), core.why.c_str());
   std::fflush(stdout);
   int rc = vm.count("compile") ? bench_compile(s) : vm.count("first-result") ? bench_first_result(s) : vm.count("micro") ? bench_micro(s)
-         : vm.count("grad-memory") ? bench_grad_memory(s) : vm.count("scaling") ? bench_scaling(s) : steady_state(s, vm.count("init-outputs") > 0);
+         : vm.count("grad-memory") ? bench_grad_memory(s) : vm.count("scaling") ? bench_scaling(s) : vm.count("tinygrad") ? bench_tinygrad(s)
+         : steady_state(s, vm.count("init-outputs") > 0);
   std::printf("%s (at the end)\n", load_line().c_str());
   return rc;
 }
