@@ -515,7 +515,7 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
   --micro         a*b+1 on 16M float32 and a 512x512x512 float32 matmul (REDUCE_AXIS of an
                   expanded product) on tcc, cc and numpy (a*b+1, a@b), steady state (compile
                   excluded), median of --repeat; prints numpy's BLAS. Targets: a*b+1 cc <= 1.3x
-                  numpy, tcc <= 3x; matmul cc >= 25% of numpy's speed.
+                  numpy, tcc <= 3x; matmul cc >= 50% of numpy's speed.
   --grad-memory   the gradient of a scan h = sin(h * w + x[i]) of N = 100, 1000, 10000 steps
                   (state 16 float64): the bytes its expansion adds (tapes, working copies,
                   adjoints: O(N*S)) and the time per step on interp, tcc and cc (bit for bit).
