@@ -5,7 +5,7 @@
 // --seed), writes them as .npy to a temporary directory, times interp::run in-process (one warm-up,
 // then median and min of --repeat runs), lowers the graph once and times run_program on tcc and cc
 // (the warm-up run compiles; the timed runs get fresh copies of the inputs), then spawns
-// tools/bench_numpy.py once, which times the natural numpy version on the same .npy files and saves
+// tools/bench/bench_numpy.py once, which times the natural numpy version on the same .npy files and saves
 // its result. The compiled outputs must equal the interpreter's bit for bit; numpy's must be within
 // --tolerance. The other modes (--compile, --first-result, --micro) are in bench_compiled.cpp.
 #include <glob.h>
@@ -27,7 +27,7 @@
 #include <thread>
 
 #include "backends/program.h"
-#include "bench.h"
+#include "bench/bench.h"
 #include "cli.h"
 #include "lower/lower.h"
 #include "interp/interp.h"
@@ -540,7 +540,7 @@ int cmd_bench(const Args& args) {
       "repeat", po::value<int>()->default_value(10), "timed runs per side (after one warm-up); the median and min are reported")(
       "numpy", po::value<std::string>()->default_value("/usr/bin/python3"), "python interpreter with numpy")(
       "cases-dir", po::value<std::string>(), "directory of the .uop cases (default: reference/cases found above the executable or CWD)")(
-      "script", po::value<std::string>(), "the numpy script (default: tools/bench_numpy.py found the same way)")(
+      "script", po::value<std::string>(), "the numpy script (default: tools/bench/bench_numpy.py found the same way)")(
       "seed", po::value<uint64_t>()->default_value(0), "seed of the random inputs")(
       "tolerance", po::value<double>()->default_value(1e-3), "max|diff|/max|ref| above which numpy's output is flagged WRONG")(
       "numpy-threads", po::value<int>(), "set OPENBLAS/OMP/MKL_NUM_THREADS for numpy (default: its own choice)")(
@@ -577,7 +577,7 @@ int cmd_bench(const Args& args) {
   if (s.backends.empty()) throw Error("ow bench: --backends names no backend");
   s.cases_dir = vm.count("cases-dir") ? fs::path(vm["cases-dir"].as<std::string>()) : find_in_repo("reference/cases", true, "the reference cases", "--cases-dir");
   bool need_numpy = vm.count("micro") || (!modes && has_backend(s, "numpy"));
-  if (need_numpy) s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench_numpy.py", false, "the numpy script", "--script");
+  if (need_numpy) s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench/bench_numpy.py", false, "the numpy script", "--script");
   if (vm.count("cases")) {
     s.cases = split_commas(vm["cases"].as<std::string>());
     if (s.cases.empty()) throw Error("ow bench: --cases names no case");

@@ -16,7 +16,7 @@
 #include <thread>
 #include <cstring>
 
-#include "progress.h"
+#include "cli/progress.h"
 #include <sys/wait.h>
 #include <unistd.h>
 

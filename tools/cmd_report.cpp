@@ -2,7 +2,7 @@
 // everything as one JSON blob (graphs as inline SVG per pass, printed lines, input values, the
 // rules fired, the C of every kernel and the host schedule, buffer snapshots after every
 // host-loop iteration, the check verdict per kernel); the page's template, CSS and JS live in
-// tools/report_assets.h and draw it.
+// tools/report/report_assets.h and draw it.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,15 +18,15 @@
 #include "backends/c/render.h"
 #include "backends/program.h"
 #include "cli.h"
-#include "graphviz.h"
-#include "json.h"
-#include "report_assets.h"
-#include "report_values.h"
-#include "trace_lowering.h"
+#include "report/graphviz.h"
+#include "json/json.h"
+#include "report/report_assets.h"
+#include "report/report_values.h"
+#include "lowering/trace_lowering.h"
 #include "uop/args.h"
 #include "uop/dot.h"
 #include "uop/error.h"
-#include "validate.h"
+#include "lowering/validate.h"
 
 namespace ow::cli {
 

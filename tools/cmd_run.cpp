@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "cli.h"
-#include "progress.h"
-#include "stepper.h"
+#include "cli/progress.h"
+#include "step/stepper.h"
 #include "backends/program.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
@@ -90,7 +90,7 @@ int cmd_run(const Args& args) {
       throw Error("--trace takes no value (text) or =json, got '" + mode + "'");
     }
   }
-  // A progress bar on a terminal (tools/progress.h): the outermost OUTER range's iteration, or
+  // A progress bar on a terminal (tools/cli/progress.h): the outermost OUTER range's iteration, or
   // the number of node evaluations. Costs nothing when stderr is not a terminal.
   Progress bar("ow run");
   uint64_t evals = 0;

@@ -1,5 +1,5 @@
 // Pieces shared by the modes of `ow bench` (tools/cmd_bench.cpp: options, the steady-state
-// table; tools/bench_compiled.cpp: --compile, --first-result, --micro). Benchmarks, not tests.
+// table; tools/bench/bench_compiled.cpp: --compile, --first-result, --micro). Benchmarks, not tests.
 #pragma once
 #include <cstdint>
 #include <filesystem>
