@@ -86,7 +86,7 @@ class KernelGrammar {
         if (!bound_.count(var_name(u))) return {u, "a DEFINE_VAR no BIND of the kernel binds"};
         return {};
       case Ops::RANGE:
-        if (range_axis(u) != AxisType::LOOP && range_axis(u) != AxisType::REDUCE) return {u, "a kernel's loop RANGE is LOOP or REDUCE"};
+        if (range_axis(u) == AxisType::OUTER) return {u, "an OUTER range in a kernel (it is a host loop: a DEFINE_VAR bound by the KERNEL)"};
         return {};
       case Ops::DEFINE_GLOBAL:
         if (!u->arg.is<int64_t>() || u->arg.as<int64_t>() < 0 || static_cast<size_t>(u->arg.as<int64_t>()) >= buffers_)
