@@ -1,4 +1,5 @@
-// Shared pieces of the `ow` command line: subcommand table, file reading, option parsing.
+// Shared pieces of the `ow` command line: subcommand table, file reading, option parsing
+// (tools/cli/command_line.cpp), inputs, printing and budgets (tools/cli/).
 #pragma once
 #include <boost/program_options.hpp>
 #include <functional>
@@ -35,6 +36,11 @@ void write_file(const std::string& path, const std::string& data);
 
 // Reads, parses and verifies a .uop file; throws ParseError at the first problem.
 ParsedGraph load_graph(const std::string& path, bool strict = false);
+// The text and path load_graph last read ("" when none): ow.cpp saves it for a bug report.
+struct GraphSource {
+  std::string text, path;
+};
+const GraphSource& last_graph();
 
 // Inputs (tools/cli/inputs.cpp): --in NAME=PATH.npy, --flat-inputs, --random-inputs[=SEED].
 std::pair<std::string, std::string> name_eq_path(const std::string& s, const char* opt);
