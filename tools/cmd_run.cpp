@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "cli/progress.h"
-#include "step/stepper.h"
+#include "step/trace.h"
 #include "backends/program.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
