@@ -134,15 +134,26 @@ Tensor Gen::effect_in_fold(const Shape& s, DType, int depth) {
   return g.reduce({R.r}, rand_reduce_op(false));
 }
 
-Tensor Gen::scan(const Shape& s, DType, int depth) {
-  DType d = effect_dtype();
+// A target of n rows of shape s (n in 1..5) and a range over its rows, named as an OUTER scan or
+// a parallel loop; nullopt when it would exceed max_elems.
+std::optional<Gen::Rows> Gen::rows_target(const Shape& s, DType d, const char* outer_form, const char* parallel_form) {
   int64_t n = 1 + static_cast<int64_t>(pick(5));
   Shape big{n};
   big.insert(big.end(), s.begin(), s.end());
-  if (numel(big) > o_.max_elems) return expr(s, d, depth);
-  Tensor out = target(big, d);
+  if (numel(big) > o_.max_elems) return std::nullopt;
+  Tensor t = target(big, d);
   Range R = new_range(n, true);
-  form(range_axis(R.r) == AxisType::OUTER ? "scan-store-outer" : "scan-store-parallel");
+  form(range_axis(R.r) == AxisType::OUTER ? outer_form : parallel_form);
+  return Rows{t, R, n};
+}
+
+Tensor Gen::scan(const Shape& s, DType, int depth) {
+  DType d = effect_dtype();
+  std::optional<Rows> rows = rows_target(s, d, "scan-store-outer", "scan-store-parallel");
+  if (!rows) return expr(s, d, depth);
+  Tensor out = rows->target;
+  Range R = rows->range;
+  int64_t n = rows->n;
   UOp i = R.r;
   bool rev = chance(0.3);
   UOp prev_i = simplify((i - 1).maximum(0));
@@ -165,13 +176,11 @@ Tensor Gen::assign_form(const Shape& s, DType, int depth) {
   DType d = effect_dtype();
   uint64_t k = pick(100);
   if (k < 45) {  // rows: iteration r contributes row r, reading rows r-1 (and r-2)
-    int64_t n = 1 + static_cast<int64_t>(pick(5));
-    Shape big{n};
-    big.insert(big.end(), s.begin(), s.end());
-    if (numel(big) > o_.max_elems) return expr(s, d, depth);
-    Tensor tgt = target(big, d);
-    Range R = new_range(n, true);
-    form(range_axis(R.r) == AxisType::OUTER ? "assign-scan-rows" : "assign-rows-parallel");
+    std::optional<Rows> rows = rows_target(s, d, "assign-scan-rows", "assign-rows-parallel");
+    if (!rows) return expr(s, d, depth);
+    Tensor tgt = rows->target;
+    Range R = rows->range;
+    int64_t n = rows->n;
     UOp r = R.r;
     scope_.push_back(R);
     std::vector<Tensor> sp;
@@ -191,7 +200,7 @@ Tensor Gen::assign_form(const Shape& s, DType, int depth) {
     scope_.pop_back();
     Shape one{1};
     one.insert(one.end(), s.begin(), s.end());
-    std::vector<std::optional<std::pair<Dim, Dim>>> w(big.size());
+    std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size() + 1);
     w[0] = std::make_pair(Dim(r), Dim(simplify(UOp::index(n - 1) - r)));
     Ops op = rand_reduce_op(true);
     return Tensor(tgt.uop()).assign(f.reshape(dims(one)).pad(w).reduce({r}, op));

@@ -178,6 +178,12 @@ class Gen {
   Tensor effect_in_fold(const Shape& s, DType, int depth);
 
   // out[t(i)].store(f(i == 0 ? init : out[t(i-1)], x[i])).end(i), then out.after(that)
+  struct Rows {
+    Tensor target;
+    Range range;
+    int64_t n;
+  };
+  std::optional<Rows> rows_target(const Shape& s, DType d, const char* outer_form, const char* parallel_form);
   Tensor scan(const Shape& s, DType, int depth);
 
   Tensor assign_form(const Shape& s, DType, int depth);
