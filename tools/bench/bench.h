@@ -37,6 +37,9 @@ struct NumpyRun {
   std::optional<Timing> reuse;    // --micro kinds: the same writing into a preallocated result (out=)
   std::vector<std::string> info;  // the script's other stdout lines (numpy/BLAS versions)
 };
+// --numpy-blas (auto, system, openblas, reference) as the directories to put first in numpy's
+// library path ("": the system's BLAS).
+std::string blas_dirs(const std::string& which);
 // Spawns `python script --kind KIND --dir DIR --repeat N --out OUT`; throws ow::Error on failure.
 struct Settings;
 NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out);
