@@ -9,9 +9,11 @@
 #include "backends/c/kernel_abi.h"
 #include "backends/c/render.h"
 #include "backends/compiler.h"
+#include "backends/tiered.h"
 #include "interp/compare.h"
 #include "interp/inputs.h"
 #include "interp/kernel_eval.h"
+#include "interp/poison_flow.h"
 #include "lower/lower.h"
 #include "uop/args.h"
 #include "uop/error.h"
@@ -277,6 +279,8 @@ struct Program::Impl {
   HostProgram host;
   RunOptions opts;
   std::unique_ptr<Launcher> launcher;
+  std::unique_ptr<CcUpgrade> upgrade;  // backend auto: the same program on cc, compiled in the background
+  int runs = 0;
   std::set<std::string> declared;  // the names of the buffers the program declares
   std::vector<interp::BufferSpec> specs;  // what run() accepts (interp/inputs.h)
   std::set<std::string> loaded;           // buffers some kernel reads
@@ -286,12 +290,31 @@ struct Program::Impl {
   // named buffer that the program writes and also reads (an accumulator, a scan's rows), the
   // kernel-level interpreter runs first, on a copy, tracking it as the interpreter does, and an
   // output that reads it is the interpreter's error; without such a buffer nothing extra runs.
+  // When no kernel's poison flow depends on data (interp/poison_flow.h), the verdict depends only
+  // on which buffers were left out, and is kept per set: a scan run many times without its rows
+  // given pays for the interpreter once, not at every run.
+  bool poison_static = false;
+  std::map<std::string, std::string> verdicts;  // buffers left out -> the error ("" if none)
+
   void check_uninitialized(const interp::BufferMap& buffers) {
     std::string missing;
     for (const interp::BufferSpec& s : specs)
       if (!s.input && !buffers.count(s.name)) missing += (missing.empty() ? "" : ", ") + s.name;
     bool read = std::any_of(specs.begin(), specs.end(), [&](const interp::BufferSpec& s) { return !s.input && !buffers.count(s.name) && loaded.count(s.name); });
     if (!read || launcher->tracks_poison()) return;
+    bool given_poison = std::any_of(buffers.begin(), buffers.end(), [](auto& b) { return b.second.poison != nullptr; });
+    bool keep = poison_static && !given_poison;
+    if (auto it = verdicts.find(missing); keep && it != verdicts.end()) {
+      if (!it->second.empty()) throw UninitializedRead(it->second);
+      return;
+    }
+    std::string verdict = poison_verdict(buffers, missing);
+    if (keep) verdicts[missing] = verdict;
+    if (!verdict.empty()) throw UninitializedRead(verdict);
+  }
+
+  // The kernel-level interpreter's run on a copy: the first output that reads poison, or "".
+  std::string poison_verdict(const interp::BufferMap& buffers, const std::string& missing) {
     if (!poison_runner) poison_runner = std::make_unique<InterpLauncher>();
     interp::BufferMap copy = interp::copy_buffers(buffers), scratch;
     Host pre(copy, scratch, *poison_runner, opts, /*poison_fresh=*/true, /*quiet=*/true);
@@ -303,8 +326,9 @@ struct Program::Impl {
       v.view = interp::View::contiguous(o.shape);
       v.data = d.data;
       v.poison = d.poison;
-      if (std::string msg = interp::uninitialized_output(o.name, v, missing); !msg.empty()) throw UninitializedRead(msg);
+      if (std::string msg = interp::uninitialized_output(o.name, v, missing); !msg.empty()) return msg;
     }
+    return "";
   }
   interp::BufferMap temps;         // kept between runs, except the outputs (handed over)
 
@@ -345,19 +369,33 @@ struct Program::Impl {
 Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>()) {
   impl_->host = host_program(lowered);
   impl_->opts = std::move(opts);
-  impl_->launcher = make_launcher(impl_->opts);
+  RunOptions first = impl_->opts;
+  if (first.backend == "auto") {  // tcc now, cc once it has compiled (tiered.h)
+    first.backend = "tcc";
+    impl_->upgrade = std::make_unique<CcUpgrade>(lowered, impl_->opts);
+  }
+  impl_->launcher = make_launcher(first);
   impl_->specs = interp::graph_buffers(lowered);
   for (const HostLaunch& l : impl_->host.launches)
     for (int64_t s : interp::slots_loaded(l.kernel->src[0]))
       if (s >= 0 && static_cast<size_t>(s) < l.buffers.size()) impl_->loaded.insert(buffer_name(l.buffers[static_cast<size_t>(s)]));
   for (UOp u : toposort(lowered))
     if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));
+  impl_->poison_static = std::none_of(impl_->host.launches.begin(), impl_->host.launches.end(), [](const HostLaunch& l) { return interp::poison_follows_data(l.kernel->src[0]); });
   for (const HostLaunch& l : impl_->host.launches) impl_->launcher->prepare(l);
 }
 
 const HostProgram& Program::host() const { return impl_->host; }
 
+std::string Program::tier() const {
+  if (!impl_->upgrade) return impl_->opts.backend;
+  return impl_->upgrade->ready() ? "cc" : "tcc";
+}
+
+std::string Program::tier_error() const { return impl_->upgrade ? impl_->upgrade->error() : ""; }
+
 void Program::graph_writes(const std::vector<interp::BufferSpec>& graph_specs) {
+  if (impl_->upgrade) impl_->upgrade->graph_writes(graph_specs);
   for (interp::BufferSpec& s : impl_->specs)
     for (const interp::BufferSpec& g : graph_specs)
       if (g.name == s.name && !g.input && s.input) {
@@ -372,6 +410,10 @@ Program& Program::operator=(Program&&) noexcept = default;
 
 std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
   Impl& p = *impl_;
+  if (p.upgrade) {
+    if (Program* cc = p.upgrade->ready()) return cc->run(buffers);
+    if (++p.runs == 2) p.upgrade->start();  // run twice: worth compiling on cc
+  }
   std::vector<std::string> out_names;  // out=: a caller's buffer may be named after an output
   for (const HostOutput& o : p.host.outputs) out_names.push_back(o.name);
   interp::check_inputs(p.specs, buffers, out_names);

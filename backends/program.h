@@ -36,7 +36,7 @@ struct KernelFailed : Error {
 };
 
 struct RunOptions {
-  std::string backend = "tcc";  // interp | tcc | cc | check (check compiles with `compiler`)
+  std::string backend = "tcc";  // interp | tcc | cc | check (check compiles with `compiler`) | auto (tiered.h)
   std::string compiler = "tcc"; // for check: which compiled tier to compare against
   bool bounds_check = false;    // compiled kernels check every access
   uint64_t max_launches = 0;    // kernel launches allowed per run (0: unlimited)
@@ -70,6 +70,9 @@ class Program {
   void graph_writes(const std::vector<interp::BufferSpec>& graph_specs);
 
   const HostProgram& host() const;  // the program's steps, launches and outputs
+  // The backend runs use: the backend asked for, except auto: "tcc" until cc is ready, then "cc".
+  std::string tier() const;
+  std::string tier_error() const;  // auto: why cc could not compile the program ("" if it could)
 
  private:
   struct Impl;

@@ -3,11 +3,15 @@
 // volatile so the compiler cannot fuse them) or derived by hand.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "test_support.h"
 
 #include "backends/program.h"
+#include "interp/poison_flow.h"
 #include "lower/lower.h"
 #include "uop/text.h"
 
@@ -56,7 +60,7 @@ void require_axpb(const interp::Value& c, const interp::BufferMap& in) {
 
 UOp lowered(const char* text) { return lower::lower(parse_graph(text, "<test>").root); }
 
-const char* kBackends[] = {"interp", "tcc", "cc", "check"};
+const char* kBackends[] = {"interp", "tcc", "cc", "check", "auto"};
 
 }  // namespace
 
@@ -204,4 +208,119 @@ TEST_CASE("Program: a variable bound twice with different values is refused on e
     INFO("backend " << be);
     CHECK(errors[be] == want);
   }
+}
+
+namespace {
+
+// out = tgt[idx], as tinygrad gathers (sum over j of where(idx == j, tgt[j], 0)), with only
+// tgt[0:2] written: whether the output reads uninitialized memory depends on idx's value.
+const char* kGatherHalfWritten = R"(%0 = BUFFER float32 () ("tgt", 4)
+%1 = CONST index () 4
+%2 = RESHAPE float32 (%0, %1)
+%3 = CONST index () 0
+%4 = CONST index () 2
+%5 = SHRINK float32 (%2, %3, %4)
+%6 = CONST float32 () 1.5
+%7 = CONST index () 1
+%8 = RESHAPE float32 (%6, %7)
+%9 = EXPAND float32 (%8, %4)
+%10 = STORE void (%5, %9)
+%11 = AFTER float32 (%2, %10)
+%12 = BUFFER int32 () ("idx", 1)
+%13 = RESHAPE int32 (%12, %7)
+%14 = EXPAND int32 (%13, %1)
+%15 = BUFFER int32 () ("ar", 4)
+%16 = RESHAPE int32 (%15, %1)
+%17 = CMPEQ bool (%14, %16)
+%18 = CONST float32 () 0.0
+%19 = RESHAPE float32 (%18, %7)
+%20 = EXPAND float32 (%19, %1)
+%21 = WHERE float32 (%17, %11, %20)
+%22 = REDUCE_AXIS float32 (%21) (Ops.ADD, (0,))
+%23 = SINK void (%22) ("out",)
+)";
+
+interp::BufferData ints(std::vector<int32_t> v) {
+  auto s = std::make_shared<interp::Storage>(dtypes::int32, static_cast<int64_t>(v.size()));
+  std::copy(v.begin(), v.end(), s->as<int32_t>());
+  return {dtypes::int32, s, nullptr};
+}
+
+}  // namespace
+
+TEST_CASE("poison_follows_data: addresses and conditions computed from loads, not values", "[program][poison]") {
+  bool gather = false;
+  for (const HostLaunch& l : host_program(lowered(kGatherHalfWritten)).launches) gather |= interp::poison_follows_data(l.kernel->src[0]);
+  CHECK(gather);  // the WHERE's condition compares a loaded idx
+  for (const char* text : {kAxpb, kRowSums})
+    for (const HostLaunch& l : host_program(lowered(text)).launches) CHECK_FALSE(interp::poison_follows_data(l.kernel->src[0]));
+  UOp scan = lower::lower(parse_graph(ow::test::slurp(ow::test::source_root() / "reference" / "cases" / "scan_big_16x256.uop"), "scan").root);
+  for (const HostLaunch& l : host_program(scan).launches) CHECK_FALSE(interp::poison_follows_data(l.kernel->src[0]));
+}
+
+// A compiled run that may read uninitialized memory asks the interpreter first. Its verdict is
+// kept per set of buffers left out only when no kernel's poison flow depends on data: here it
+// does, so the second run (idx = 3, an element never written) must not reuse the first's "fine".
+TEST_CASE("Program: a kept uninitialized-memory verdict never hides a data-dependent read", "[program][poison]") {
+  for (const char* be : {"tcc", "cc"}) {
+    INFO("backend " << be);
+    backend::RunOptions o;
+    o.backend = be;
+    backend::CompiledGraph g(parse_graph(kGatherHalfWritten, "<test>").root, o);
+    interp::BufferMap ok{{"idx", ints({1})}, {"ar", ints({0, 1, 2, 3})}};
+    std::vector<interp::Output> out = g.run(ok);
+    REQUIRE(out.size() == 1);
+    CHECK(interp::get_element(out[0].value, 0) == 1.5);
+    interp::BufferMap bad{{"idx", ints({3})}, {"ar", ints({0, 1, 2, 3})}};
+    CHECK(error_of([&] { g.run(bad); }).rfind("output 'out' reads uninitialized memory: 1 of 1 elements are poison", 0) == 0);
+    CHECK(interp::get_element(g.run(ok)[0].value, 0) == 1.5);
+  }
+}
+
+// backend auto (backends/tiered.h): tcc first, cc compiled in the background from the second run
+// on, then cc; every run's result is the interpreter's, before, across and after the switch.
+TEST_CASE("Program auto: starts on tcc, moves to cc once compiled, the same bits throughout", "[program][auto]") {
+  backend::RunOptions o;
+  o.backend = "auto";
+  backend::Program p(lowered(kAxpb), o);
+  interp::BufferMap in{{"a", floats(1000, [](int64_t i) { return 0.37f * float(i) - 11.0f; })}, {"b", floats(1000, [](int64_t i) { return 1.0f / float(i + 3); })}};
+  CHECK(p.tier() == "tcc");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int runs = 0, on_tcc = 0;
+  while (p.tier() != "cc" && std::chrono::steady_clock::now() < deadline) {
+    interp::BufferMap b = in;
+    require_axpb(p.run(b).at(0).value, in);
+    ++runs, ++on_tcc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(runs < 2 ? 0 : 20));
+  }
+  INFO("cc: " << p.tier_error());
+  REQUIRE(p.tier() == "cc");
+  CHECK(on_tcc >= 2);  // a program run once never starts the cc compile
+  for (int i = 0; i < 3; ++i) {
+    interp::BufferMap b = in;
+    require_axpb(p.run(b).at(0).value, in);
+  }
+  CHECK(p.tier_error().empty());
+}
+
+TEST_CASE("Program auto: when cc cannot compile, runs stay on tcc and say why", "[program][auto]") {
+  const char* old = std::getenv("OW_CC");
+  std::string saved = old ? old : "";
+  setenv("OW_CC", "/nonexistent/ow-test-cc", 1);
+  backend::RunOptions o;
+  o.backend = "auto";
+  backend::Program p(lowered(kAxpb), o);
+  interp::BufferMap in{{"a", floats(1000, [](int64_t i) { return float(i); })}, {"b", floats(1000, [](int64_t i) { return 0.5f - float(i); })}};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int runs = 0; p.tier_error().empty() && std::chrono::steady_clock::now() < deadline; ++runs) {
+    interp::BufferMap b = in;
+    require_axpb(p.run(b).at(0).value, in);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (old) setenv("OW_CC", saved.c_str(), 1);
+  else unsetenv("OW_CC");
+  CHECK_THAT(p.tier_error(), Catch::Contains("/nonexistent/ow-test-cc"));
+  CHECK(p.tier() == "tcc");
+  interp::BufferMap b = in;
+  require_axpb(p.run(b).at(0).value, in);
 }

@@ -44,7 +44,7 @@ int cmd_run(const Args& args) {
       "count, poison (poisoned elements) and min/max/mean over the clean elements: numbers, the strings \"nan\", "
       "\"inf\", \"-inf\", or null when no element is clean (a KERNEL launch, an all-poison value)")(
       "trace-out", po::value<std::string>(), "write the trace to this file instead of stderr")(
-      "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel)")(
+      "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel) | auto (tcc, then cc once compiled in the background: for programs run many times)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
       "bounds-check", "compiled kernels check every memory access");
   add_input_options(opts);
@@ -53,10 +53,11 @@ int cmd_run(const Args& args) {
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--backend interp|tcc|cc|check] [--trace[=json]]", opts, pos, args, vm)) return 0;
+  if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--backend interp|tcc|cc|check|auto] [--trace[=json]]", opts, pos, args, vm)) return 0;
   ParsedGraph g = load_graph(vm["file"].as<std::string>());
   std::string backend = vm["backend"].as<std::string>();
-  if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check") throw Error("--backend must be interp, tcc, cc or check, got '" + backend + "'");
+  if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check" && backend != "auto")
+    throw Error("--backend must be interp, tcc, cc, check or auto, got '" + backend + "'");
   interp::FormatOptions print = print_options(vm);
   uint64_t max_steps = apply_budgets(vm);
 

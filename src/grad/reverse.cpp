@@ -78,9 +78,9 @@ class Backward {
   std::vector<UOp> targets_;
   Namer& names_;
   Program prog_;
-  std::map<const UOpNode*, UOp> adj_;   // buffer -> its adjoint buffer
-  std::map<const UOpNode*, UOp> work_;  // written buffer -> its working copy
-  std::map<const UOpNode*, UOp> gx_;    // intermediate target -> its adjoint buffer
+  std::map<const UOpNode*, UOp, StableLess> adj_;   // buffer -> its adjoint buffer
+  std::map<const UOpNode*, UOp, StableLess> work_;  // written buffer -> its working copy
+  std::map<const UOpNode*, UOp, StableLess> gx_;    // intermediate target -> its adjoint buffer
   struct Tape {
     UOp buffer;
     std::vector<UOp> extents, ranges, dims;  // the loops around the store, and the region's shape

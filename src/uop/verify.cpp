@@ -313,9 +313,14 @@ std::vector<const UOpNode*> free_ranges_of_new_node(const UOpNode& n) {
   return out;
 }
 
+// Kept sorted by address (merging is then linear), but handed out in an order that does not
+// depend on where the allocator put the nodes: by structural hash, then creation order. Names of
+// temporaries and the order of loops follow this order, so the same graph lowers to the same
+// text in every process.
 std::vector<UOp> free_ranges(UOp u) {
   std::vector<UOp> out;
   for (const UOpNode* r : u->free) out.emplace_back(r);
+  std::sort(out.begin(), out.end(), StableLess());
   return out;
 }
 

@@ -295,3 +295,18 @@ class TestReadmeExample(unittest.TestCase):
     last = r.stdout.strip().splitlines()[-1]
     self.assertTrue(last.startswith("realizes checked"), last)
     self.assertIn("disagreed 0,", last)
+
+
+class TestBenchSideBySide(unittest.TestCase):
+  """`ow bench --tinygrad`: tinygrad runs the very graph ow runs, on the same inputs, and agrees."""
+
+  def test_scan_row(self):
+    r = subprocess.run([outerworld.find_ow(), "bench", "--tinygrad", "--cases", "scan_with_assign", "--repeat", "1"],
+                       capture_output=True, text=True, env=dict(os.environ, OW_TINYGRAD=TINYGRAD), timeout=300)
+    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    row = next(l for l in r.stdout.splitlines() if l.startswith("scan_with_assign "))
+    # the interpreter's result and tinygrad's, computed independently: a float32 fold of 3 steps
+    err = float(row.split("rel err ")[1].split(";")[0])
+    self.assertLess(err, 1e-5, row)
+    self.assertTrue(row.endswith("; bit-exact"), row)  # tcc and cc against the interpreter
+    self.assertEqual(row.count(" - "), 0, row)  # every figure was measured

@@ -36,12 +36,15 @@ struct NumpyRun {
   Timing t;
   std::optional<Timing> reuse;    // --micro kinds: the same writing into a preallocated result (out=)
   std::vector<std::string> info;  // the script's other stdout lines (numpy/BLAS versions)
+  std::optional<double> first;    // bench_tinygrad.py: seconds to the first result
 };
 // --numpy-blas (auto, system, openblas, reference) as the directories to put first in numpy's
 // library path ("": the system's BLAS).
 std::string blas_dirs(const std::string& which);
 // Spawns `python script --kind KIND --dir DIR --repeat N --out OUT`; throws ow::Error on failure.
 struct Settings;
+// max|got - ref| / max|ref| (NaN when one has a NaN where the other has not).
+double rel_err(const interp::Value& got, const float* ref);
 NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out);
 
 // Everything the modes share, from the command line.
@@ -76,6 +79,7 @@ int bench_first_result(const Settings& s);
 int bench_micro(const Settings& s);
 int bench_grad_memory(const Settings& s);  // bench_grad.cpp
 int bench_scaling(const Settings& s);      // bench_scaling.cpp
+int bench_tinygrad(const Settings& s);     // bench_tinygrad.cpp
 
 // OPENBLAS_CORETYPE for numpy (bench_blas.cpp): "auto" (the best kernel /proc/cpuinfo's flags
 // allow: avx512f SkylakeX, avx2 Haswell), "none" (OpenBLAS's choice) or a core name.

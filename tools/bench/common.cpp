@@ -169,6 +169,18 @@ std::string blas_dirs(const std::string& which) {
   throw Error("ow bench: --numpy-blas must be auto, system, openblas or reference, not '" + which + "'");
 }
 
+// max|got - ref| / max|ref| (NaN when one has a NaN where the other has not).
+double rel_err(const interp::Value& got, const float* ref) {
+  double max_diff = 0, max_ref = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double r = ref[i], x = interp::get_element(got, i);
+    if (std::isnan(x) != std::isnan(r)) return NAN;
+    max_diff = std::max(max_diff, std::fabs(x - r));
+    max_ref = std::max(max_ref, std::fabs(r));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
 NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out) {
   const std::string& python = s.python;
   const std::optional<int>& threads = s.threads;
@@ -249,6 +261,7 @@ NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& d
       double v = std::strtod(tok.c_str() + eq + 1, nullptr);
       if (k == "median_s") r.t.median = v, found = true;
       if (k == "min_s") r.t.min = v;
+      if (k == "first_s") r.first = v;
       if (k == "reuse_median_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->median = v;
       if (k == "reuse_min_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->min = v;
     }
