@@ -87,7 +87,7 @@ class CompiledLauncher : public Launcher {
     }
     long long err[abi::kSlots] = {};
     if (c.fn(bufs.data(), vals.data(), err) != 0)
-      throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + abi::describe(err, c.rendered.fail_nodes));
+      throw KernelFailed("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + abi::describe(err, c.rendered.fail_nodes));
     for (int64_t slot : c.stored)  // compiled kernels do not track poison: what they write is data
       if (slot < static_cast<int64_t>(slots.size())) slots[slot]->poison = nullptr;
   }
@@ -261,7 +261,7 @@ class CheckLauncher : public Launcher {
     if (std::optional<interp::Difference> d = interp::first_difference(w, g, /*skip_poison_of_a=*/true)) {
       char buf[256];
       std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, compiler_.c_str(), d->b);
-      throw CheckMismatch("check: kernel " + kernel_name(kernel) + " diverges (" + loops_text(loops) + "): " + buf +
+      throw CheckMismatch(CheckMismatch::Where::Kernel, "check: kernel " + kernel_name(kernel) + " diverges (" + loops_text(loops) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
   }
@@ -473,11 +473,11 @@ std::vector<interp::Output> CompiledGraph::run(interp::BufferMap& buffers) {
   std::vector<interp::Output> got = run_lowered(buffers);
   for (size_t i = 0; i < want.size(); ++i) {
     interp::Value w = want[i].value, g = i < got.size() ? got[i].value : interp::Value{};
-    if (g.shape() != w.shape()) throw CheckMismatch("check: output '" + want[i].name + "' has a different shape after lowering");
+    if (g.shape() != w.shape()) throw CheckMismatch(CheckMismatch::Where::Output, "check: output '" + want[i].name + "' has a different shape after lowering");
     if (std::optional<interp::Difference> d = interp::first_difference(w, g)) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "element %lld: %.9g by the graph's definition, %.9g after lowering", static_cast<long long>(d->index), d->a, d->b);
-      throw CheckMismatch("check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
+      throw CheckMismatch(CheckMismatch::Where::Output, "check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
     }
   }
   for (auto& [name, d] : ref)  // the interpreter knows what is still uninitialized

@@ -21,7 +21,17 @@ namespace ow::backend {
 
 // Backend check found a kernel (or an output) that disagrees with the interpreter. An Error like
 // any other, but a caller that reports agreement as data (ow serve's check) can tell it apart.
+// `where` says which: a kernel's launch diverged, or every kernel agreed and an output still
+// differs (a lowering pass changed the meaning).
 struct CheckMismatch : Error {
+  enum class Where { Kernel, Output };
+  CheckMismatch(Where where, const std::string& what) : Error(what), where(where) {}
+  Where where;
+};
+
+// A compiled kernel reported an error through its err[] slots (c/kernel_abi.h): an access out
+// of bounds, a division by zero, ...; the message names the kernel and the node.
+struct KernelFailed : Error {
   using Error::Error;
 };
 

@@ -16,8 +16,8 @@
 
 #include "backends/program.h"
 #include "cli.h"
-#include "json.h"
-#include "json_read.h"
+#include "json/json.h"
+#include "json/json_read.h"
 #include "uop/error.h"
 
 namespace ow::cli {

@@ -282,6 +282,10 @@ const PatternMatcher& kernelize_rules() {
 
 }  // namespace
 
-UOp kernelize(UOp root, Context& ctx) { return rewrite(root, kernelize_rules(), ctx, "kernelize", /*parents_first=*/true); }
+UOp kernelize(UOp root, Context& ctx) {
+  UOp out = rewrite(root, kernelize_rules(), ctx, "kernelize", /*parents_first=*/true);
+  verify_kernels(out);  // the kernel grammar, checked once: schedule and every backend rely on it
+  return out;
+}
 
 }  // namespace ow::lower

@@ -124,7 +124,7 @@ CompiledScan compiled_scan(const Settings& s, int64_t n, int64_t d) {
     if (outs.empty() || first_difference(want, outs[0].value)) c.check = std::string("WRONG (") + be + ")";
   }
   Settings np = s;
-  if (np.script.empty()) np.script = find_in_repo("tools/bench_numpy.py", false, "the numpy script", "--script");
+  if (np.script.empty()) np.script = find_in_repo("tools/bench/bench_numpy.py", false, "the numpy script", "--script");
   try {
     c.numpy = run_numpy(np, "scan", dir, dir / "numpy_out.npy").t.median / double(n);
   } catch (const Error& e) {
