@@ -21,6 +21,7 @@ struct RenderOptions {
 struct RenderedKernel {
   std::string name;               // the C function's name (the KERNEL's arg, as an identifier)
   std::string source;             // complete C translation unit, prelude included
+  std::string function;           // the function alone: `source` is prelude() + function
   std::vector<DType> params;      // per DEFINE_GLOBAL slot: its pointer dtype (void if unused)
   std::vector<std::string> vars;  // DEFINE_VAR names in the order of `vars`
   std::map<long long, std::string> fail_nodes;  // err[abi::kNode] -> that node's printed line
@@ -30,9 +31,27 @@ struct RenderedKernel {
 // anything unsupported (float16, ops the interpreter lacks) or malformed.
 RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts = {});
 
+// All kernels of a program in one C translation unit: the prelude once, then one function per
+// kernel. Compiling it is one compiler call for the whole program (tcc: one in-process compile;
+// cc: one process), instead of one per kernel.
+struct RenderedUnit {
+  std::string source;
+  // Per kernel, in the order given: `name` is its function in `source`, unique in the unit (a
+  // second kernel whose name renders the same gets "_2", ...); `source` is its own, standalone.
+  std::vector<RenderedKernel> kernels;
+};
+RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts = {});
+
+// What every rendered translation unit starts with: declarations and helper functions.
+std::string prelude();
+
 // Human-readable host schedule of a kernel-level program (for `ow show-c`): host loops over
 // OUTER ranges and kernel launches with their buffers and variable bindings (host_text.cpp).
 std::string render_program(UOp program);
+
+// ow show-c: the host schedule, then each kernel's function and the prelude they share, once;
+// `full`: the translation unit exactly as the runner compiles it (render_unit).
+std::string show_c(UOp program, const RenderOptions& opts = {}, bool full = false);
 
 // `s` with every character that is not [A-Za-z0-9_] replaced by '_', never starting with a digit.
 std::string c_identifier(const std::string& s);
