@@ -30,88 +30,123 @@ std::string loops_text(const HostBindings& b) {
   return s;
 }
 
-// One way of running a kernel on a set of buffers.
+// One way of running a kernel on a set of buffers. slots[i] is the buffer of the launch's
+// DEFINE_GLOBAL slot i, values[j] the value of its BIND j (HostHooks::launch).
 class Launcher {
  public:
   virtual ~Launcher() = default;
-  virtual void prepare(const HostLaunch& l) = 0;  // render/compile ahead of the first launch
+  virtual void prepare(const HostProgram& p) = 0;  // render/compile ahead of the first launch
   virtual void begin_run(const interp::BufferMap& /*caller*/) {}  // the caller's buffers, as given
-  virtual void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings& loops) = 0;
+  virtual void launch(const HostLaunch& l, interp::BufferData* const* slots, const int64_t* values, const HostBindings& loops) = 0;
   // Whether its runs track uninitialized memory themselves; compiled kernels do not, so a
   // compiled run that may read some runs the interpreter first (check_uninitialized).
   virtual bool tracks_poison() const { return false; }
+  virtual CompileStats compile_stats() const { return {}; }  // its compiler's (none: zeros)
 };
 
 class InterpLauncher : public Launcher {
  public:
-  void prepare(const HostLaunch& l) override { prepared(l.kernel); }
+  void prepare(const HostProgram& p) override {
+    for (const HostLaunch& l : p.launches) prepared(l);
+  }
   bool tracks_poison() const override { return true; }
 
-  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings&) override {
+  void launch(const HostLaunch& l, interp::BufferData* const* slots, const int64_t* values, const HostBindings&) override {
     interp::KernelArgs a;
-    a.buffers = slots;
-    a.vars = vars;
-    prepared(l.kernel).run(a);
+    a.buffers.assign(slots, slots + l.buffers.size());
+    a.vars = host_vars(l, values);
+    prepared(l).run(a);
   }
 
  private:
-  std::map<const UOpNode*, std::unique_ptr<interp::Kernel>> kernels_;
+  std::vector<std::unique_ptr<interp::Kernel>> kernels_;  // by HostLaunch::index
 
-  interp::Kernel& prepared(UOp kernel) {
-    auto it = kernels_.find(kernel.get());
-    if (it == kernels_.end()) {
+  interp::Kernel& prepared(const HostLaunch& l) {
+    if (kernels_.size() <= l.index) kernels_.resize(l.index + 1);
+    std::unique_ptr<interp::Kernel>& k = kernels_[l.index];
+    if (!k) {
       interp::KernelOptions o;
-      o.name = kernel_name(kernel);
-      it = kernels_.emplace(kernel.get(), std::make_unique<interp::Kernel>(kernel->src[0], o)).first;
+      o.name = kernel_name(l.kernel);
+      k = std::make_unique<interp::Kernel>(l.kernel->src[0], o);
     }
-    return *it->second;
+    return *k;
   }
 };
 
+// Compiled kernels: by default the whole program is one translation unit and one compile
+// (render_unit); compile mode "kernel" compiles each kernel alone, as before (for comparison:
+// ow bench). Everything a launch needs is laid out here once, so a launch only fills two arrays.
 class CompiledLauncher : public Launcher {
  public:
-  CompiledLauncher(const std::string& compiler, bool bounds_check) : compiler_(make_compiler(compiler)) { opts_.bounds_check = bounds_check; }
+  CompiledLauncher(const std::string& compiler, bool bounds_check, const std::string& mode) : compiler_(make_compiler(compiler)), per_kernel_(mode == "kernel") {
+    if (mode != "program" && mode != "kernel") throw Error("compile mode must be 'program' (one translation unit) or 'kernel' (one per kernel), got '" + mode + "'");
+    opts_.bounds_check = bounds_check;
+  }
 
-  void prepare(const HostLaunch& l) override { compiled(l.kernel); }
+  void prepare(const HostProgram& p) override {
+    std::vector<UOp> ks;
+    for (const HostLaunch& l : p.launches) ks.push_back(l.kernel);
+    std::vector<RenderedKernel> rendered;
+    if (per_kernel_) {
+      for (UOp k : ks) rendered.push_back(render_kernel(k, opts_));
+    } else if (!ks.empty()) {
+      RenderedUnit u = render_unit(ks, opts_);
+      libs_.push_back(compiler_->compile(u.source));
+      rendered = std::move(u.kernels);
+    }
+    for (const HostLaunch& l : p.launches) kernels_.push_back(layout(l, std::move(rendered[l.index])));
+  }
 
-  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings&) override {
-    Compiled& c = compiled(l.kernel);
-    std::vector<void*> bufs;
-    for (interp::BufferData* b : slots) bufs.push_back(b->data->bytes.data());
-    std::vector<long long> vals;
-    for (const std::string& v : c.rendered.vars) {
-      auto it = vars.find(v);
-      if (it == vars.end()) throw Error("kernel " + c.rendered.name + ": variable " + v + " is not bound");
-      vals.push_back(it->second);
+  CompileStats compile_stats() const override { return compiler_->stats(); }
+
+  void launch(const HostLaunch& l, interp::BufferData* const* slots, const int64_t* values, const HostBindings&) override {
+    Compiled& c = kernels_[l.index];
+    for (size_t s = 0; s < c.bufs.size(); ++s) c.bufs[s] = slots[s]->data->bytes.data();
+    for (size_t j = 0; j < c.vals.size(); ++j) {
+      if (c.var_bind[j] < 0) throw Error("kernel " + c.label + ": variable " + c.vars[j] + " is not bound");
+      c.vals[j] = values[c.var_bind[j]];
     }
     long long err[abi::kSlots] = {};
-    if (c.fn(bufs.data(), vals.data(), err) != 0)
-      throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + abi::describe(err, c.rendered.fail_nodes));
+    if (c.fn(c.bufs.data(), c.vals.data(), err) != 0) throw Error("kernel " + c.label + " (" + compiler_->name() + "): " + abi::describe(err, c.fail_nodes));
     for (int64_t slot : c.stored)  // compiled kernels do not track poison: what they write is data
-      if (slot < static_cast<int64_t>(slots.size())) slots[slot]->poison = nullptr;
+      if (slot < static_cast<int64_t>(c.bufs.size())) slots[slot]->poison = nullptr;
   }
 
  private:
   using Fn = int (*)(void**, const long long*, long long*);
   struct Compiled {
-    RenderedKernel rendered;
-    std::shared_ptr<const Library> lib;
-    Fn fn;
-    std::vector<int64_t> stored;  // DEFINE_GLOBAL slots the kernel writes
+    std::string label;  // the kernel's name in messages
+    Fn fn = nullptr;
+    std::map<long long, std::string> fail_nodes;
+    std::vector<std::string> vars;  // the function's variables, in its order
+    std::vector<int> var_bind;      // per variable: the launch's BIND giving it (-1: none)
+    std::vector<int64_t> stored;    // DEFINE_GLOBAL slots the kernel writes
+    std::vector<void*> bufs;        // scratch: the launch's buffer pointers
+    std::vector<long long> vals;    // scratch: the variables' values
   };
   std::unique_ptr<Compiler> compiler_;
+  bool per_kernel_;
   RenderOptions opts_;
-  std::map<const UOpNode*, Compiled> cache_;
+  std::vector<std::shared_ptr<const Library>> libs_;  // held: the functions live in them
+  std::vector<Compiled> kernels_;                      // by HostLaunch::index
 
-  Compiled& compiled(UOp kernel) {
-    auto it = cache_.find(kernel.get());
-    if (it != cache_.end()) return it->second;
+  Compiled layout(const HostLaunch& l, RenderedKernel r) {
     Compiled c;
-    c.rendered = render_kernel(kernel, opts_);
-    c.lib = compiler_->compile(c.rendered.source);
-    c.fn = reinterpret_cast<Fn>(c.lib->symbol(c.rendered.name));
-    c.stored = interp::slots_stored(kernel->src[0]);
-    return cache_.emplace(kernel.get(), std::move(c)).first->second;
+    c.label = c_identifier(l.name);
+    if (per_kernel_) libs_.push_back(compiler_->compile(r.source));
+    c.fn = reinterpret_cast<Fn>(libs_.back()->symbol(r.name));
+    c.fail_nodes = std::move(r.fail_nodes);
+    c.vars = std::move(r.vars);
+    for (const std::string& v : c.vars) {
+      int at = -1;
+      for (size_t i = 0; i < l.binds.size(); ++i)
+        if (var_name(l.binds[i].node->src[0]) == v) at = static_cast<int>(i);
+      c.var_bind.push_back(at);
+    }
+    c.stored = interp::slots_stored(l.kernel->src[0]);
+    c.bufs.resize(l.buffers.size());
+    c.vals.resize(c.vars.size());
+    return c;
   }
 };
 
@@ -126,7 +161,10 @@ class Host : public HostHooks {
       : buffers_(buffers), temps_(temps), launcher_(launcher), opts_(opts), poison_fresh_(poison_fresh), observer_(quiet ? nullptr : opts.observer),
         on_launch_(quiet ? nullptr : &opts.on_launch) {}
 
-  void run(const HostProgram& p) { walk_host(p, *this); }
+  void run(const HostProgram& p) {
+    slots_.assign(p.launches.size(), {});
+    walk_host(p, *this);
+  }
 
   // A named buffer: the caller's, or (names starting with '_') a temporary of this run only.
   interp::BufferData& buffer(UOp b) {
@@ -163,6 +201,9 @@ class Host : public HostHooks {
   bool poison_fresh_;
   HostHooks* observer_;
   const std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)>* on_launch_;
+  // Per launch, its buffers, found by name at its first launch in this run: a buffer keeps its
+  // place in the map for the whole run, so later launches look nothing up.
+  std::vector<std::vector<interp::BufferData*>> slots_;
 
   void begin_run() override {
     launcher_.begin_run(buffers_);
@@ -185,10 +226,11 @@ class Host : public HostHooks {
     if (observer_) observer_->before_launch(l, b);
   }
 
-  void launch(const HostLaunch& l, const HostVars& vars, const HostBindings& b) override {
-    std::vector<interp::BufferData*> slots;
-    for (UOp s : l.buffers) slots.push_back(&buffer(s));
-    launcher_.launch(l, slots, vars, b);
+  void launch(const HostLaunch& l, const int64_t* values, const HostBindings& b) override {
+    std::vector<interp::BufferData*>& slots = slots_[l.index];
+    if (slots.size() != l.buffers.size())
+      for (UOp s : l.buffers) slots.push_back(&buffer(s));
+    launcher_.launch(l, slots.data(), values, b);
   }
 
   void after_launch(const HostLaunch& l, const HostBindings& b) override {
@@ -208,7 +250,7 @@ class Host : public HostHooks {
 // difference is a bug. Elements the interpreter knows are uninitialized (poison) are skipped.
 class CheckLauncher : public Launcher {
  public:
-  explicit CheckLauncher(const RunOptions& opts) : compiled_(opts.compiler, opts.bounds_check), compiler_(opts.compiler) {}
+  explicit CheckLauncher(const RunOptions& opts) : compiled_(opts.compiler, opts.bounds_check, opts.compile_mode), compiler_(opts.compiler) {}
   bool tracks_poison() const override { return true; }
 
   // A run starts from a copy of the caller's buffers as they were, and fresh (poisoned) temporaries.
@@ -217,16 +259,17 @@ class CheckLauncher : public Launcher {
     ref_temps_.clear();
   }
 
-  void prepare(const HostLaunch& l) override {
-    reference_.prepare(l);
-    compiled_.prepare(l);
+  void prepare(const HostProgram& p) override {
+    reference_.prepare(p);
+    compiled_.prepare(p);
   }
+  CompileStats compile_stats() const override { return compiled_.compile_stats(); }
 
-  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings& loops) override {
+  void launch(const HostLaunch& l, interp::BufferData* const* slots, const int64_t* values, const HostBindings& loops) override {
     std::vector<interp::BufferData*> ref_slots;
     for (UOp b : l.buffers) ref_slots.push_back(&ref_buffer(b));
-    reference_.launch(l, ref_slots, vars, loops);
-    compiled_.launch(l, slots, vars, loops);
+    reference_.launch(l, ref_slots.data(), values, loops);
+    compiled_.launch(l, slots, values, loops);
     for (size_t s = 0; s < l.buffers.size(); ++s) compare(l.kernel, loops, l.buffers[s], *ref_slots[s], *slots[s]);
   }
 
@@ -269,7 +312,7 @@ class CheckLauncher : public Launcher {
 std::unique_ptr<Launcher> make_launcher(const RunOptions& opts) {
   if (opts.backend == "interp") return std::make_unique<InterpLauncher>();
   if (opts.backend == "check") return std::make_unique<CheckLauncher>(opts);
-  return std::make_unique<CompiledLauncher>(opts.backend, opts.bounds_check);
+  return std::make_unique<CompiledLauncher>(opts.backend, opts.bounds_check, opts.compile_mode);
 }
 
 }  // namespace
@@ -374,10 +417,12 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
   for (UOp u : toposort(lowered))
     if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));
   impl_->poison_static = std::none_of(impl_->host.launches.begin(), impl_->host.launches.end(), [](const HostLaunch& l) { return interp::poison_follows_data(l.kernel->src[0]); });
-  for (const HostLaunch& l : impl_->host.launches) impl_->launcher->prepare(l);
+  impl_->launcher->prepare(impl_->host);
 }
 
 const HostProgram& Program::host() const { return impl_->host; }
+
+CompileStats Program::compile_stats() const { return impl_->launcher->compile_stats(); }
 
 void Program::graph_writes(const std::vector<interp::BufferSpec>& graph_specs) {
   for (interp::BufferSpec& s : impl_->specs)

@@ -74,6 +74,7 @@ int cmd_check(const Args& args) {
       "passes", "evaluate the graph after every lowering pass and name the first that changes an output")(
       "compiler", po::value<std::vector<std::string>>()->composing(), "without --passes: compiled tiers to check against the interpreter (default: tcc and cc)")(
       "bounds-check", "compiled kernels check every memory access")(
+      "compile", po::value<std::string>()->default_value("program"), "program (all kernels in one translation unit) | kernel (one compile per kernel)")(
       "finite-differences", "instead: the graph's GRADIENT outputs (of whole float64 buffers) against central differences in float64");
   add_input_options(opts);
   add_budget_options(opts);
@@ -93,6 +94,7 @@ int cmd_check(const Args& args) {
     ro.backend = "check";
     ro.compiler = t;
     ro.bounds_check = vm.count("bounds-check") > 0;
+    ro.compile_mode = vm["compile"].as<std::string>();
     ro.max_launches = max_steps;
     int launches = 0;
     ro.on_launch = [&](UOp, const auto&) { ++launches; };

@@ -46,6 +46,7 @@ int cmd_run(const Args& args) {
       "trace-out", po::value<std::string>(), "write the trace to this file instead of stderr")(
       "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
+      "compile", po::value<std::string>()->default_value("program"), "compiled backends: program (all kernels in one translation unit, one compile) | kernel (one compile per kernel)")(
       "bounds-check", "compiled kernels check every memory access");
   add_input_options(opts);
   add_print_options(opts);
@@ -118,6 +119,7 @@ int cmd_run(const Args& args) {
     backend::RunOptions ro;
     ro.backend = backend;
     ro.compiler = vm["compiler"].as<std::string>();
+    ro.compile_mode = vm["compile"].as<std::string>();
     ro.bounds_check = vm.count("bounds-check") > 0;
     ro.max_launches = max_steps;
     uint64_t launches = 0;
