@@ -19,6 +19,20 @@
 
 namespace ow::cli::bench {
 
+// (bench.h) reference/cases.cpp's vmap_layers with `depth` linear + relu layers; names get `tag` appended.
+UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag) {
+  Tensor img = Tensor::empty({rows, width}, dtypes::float32, "img" + tag);
+  std::vector<std::function<Tensor(const Tensor&)>> layers;
+  for (int64_t k = 0; k < depth; ++k) {
+    Tensor w = Tensor::empty({width, width}, dtypes::float32, "w" + std::to_string(k) + tag);
+    layers.push_back([=](const Tensor& x) { return x.linear(w.T()).relu(); });
+  }
+  UOp a = UOp::range(rows, -1, AxisType::OUTER);
+  Tensor out = img.at({Slice{Dim(a), Dim(a + 1)}}).sequential(layers);
+  Tensor sum = out.pad({std::make_pair(Dim(a), Dim(rows - a - 1)), std::nullopt}).reduce({a}, Ops::ADD);
+  return UOp::sink({sum.uop()}, Arg(ArgTuple{Arg("out")}));
+}
+
 namespace {
 
 double cpu_now() {
@@ -50,19 +64,6 @@ UOp scan(int64_t n, int64_t d) {
   return UOp::sink({buf_out.assign(out.reduce({a}, Ops::ADD)).uop()}, Arg(ArgTuple{Arg("out")}));
 }
 
-// reference/cases.cpp's vmap_layers with `depth` linear + relu layers; names get `tag` appended.
-UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag) {
-  Tensor img = Tensor::empty({rows, width}, dtypes::float32, "img" + tag);
-  std::vector<std::function<Tensor(const Tensor&)>> layers;
-  for (int64_t k = 0; k < depth; ++k) {
-    Tensor w = Tensor::empty({width, width}, dtypes::float32, "w" + std::to_string(k) + tag);
-    layers.push_back([=](const Tensor& x) { return x.linear(w.T()).relu(); });
-  }
-  UOp a = UOp::range(rows, -1, AxisType::OUTER);
-  Tensor out = img.at({Slice{Dim(a), Dim(a + 1)}}).sequential(layers);
-  Tensor sum = out.pad({std::make_pair(Dim(a), Dim(rows - a - 1)), std::nullopt}).reduce({a}, Ops::ADD);
-  return UOp::sink({sum.uop()}, Arg(ArgTuple{Arg("out")}));
-}
 
 // Seconds per step of interp::run on the scan of n steps.
 Runs scan_step(int64_t n, int64_t d, int repeat, uint64_t seed) {
