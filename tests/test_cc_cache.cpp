@@ -78,6 +78,9 @@ TEST_CASE("cc's disk cache: --compile kernel writes one object per kernel; OW_CA
     REQUIRE(r.rc == 0);
     CHECK(files_with(tmp / "cache" / "cc", ".so").size() > 1);
   }
+  Result bad = run_ow({"run", case_uop("scan_with_assign"), "--backend", "cc", "--compile", "all", "--random-inputs", "3"});
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.err, Catch::Contains("--compile must be program or kernel, got 'all'"));
   EnvVar off("OW_CACHE_DIR", "off");
   EnvVar xdg("XDG_CACHE_HOME", (tmp / "xdg").string());
   EnvVar tmpdir("TMPDIR", (tmp / "t").string());

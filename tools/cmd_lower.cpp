@@ -88,6 +88,7 @@ int cmd_check(const Args& args) {
   interp::BufferMap& inputs = in.buffers;
   if (vm.count("passes")) return check_passes(root, inputs);
   if (vm.count("finite-differences")) return check_gradients(root, inputs, in.seed.value_or(1));  // the seed also picks the elements sampled
+  if (std::string m = vm["compile"].as<std::string>(); m != "program" && m != "kernel") throw Error("--compile must be program or kernel, got '" + m + "'");
   std::vector<std::string> tiers = vm.count("compiler") ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
   for (const std::string& t : tiers) {
     backend::RunOptions ro;

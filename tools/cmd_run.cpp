@@ -58,6 +58,7 @@ int cmd_run(const Args& args) {
   ParsedGraph g = load_graph(vm["file"].as<std::string>());
   std::string backend = vm["backend"].as<std::string>();
   if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check") throw Error("--backend must be interp, tcc, cc or check, got '" + backend + "'");
+  if (std::string m = vm["compile"].as<std::string>(); m != "program" && m != "kernel") throw Error("--compile must be program or kernel, got '" + m + "'");
   interp::FormatOptions print = print_options(vm);
   uint64_t max_steps = apply_budgets(vm);
 
