@@ -30,6 +30,22 @@ std::string loops_text(const HostBindings& b) {
   return s;
 }
 
+// "step budget exceeded: ..." for the launch of l with the host loops at b.
+std::string budget_message(uint64_t max, const HostLaunch& l, const HostBindings& b) {
+  return "step budget exceeded: " + std::to_string(max) + " kernel launches, at kernel " + kernel_name(l.kernel) + " with " + loops_text(b) +
+         " (ow: --max-steps N raises it)";
+}
+
+// What a launcher running a whole host loop needs of the run (Host).
+class LoopHost {
+ public:
+  virtual ~LoopHost() = default;
+  virtual interp::BufferData* const* slots(const HostLaunch& l) = 0;  // l's buffers in this run
+  virtual uint64_t& launches() = 0;                                    // launches so far
+  virtual uint64_t max_launches() const = 0;                           // 0: no limit
+  virtual const HostProgram& program() const = 0;
+};
+
 // One way of running a kernel on a set of buffers. slots[i] is the buffer of the launch's
 // DEFINE_GLOBAL slot i, values[j] the value of its BIND j (HostHooks::launch).
 class Launcher {
@@ -42,6 +58,8 @@ class Launcher {
   // compiled run that may read some runs the interpreter first (check_uninitialized).
   virtual bool tracks_poison() const { return false; }
   virtual CompileStats compile_stats() const { return {}; }  // its compiler's (none: zeros)
+  // Runs all n iterations of a host loop itself, or returns false (the walk runs them).
+  virtual bool run_loop(const HostStep& /*loop*/, int64_t /*n*/, const HostBindings& /*outer*/, LoopHost& /*host*/) { return false; }
 };
 
 class InterpLauncher : public Launcher {
@@ -87,14 +105,39 @@ class CompiledLauncher : public Launcher {
     std::vector<UOp> ks;
     for (const HostLaunch& l : p.launches) ks.push_back(l.kernel);
     std::vector<RenderedKernel> rendered;
+    std::vector<RenderedLoop> loops;
     if (per_kernel_) {
       for (UOp k : ks) rendered.push_back(render_kernel(k, opts_));
     } else if (!ks.empty()) {
-      RenderedUnit u = render_unit(ks, opts_);
+      RenderedUnit u = render_program_unit(p, opts_);
       libs_.push_back(compiler_->compile(u.source));
       rendered = std::move(u.kernels);
+      loops = std::move(u.loops);
     }
     for (const HostLaunch& l : p.launches) kernels_.push_back(layout(l, std::move(rendered[l.index])));
+    for (const RenderedLoop& r : loops) loops_.emplace(r.step, loop_layout(p, r));
+  }
+
+  // A host loop compiled into the unit runs in one call; the runner words its refusals as the
+  // walk does (budget_message, bind_error) and marks what the kernels stored as data.
+  bool run_loop(const HostStep& s, int64_t n, const HostBindings& outer, LoopHost& h) override {
+    auto it = loops_.find(&s);
+    if (it == loops_.end()) return false;
+    Loop& lp = it->second;
+    if (n <= 0) return true;
+    for (const HostLaunch* l : lp.body) {
+      Compiled& c = kernels_[l->index];
+      interp::BufferData* const* slots = h.slots(*l);
+      for (size_t b = 0; b < c.bufs.size(); ++b) c.bufs[b] = slots[b]->data->bytes.data();
+    }
+    if (outer.size() != lp.outer.size()) throw InternalError("a compiled host loop was rendered inside " + std::to_string(lp.outer.size()) + " loops but runs inside " + std::to_string(outer.size()));
+    for (size_t j = 0; j < lp.outer.size(); ++j) lp.outer[j] = outer[j].second;
+    long long launches = static_cast<long long>(h.launches()), err[abi::kLoopSlots] = {};
+    int rc = lp.fn(n, lp.outer.data(), lp.bufs.data(), &launches, static_cast<long long>(h.max_launches()), err);
+    h.launches() = static_cast<uint64_t>(launches);
+    stored_as_data(lp, rc ? err[abi::kIteration] : n, rc ? static_cast<size_t>(err[abi::kLaunch]) : 0, h);
+    if (rc) loop_failed(rc, err, s, outer, lp, h);
+    return true;
   }
 
   CompileStats compile_stats() const override { return compiler_->stats(); }
@@ -129,6 +172,51 @@ class CompiledLauncher : public Launcher {
   RenderOptions opts_;
   std::vector<std::shared_ptr<const Library>> libs_;  // held: the functions live in them
   std::vector<Compiled> kernels_;                      // by HostLaunch::index
+  using LoopFn = int (*)(long long, const long long*, void***, long long*, long long, long long*);
+  struct Loop {
+    LoopFn fn = nullptr;
+    std::vector<const HostLaunch*> body;  // the loop's launches, in order
+    std::vector<void**> bufs;             // per launch: its kernel's buffer array (Compiled::bufs)
+    std::vector<long long> outer;         // scratch: the enclosing loops' values
+  };
+  std::map<const HostStep*, Loop> loops_;  // looked up once per loop run, not per launch
+
+  Loop loop_layout(const HostProgram& p, const RenderedLoop& r) {
+    Loop lp;
+    lp.fn = reinterpret_cast<LoopFn>(libs_.back()->symbol(r.name));
+    for (const HostStep& s : r.step->body) {
+      lp.body.push_back(&p.launches[s.launch]);
+      lp.bufs.push_back(kernels_[s.launch].bufs.data());
+    }
+    lp.outer.resize(r.outer.size());
+    return lp;
+  }
+
+  // Compiled kernels do not track poison: what every launch that ran stored is data. The loop
+  // stopped (or ended) before launch `pos` of iteration `k`.
+  void stored_as_data(const Loop& lp, long long k, size_t pos, LoopHost& h) {
+    for (size_t i = 0; i < lp.body.size(); ++i) {
+      if (k == 0 && i >= pos) break;
+      interp::BufferData* const* slots = h.slots(*lp.body[i]);
+      const Compiled& c = kernels_[lp.body[i]->index];
+      for (int64_t slot : c.stored)
+        if (slot < static_cast<int64_t>(c.bufs.size())) slots[slot]->poison = nullptr;
+    }
+  }
+
+  [[noreturn]] void loop_failed(int rc, const long long* err, const HostStep& s, const HostBindings& outer, const Loop& lp, LoopHost& h) {
+    const HostLaunch& l = *lp.body.at(static_cast<size_t>(err[abi::kLaunch]));
+    HostBindings b = outer;
+    b.push_back({s.range, err[abi::kIteration]});
+    if (rc == abi::kBudgetExceeded) throw BudgetExceeded(budget_message(h.max_launches(), l, b));
+    if (rc == abi::kBindRefused) {
+      std::string why = bind_error(h.program(), l, b);
+      if (why.empty()) throw InternalError("a compiled host loop refused a BIND the host walk accepts, at kernel " + l.name + " with " + loops_text(b));
+      throw Error(why);
+    }
+    const Compiled& c = kernels_[l.index];
+    throw Error("kernel " + c.label + " (" + compiler_->name() + "): " + abi::describe(err, c.fail_nodes));
+  }
 
   Compiled layout(const HostLaunch& l, RenderedKernel r) {
     Compiled c;
@@ -152,7 +240,7 @@ class CompiledLauncher : public Launcher {
 
 // The runner's part of the walk (uop/host_program.h): buffers by name, the launch budget, each
 // launch handed to the launcher, then the caller's hooks.
-class Host : public HostHooks {
+class Host : public HostHooks, public LoopHost {
  public:
   // poison_fresh: buffers the caller did not give start uninitialized (all poison), as in the
   // interpreter; for a run whose launcher tracks poison (InterpLauncher). quiet: the caller's
@@ -162,9 +250,20 @@ class Host : public HostHooks {
         on_launch_(quiet ? nullptr : &opts.on_launch) {}
 
   void run(const HostProgram& p) {
+    program_ = &p;
     slots_.assign(p.launches.size(), {});
     walk_host(p, *this);
   }
+
+  interp::BufferData* const* slots(const HostLaunch& l) override {
+    std::vector<interp::BufferData*>& slots = slots_[l.index];
+    if (slots.size() != l.buffers.size())
+      for (UOp s : l.buffers) slots.push_back(&buffer(s));
+    return slots.data();
+  }
+  uint64_t& launches() override { return launches_; }
+  uint64_t max_launches() const override { return opts_.max_launches; }
+  const HostProgram& program() const override { return *program_; }
 
   // A named buffer: the caller's, or (names starting with '_') a temporary of this run only.
   interp::BufferData& buffer(UOp b) {
@@ -204,6 +303,7 @@ class Host : public HostHooks {
   // Per launch, its buffers, found by name at its first launch in this run: a buffer keeps its
   // place in the map for the whole run, so later launches look nothing up.
   std::vector<std::vector<interp::BufferData*>> slots_;
+  const HostProgram* program_ = nullptr;
 
   void begin_run() override {
     launcher_.begin_run(buffers_);
@@ -220,17 +320,16 @@ class Host : public HostHooks {
   }
 
   void before_launch(const HostLaunch& l, const HostBindings& b) override {
-    if (opts_.max_launches && ++launches_ > opts_.max_launches)
-      throw BudgetExceeded("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + kernel_name(l.kernel) + " with " +
-                  loops_text(b) + " (ow: --max-steps N raises it)");
+    if (opts_.max_launches && ++launches_ > opts_.max_launches) throw BudgetExceeded(budget_message(opts_.max_launches, l, b));
     if (observer_) observer_->before_launch(l, b);
   }
 
-  void launch(const HostLaunch& l, const int64_t* values, const HostBindings& b) override {
-    std::vector<interp::BufferData*>& slots = slots_[l.index];
-    if (slots.size() != l.buffers.size())
-      for (UOp s : l.buffers) slots.push_back(&buffer(s));
-    launcher_.launch(l, slots.data(), values, b);
+  void launch(const HostLaunch& l, const int64_t* values, const HostBindings& b) override { launcher_.launch(l, slots(l), values, b); }
+
+  // A loop the launcher compiled runs in one call, unless a hook watches every launch.
+  bool run_loop(const HostStep& s, int64_t n, const HostBindings& outer) override {
+    if (observer_ || (on_launch_ && *on_launch_)) return false;
+    return launcher_.run_loop(s, n, outer, *this);
   }
 
   void after_launch(const HostLaunch& l, const HostBindings& b) override {

@@ -12,6 +12,8 @@
 
 #include "backends/c/render.h"
 #include "backends/program.h"
+#include "interp/compare.h"
+#include "lower/lower.h"
 #include "tensor/tensor.h"
 #include "uop/text.h"
 
@@ -195,5 +197,116 @@ TEST_CASE("a compiled launch allocates nothing: a run of 400 scan steps allocate
     long few = run_allocations(4, tier), many = run_allocations(400, tier);
     CHECK(few > 0);
     CHECK(many == few);
+  }
+}
+
+namespace {
+
+// The scan of n steps lowered, and its inputs (vec, mats) as 0.25 + i / 64.
+struct ScanProgram {
+  UOp program;
+  interp::BufferMap inputs;
+  explicit ScanProgram(int64_t n) {
+    UOp g = scan(n, 4);
+    program = lower::lower(g);
+    for (const char* name : {"vec", "mats"}) {
+      int64_t size = name[0] == 'v' ? 4 : n * 16;
+      auto s = std::make_shared<interp::Storage>(dtypes::float32, size);
+      for (int64_t i = 0; i < size; ++i) s->as<float>()[i] = 0.25f + float(i % 7) / 64.0f;
+      inputs[name] = {dtypes::float32, s, nullptr};
+    }
+  }
+};
+
+// Outputs or error of one run; `watched` sets on_launch, which keeps every loop on the host walk.
+std::pair<std::vector<interp::Output>, std::string> run_scan(const ScanProgram& s, const char* tier, uint64_t max_launches, bool watched) {
+  backend::RunOptions o;
+  o.backend = tier;
+  o.max_launches = max_launches;
+  if (watched) o.on_launch = [](UOp, const auto&) {};
+  interp::BufferMap b = interp::copy_buffers(s.inputs);
+  std::vector<interp::Output> outs;
+  std::string err = error_of([&] { outs = backend::run_program(s.program, b, o); });
+  return {outs, err == "(no error)" ? "" : err};
+}
+
+}  // namespace
+
+TEST_CASE("a host loop of launches compiled into the unit: the walk's results, budget and BIND errors", "[program][unit]") {
+  ScanProgram s(6);
+  backend::RenderedUnit u = backend::render_program_unit(host_program(s.program));
+  REQUIRE(u.loops.size() == 1);
+  CHECK(u.source.find("int " + u.loops[0].name + "(long long ow_l_n") != std::string::npos);
+  interp::BufferMap ib = interp::copy_buffers(s.inputs);
+  std::vector<interp::Output> want = interp::run(s.program, ib);
+  for (const char* tier : {"tcc", "cc"}) {
+    INFO(tier);
+    auto [outs, err] = run_scan(s, tier, 0, false);
+    INFO(err);
+    REQUIRE(err.empty());
+    REQUIRE(outs.size() == want.size());
+    CHECK_FALSE(interp::first_difference(want[0].value, outs[0].value));
+    for (uint64_t budget : {1, 2, 3, 7, 13, 27, 100}) {  // before, inside and after the loop
+      INFO("budget " << budget);
+      auto c = run_scan(s, tier, budget, false);
+      auto w = run_scan(s, tier, budget, true);
+      CHECK(c.second == w.second);
+      if (c.second.empty() && w.second.empty()) CHECK_FALSE(interp::first_difference(w.first[0].value, c.first[0].value));
+    }
+    CHECK(run_scan(s, tier, 13, false).second == "step budget exceeded: 13 kernel launches, at kernel k1 with m1=3 (ow: --max-steps N raises it)");
+  }
+}
+
+namespace {
+
+// out[v] = x[v] for v = 2 * m1 + m2 + shift, m1 in 0..3 (outer host loop), m2 in 0..2 (inner);
+// v's bounds are [0, 5], so a shift of 1 is refused at m1=2, m2=1.
+std::string nested_loops(int shift) {
+  return "%x = BUFFER float32 () (\"x\", 7)\n"
+         "%o = BUFFER float32 () (\"out\", 7)\n"
+         "%c2 = CONST index () 2\n%c3 = CONST index () 3\n%c7 = CONST index () 7\n"
+         "%sh = CONST index () " + std::to_string(shift) + "\n"
+         "%r1 = RANGE index (%c3) (-1, AxisType.OUTER)\n"
+         "%r2 = RANGE index (%c2) (-2, AxisType.OUTER)\n"
+         "%v = DEFINE_VAR index () (\"v\", 0, 5)\n"
+         "%g0 = DEFINE_GLOBAL float32*7 () 0\n%g1 = DEFINE_GLOBAL float32*7 () 1\n"
+         "%px = INDEX float32*7 (%g1, %v)\n%lx = LOAD float32 (%px)\n%po = INDEX float32*7 (%g0, %v)\n"
+         "%st = STORE void (%po, %lx)\n%ast = SINK void (%st)\n"
+         "%m = MUL index (%r1, %c2)\n%a = ADD index (%m, %r2)\n%val = ADD index (%a, %sh)\n"
+         "%bind = BIND index (%v, %val)\n"
+         "%k = KERNEL void (%ast, %o, %x, %bind) (\"k0\",)\n"
+         "%grp = GROUP void (%k)\n%loop = END void (%grp, %r1, %r2)\n%steps = GROUP void (%loop)\n"
+         "%view = RESHAPE float32 (%o, %c7)\n%out = AFTER float32 (%view, %steps)\n%root = SINK void (%out) (\"out\",)\n";
+}
+
+std::string nested_run(UOp p, const char* tier, bool watched, std::vector<float>& got) {
+  backend::RunOptions o;
+  o.backend = tier;
+  if (watched) o.on_launch = [](UOp, const auto&) {};
+  auto x = std::make_shared<interp::Storage>(dtypes::float32, 7), out = std::make_shared<interp::Storage>(dtypes::float32, 7);
+  for (int i = 0; i < 7; ++i) x->as<float>()[i] = 1.5f * float(i + 1), out->as<float>()[i] = -1.0f;
+  interp::BufferMap b{{"x", {dtypes::float32, x, nullptr}}, {"out", {dtypes::float32, out, nullptr}}};
+  std::string err = error_of([&] { backend::run_program(p, b, o); });
+  got.assign(out->as<float>(), out->as<float>() + 7);
+  return err;
+}
+
+}  // namespace
+
+TEST_CASE("an inner host loop compiled into the unit reads the outer loop's value; a refused BIND is the walk's error", "[program][unit]") {
+  UOp ok = parse_graph(nested_loops(0), "<test>").root, bad = parse_graph(nested_loops(1), "<test>").root;
+  backend::RenderedUnit u = backend::render_program_unit(host_program(ok));
+  REQUIRE(u.loops.size() == 1);  // the inner loop; the outer one's body is a loop
+  CHECK(u.loops[0].outer.size() == 1);
+  for (const char* tier : {"tcc", "cc"}) {
+    INFO(tier);
+    std::vector<float> got;
+    CHECK(nested_run(ok, tier, false, got) == "(no error)");
+    CHECK(got == std::vector<float>{1.5f, 3.0f, 4.5f, 6.0f, 7.5f, 9.0f, -1.0f});
+    std::vector<float> walked, compiled;
+    std::string want = nested_run(bad, tier, true, walked);
+    CHECK_THAT(want, Catch::StartsWith("variable 'v' bound to 6, outside its bounds [0, 5]\n  at %") && Catch::EndsWith("\n  with m1=2, m2=1"));
+    CHECK(nested_run(bad, tier, false, compiled) == want);
+    CHECK(compiled == walked);  // the same launches ran before the refusal
   }
 }

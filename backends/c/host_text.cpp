@@ -56,11 +56,14 @@ std::string render_program(UOp program) {
 // shown is what runs: the same functions, names and order.
 std::string show_c(UOp program, const RenderOptions& opts, bool full) {
   std::string out = "// ---- host schedule ----\n" + render_program(program) + "\n";
-  std::vector<UOp> kernels;
-  for (const HostLaunch& l : host_program(program).launches) kernels.push_back(l.kernel);
-  RenderedUnit u = render_unit(kernels, opts);
+  HostProgram p = host_program(program);
+  RenderedUnit u = render_program_unit(p, opts);
   if (full) return out + "// ---- the translation unit, as compiled (one compile for the whole program) ----\n" + u.source;
   for (const RenderedKernel& k : u.kernels) out += "// ---- kernel " + k.name + " ----\n" + k.function + "\n";
+  if (!u.loops.empty()) {  // the loop functions: the unit's text after its last kernel
+    size_t at = u.source.find(kHostLoopHelpers);
+    out += "// ---- host loops run in C (when no hook watches every launch) ----\n" + u.source.substr(at) + "\n";
+  }
   if (!u.kernels.empty()) out += "// ---- declared before every kernel, once at the top of the translation unit (--full prints the unit as compiled) ----\n" + prelude();
   return out;
 }

@@ -2,6 +2,7 @@
 // the whole program costs far less than one per kernel (cc: one process instead of dozens, the
 // prelude parsed once), and the functions are the same text render_kernel writes, so the code
 // and its results do not change.
+#include <optional>
 #include <set>
 
 #include "kernel_abi.h"
@@ -45,6 +46,40 @@ RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& o
     u.source += "\n" + r.function;
     u.kernels.push_back(std::move(r));
   }
+  return u;
+}
+
+namespace {
+
+// Every loop of `steps` whose body is only launches, rendered; `outer`: the loops around them.
+void add_loops(const HostProgram& p, const std::vector<HostStep>& steps, std::vector<UOp>& outer, RenderedUnit& u, std::set<std::string>& taken) {
+  for (const HostStep& s : steps) {
+    if (!s.is_loop()) continue;
+    std::string name = unique_name("ow_loop_" + std::to_string(u.loops.size()), taken);
+    if (std::optional<std::string> c = render_host_loop(p, s, outer, u.kernels, name)) {
+      u.source += "\n" + *c;
+      u.loops.push_back(RenderedLoop{&s, name, outer});
+    } else {
+      taken.erase(name);
+    }
+    outer.push_back(s.range);
+    add_loops(p, s.body, outer, u, taken);
+    outer.pop_back();
+  }
+}
+
+}  // namespace
+
+RenderedUnit render_program_unit(const HostProgram& p, const RenderOptions& opts) {
+  std::vector<UOp> ks;
+  for (const HostLaunch& l : p.launches) ks.push_back(l.kernel);
+  RenderedUnit u = render_unit(ks, opts);
+  std::set<std::string> taken;
+  for (const RenderedKernel& k : u.kernels) taken.insert(k.name);
+  size_t before = u.source.size();
+  std::vector<UOp> outer;
+  add_loops(p, p.steps, outer, u, taken);
+  if (u.source.size() != before) u.source.insert(before, std::string("\n") + kHostLoopHelpers);
   return u;
 }
 

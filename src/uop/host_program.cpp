@@ -80,6 +80,23 @@ std::vector<HostOutput> outputs_of(UOp program) {
   return outs;
 }
 
+// Host-side index math: constants, the enclosing loops' ranges, integer ALU.
+int64_t host_eval(UOp u, const HostBindings& b) {
+  if (u->op == Ops::CONST) return static_cast<int64_t>(u.const_value());
+  if (u->op == Ops::RANGE) {
+    for (auto it = b.rbegin(); it != b.rend(); ++it)
+      if (it->first == u) return it->second;
+    throw Error("host loop variable " + range_name(u) + " is used outside its loop");
+  }
+  int64_t v[4];  // an ALU op has at most 3 operands
+  if (u->src.size() > 4) throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
+  for (size_t i = 0; i < u->src.size(); ++i) v[i] = host_eval(u->src[i], b);
+  int64_t out;
+  if (!is_alu(u->op) || !fold_int_alu(u->op, u->dtype, v, u->src.size(), out))
+    throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
+  return out;
+}
+
 // What the walk checks of a BIND, read once from its DEFINE_VAR: the bounds, and the earlier
 // BIND of the same variable in the launch (-1: none), which must get the same value.
 struct BindCheck {
@@ -128,12 +145,14 @@ class Walker {
   void loop(const HostStep& s) {
     h_.loop_begin(s, bindings_);
     int64_t n = run_ ? eval(s.range->src[0]) : 1;
-    bindings_.push_back({s.range, 0});
-    for (int64_t k = 0; k < n; ++k) {
-      bindings_.back().second = k;
-      steps(s.body);
+    if (!run_ || !h_.run_loop(s, n, bindings_)) {
+      bindings_.push_back({s.range, 0});
+      for (int64_t k = 0; k < n; ++k) {
+        bindings_.back().second = k;
+        steps(s.body);
+      }
+      bindings_.pop_back();
     }
-    bindings_.pop_back();
     h_.loop_end(s, bindings_);
   }
 
@@ -155,30 +174,10 @@ class Walker {
     }
   }
 
-  // The refusal's message, as bind_refusal words it (only on this error path is a map built).
-  [[noreturn]] void refuse(const HostLaunch& l, size_t i) {
-    HostVars bound;
-    for (size_t j = 0; j < i; ++j) bound.emplace(var_name(l.binds[j].node->src[0]), values_[j]);
-    const HostBind& b = l.binds[i];
-    throw Error(bind_refusal(b.node, values_[i], bound) + "\n  at " + number_graph(p_.root).line(b.node) + "\n  with " + bindings_text(bindings_));
-  }
+  // The refusal's message (only on this error path is a map built).
+  [[noreturn]] void refuse(const HostLaunch& l, size_t) { throw Error(bind_error(p_, l, bindings_)); }
 
-  // Host-side index math: constants, the enclosing loops' ranges, integer ALU.
-  int64_t eval(UOp u) {
-    if (u->op == Ops::CONST) return static_cast<int64_t>(u.const_value());
-    if (u->op == Ops::RANGE) {
-      for (auto it = bindings_.rbegin(); it != bindings_.rend(); ++it)
-        if (it->first == u) return it->second;
-      throw Error("host loop variable " + range_name(u) + " is used outside its loop");
-    }
-    int64_t v[4];  // an ALU op has at most 3 operands
-    if (u->src.size() > 4) throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
-    for (size_t i = 0; i < u->src.size(); ++i) v[i] = eval(u->src[i]);
-    int64_t out;
-    if (!is_alu(u->op) || !fold_int_alu(u->op, u->dtype, v, u->src.size(), out))
-      throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
-    return out;
-  }
+  int64_t eval(UOp u) { return host_eval(u, bindings_); }
 };
 
 }  // namespace
@@ -205,6 +204,17 @@ std::string bind_refusal(UOp bind, int64_t value, const HostVars& bound) {
   if (value < lo || value > hi)
     return "variable '" + name + "' bound to " + std::to_string(value) + ", outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (auto it = bound.find(name); it != bound.end() && it->second != value) return "variable '" + name + "' is bound twice with different values";
+  return "";
+}
+
+std::string bind_error(const HostProgram& p, const HostLaunch& l, const HostBindings& b) {
+  HostVars bound;
+  for (const HostBind& x : l.binds) {
+    int64_t v = host_eval(x.value, b);
+    if (std::string why = bind_refusal(x.node, v, bound); !why.empty())
+      return why + "\n  at " + number_graph(p.root).line(x.node) + "\n  with " + bindings_text(b);
+    bound.emplace(var_name(x.node->src[0]), v);
+  }
   return "";
 }
 

@@ -70,6 +70,9 @@ class HostHooks {
   // so a launch costs no allocation; host_vars() makes the map). Not called by an outline walk.
   virtual void launch(const HostLaunch&, const int64_t* /*values*/, const HostBindings&) {}
   virtual void after_launch(const HostLaunch&, const HostBindings&) {}
+  // A loop of n iterations about to run (after loop_begin): true if the hooks ran all of it
+  // themselves (a loop compiled into the program's C), so the walk skips its iterations.
+  virtual bool run_loop(const HostStep& /*loop*/, int64_t /*n*/, const HostBindings& /*outer*/) { return false; }
   virtual void loop_end(const HostStep& /*loop*/, const HostBindings& /*outer*/) {}
   virtual void end_run() {}
 };
@@ -83,6 +86,10 @@ void walk_host(const HostProgram& program, HostHooks& hooks, HostWalk mode = Hos
 // Why a BIND of `value` is refused ("" when it is not): outside its variable's bounds, or a
 // second value for a variable `bound` already holds in the same launch.
 std::string bind_refusal(UOp bind, int64_t value, const HostVars& bound);
+
+// The walk's error for launch l's BINDs with the host loops at `b` ("" when it accepts them): for
+// a runner that ran a loop itself and was refused a BIND, to say it in the walk's words.
+std::string bind_error(const HostProgram& p, const HostLaunch& l, const HostBindings& b);
 
 // A launch's variables by name, from the values the walk hands to HostHooks::launch.
 HostVars host_vars(const HostLaunch& launch, const int64_t* values);
