@@ -82,6 +82,8 @@ int bench_first_result(const Settings& s);
 int bench_micro(const Settings& s);
 int bench_grad_memory(const Settings& s);  // bench_grad.cpp
 int bench_scaling(const Settings& s);      // bench_scaling.cpp
+// scan_with_assign with n steps of width d (bench_scaling.cpp): out[k] = vec @ M0 @ ... @ Mk.
+UOp scan(int64_t n, int64_t d);
 // A vmapped MLP of `depth` linear + relu layers (bench_scaling.cpp); buffer names end in `tag`.
 UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag);
 // cc's first result with every kernel compiled alone vs the whole program in one translation
