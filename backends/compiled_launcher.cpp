@@ -28,8 +28,9 @@ std::string budget_message(uint64_t max, const HostLaunch& l, const HostBindings
 namespace {
 
 // Compiled kernels: by default the whole program is one translation unit and one compile
-// (render_unit); compile mode "kernel" compiles each kernel alone, as before (for comparison:
-// ow bench). Everything a launch needs is laid out here once, so a launch only fills two arrays.
+// (render_program_unit), its host loops of launches compiled too (run_loop); compile mode
+// "kernel" compiles each kernel alone, as before (for comparison: ow bench). Everything a launch
+// needs is laid out here once, so a launch only fills two arrays.
 class CompiledLauncher : public Launcher {
  public:
   CompiledLauncher(const std::string& compiler, bool bounds_check, const std::string& mode) : compiler_(make_compiler(compiler)), per_kernel_(mode == "kernel") {

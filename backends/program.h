@@ -31,7 +31,8 @@ struct RunOptions {
   std::string compiler = "tcc"; // for check: which compiled tier to compare against
   bool bounds_check = false;    // compiled kernels check every access
   // tcc/cc/check: "program" compiles every kernel of the program in one translation unit (one
-  // compile); "kernel" compiles each kernel alone (the old way, kept to compare: ow bench).
+  // compile), with its host loops of launches as C loops (used when no hook watches every
+  // launch); "kernel" compiles each kernel alone (the old way, kept to compare: ow bench).
   std::string compile_mode = "program";
   uint64_t max_launches = 0;    // kernel launches allowed per run (0: unlimited)
   // Called after every kernel launch: kernel, host-loop bindings (name, value).
