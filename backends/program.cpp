@@ -1,13 +1,13 @@
 #include "backends/program.h"
 
+#include "backends/launcher.h"
+
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <set>
 
-#include "backends/c/kernel_abi.h"
-#include "backends/c/render.h"
 #include "backends/compiler.h"
 #include "backends/tiered.h"
 #include "interp/compare.h"
@@ -22,103 +22,37 @@
 namespace ow::backend {
 
 namespace {
-
-// The enclosing host loops, for messages: "m1=2, m2=0", or "outside any host loop".
-std::string loops_text(const HostBindings& b) {
-  if (b.empty()) return "outside any host loop";
-  std::string s;
-  for (auto& [r, v] : b) s += (s.empty() ? "" : ", ") + range_name(r) + "=" + std::to_string(v);
-  return s;
-}
-
-// One way of running a kernel on a set of buffers.
-class Launcher {
- public:
-  virtual ~Launcher() = default;
-  virtual void prepare(const HostLaunch& l) = 0;  // render/compile ahead of the first launch
-  virtual void begin_run(const interp::BufferMap& /*caller*/) {}  // the caller's buffers, as given
-  virtual void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings& loops) = 0;
-  // Whether its runs track uninitialized memory themselves; compiled kernels do not, so a
-  // compiled run that may read some runs the interpreter first (check_uninitialized).
-  virtual bool tracks_poison() const { return false; }
-};
-
 class InterpLauncher : public Launcher {
  public:
-  void prepare(const HostLaunch& l) override { prepared(l.kernel); }
+  void prepare(const HostProgram& p) override {
+    for (const HostLaunch& l : p.launches) prepared(l);
+  }
   bool tracks_poison() const override { return true; }
 
-  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings&) override {
+  void launch(const HostLaunch& l, interp::BufferData* const* slots, const int64_t* values, const HostBindings&) override {
     interp::KernelArgs a;
-    a.buffers = slots;
-    a.vars = vars;
-    prepared(l.kernel).run(a);
+    a.buffers.assign(slots, slots + l.buffers.size());
+    a.vars = host_vars(l, values);
+    prepared(l).run(a);
   }
 
  private:
-  std::map<const UOpNode*, std::unique_ptr<interp::Kernel>> kernels_;
+  std::vector<std::unique_ptr<interp::Kernel>> kernels_;  // by HostLaunch::index
 
-  interp::Kernel& prepared(UOp kernel) {
-    auto it = kernels_.find(kernel.get());
-    if (it == kernels_.end()) {
+  interp::Kernel& prepared(const HostLaunch& l) {
+    if (kernels_.size() <= l.index) kernels_.resize(l.index + 1);
+    std::unique_ptr<interp::Kernel>& k = kernels_[l.index];
+    if (!k) {
       interp::KernelOptions o;
-      o.name = kernel_name(kernel);
-      it = kernels_.emplace(kernel.get(), std::make_unique<interp::Kernel>(kernel->src[0], o)).first;
+      o.name = kernel_name(l.kernel);
+      k = std::make_unique<interp::Kernel>(l.kernel->src[0], o);
     }
-    return *it->second;
+    return *k;
   }
 };
-
-class CompiledLauncher : public Launcher {
- public:
-  CompiledLauncher(const std::string& compiler, bool bounds_check) : compiler_(make_compiler(compiler)) { opts_.bounds_check = bounds_check; }
-
-  void prepare(const HostLaunch& l) override { compiled(l.kernel); }
-
-  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings&) override {
-    Compiled& c = compiled(l.kernel);
-    std::vector<void*> bufs;
-    for (interp::BufferData* b : slots) bufs.push_back(b->data->bytes.data());
-    std::vector<long long> vals;
-    for (const std::string& v : c.rendered.vars) {
-      auto it = vars.find(v);
-      if (it == vars.end()) throw Error("kernel " + c.rendered.name + ": variable " + v + " is not bound");
-      vals.push_back(it->second);
-    }
-    long long err[abi::kSlots] = {};
-    if (c.fn(bufs.data(), vals.data(), err) != 0)
-      throw KernelFailed("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + abi::describe(err, c.rendered.fail_nodes));
-    for (int64_t slot : c.stored)  // compiled kernels do not track poison: what they write is data
-      if (slot < static_cast<int64_t>(slots.size())) slots[slot]->poison = nullptr;
-  }
-
- private:
-  using Fn = int (*)(void**, const long long*, long long*);
-  struct Compiled {
-    RenderedKernel rendered;
-    std::shared_ptr<const Library> lib;
-    Fn fn;
-    std::vector<int64_t> stored;  // DEFINE_GLOBAL slots the kernel writes
-  };
-  std::unique_ptr<Compiler> compiler_;
-  RenderOptions opts_;
-  std::map<const UOpNode*, Compiled> cache_;
-
-  Compiled& compiled(UOp kernel) {
-    auto it = cache_.find(kernel.get());
-    if (it != cache_.end()) return it->second;
-    Compiled c;
-    c.rendered = render_kernel(kernel, opts_);
-    c.lib = compiler_->compile(c.rendered.source);
-    c.fn = reinterpret_cast<Fn>(c.lib->symbol(c.rendered.name));
-    c.stored = interp::slots_stored(kernel->src[0]);
-    return cache_.emplace(kernel.get(), std::move(c)).first->second;
-  }
-};
-
 // The runner's part of the walk (uop/host_program.h): buffers by name, the launch budget, each
 // launch handed to the launcher, then the caller's hooks.
-class Host : public HostHooks {
+class Host : public HostHooks, public LoopHost {
  public:
   // poison_fresh: buffers the caller did not give start uninitialized (all poison), as in the
   // interpreter; for a run whose launcher tracks poison (InterpLauncher). quiet: the caller's
@@ -127,7 +61,21 @@ class Host : public HostHooks {
       : buffers_(buffers), temps_(temps), launcher_(launcher), opts_(opts), poison_fresh_(poison_fresh), observer_(quiet ? nullptr : opts.observer),
         on_launch_(quiet ? nullptr : &opts.on_launch) {}
 
-  void run(const HostProgram& p) { walk_host(p, *this); }
+  void run(const HostProgram& p) {
+    program_ = &p;
+    slots_.assign(p.launches.size(), {});
+    walk_host(p, *this);
+  }
+
+  interp::BufferData* const* slots(const HostLaunch& l) override {
+    std::vector<interp::BufferData*>& slots = slots_[l.index];
+    if (slots.size() != l.buffers.size())
+      for (UOp s : l.buffers) slots.push_back(&buffer(s));
+    return slots.data();
+  }
+  uint64_t& launches() override { return launches_; }
+  uint64_t max_launches() const override { return opts_.max_launches; }
+  const HostProgram& program() const override { return *program_; }
 
   // A named buffer: the caller's, or (names starting with '_') a temporary of this run only.
   interp::BufferData& buffer(UOp b) {
@@ -164,6 +112,10 @@ class Host : public HostHooks {
   bool poison_fresh_;
   HostHooks* observer_;
   const std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)>* on_launch_;
+  // Per launch, its buffers, found by name at its first launch in this run: a buffer keeps its
+  // place in the map for the whole run, so later launches look nothing up.
+  std::vector<std::vector<interp::BufferData*>> slots_;
+  const HostProgram* program_ = nullptr;
 
   void begin_run() override {
     launcher_.begin_run(buffers_);
@@ -180,16 +132,16 @@ class Host : public HostHooks {
   }
 
   void before_launch(const HostLaunch& l, const HostBindings& b) override {
-    if (opts_.max_launches && ++launches_ > opts_.max_launches)
-      throw BudgetExceeded("step budget exceeded: " + std::to_string(opts_.max_launches) + " kernel launches, at kernel " + kernel_name(l.kernel) + " with " +
-                  loops_text(b) + " (ow: --max-steps N raises it)");
+    if (opts_.max_launches && ++launches_ > opts_.max_launches) throw BudgetExceeded(budget_message(opts_.max_launches, l, b));
     if (observer_) observer_->before_launch(l, b);
   }
 
-  void launch(const HostLaunch& l, const HostVars& vars, const HostBindings& b) override {
-    std::vector<interp::BufferData*> slots;
-    for (UOp s : l.buffers) slots.push_back(&buffer(s));
-    launcher_.launch(l, slots, vars, b);
+  void launch(const HostLaunch& l, const int64_t* values, const HostBindings& b) override { launcher_.launch(l, slots(l), values, b); }
+
+  // A loop the launcher compiled runs in one call, unless a hook watches every launch.
+  bool run_loop(const HostStep& s, int64_t n, const HostBindings& outer) override {
+    if (observer_ || (on_launch_ && *on_launch_)) return false;
+    return launcher_.run_loop(s, n, outer, *this);
   }
 
   void after_launch(const HostLaunch& l, const HostBindings& b) override {
@@ -209,7 +161,7 @@ class Host : public HostHooks {
 // difference is a bug. Elements the interpreter knows are uninitialized (poison) are skipped.
 class CheckLauncher : public Launcher {
  public:
-  explicit CheckLauncher(const RunOptions& opts) : compiled_(opts.compiler, opts.bounds_check), compiler_(opts.compiler) {}
+  explicit CheckLauncher(const RunOptions& opts) : compiled_(make_compiled_launcher(opts.compiler, opts.bounds_check, opts.compile_mode)), compiler_(opts.compiler) {}
   bool tracks_poison() const override { return true; }
 
   // A run starts from a copy of the caller's buffers as they were, and fresh (poisoned) temporaries.
@@ -218,16 +170,17 @@ class CheckLauncher : public Launcher {
     ref_temps_.clear();
   }
 
-  void prepare(const HostLaunch& l) override {
-    reference_.prepare(l);
-    compiled_.prepare(l);
+  void prepare(const HostProgram& p) override {
+    reference_.prepare(p);
+    compiled_->prepare(p);
   }
+  CompileStats compile_stats() const override { return compiled_->compile_stats(); }
 
-  void launch(const HostLaunch& l, std::vector<interp::BufferData*>& slots, const HostVars& vars, const HostBindings& loops) override {
+  void launch(const HostLaunch& l, interp::BufferData* const* slots, const int64_t* values, const HostBindings& loops) override {
     std::vector<interp::BufferData*> ref_slots;
     for (UOp b : l.buffers) ref_slots.push_back(&ref_buffer(b));
-    reference_.launch(l, ref_slots, vars, loops);
-    compiled_.launch(l, slots, vars, loops);
+    reference_.launch(l, ref_slots.data(), values, loops);
+    compiled_->launch(l, slots, values, loops);
     for (size_t s = 0; s < l.buffers.size(); ++s) compare(l.kernel, loops, l.buffers[s], *ref_slots[s], *slots[s]);
   }
 
@@ -235,7 +188,7 @@ class CheckLauncher : public Launcher {
   interp::BufferMap ref_;  // the interpreter's own buffers
   interp::BufferMap ref_temps_;
   InterpLauncher reference_;
-  CompiledLauncher compiled_;
+  std::unique_ptr<Launcher> compiled_;
   std::string compiler_;
 
   interp::BufferData& ref_buffer(UOp b) {
@@ -270,7 +223,7 @@ class CheckLauncher : public Launcher {
 std::unique_ptr<Launcher> make_launcher(const RunOptions& opts) {
   if (opts.backend == "interp") return std::make_unique<InterpLauncher>();
   if (opts.backend == "check") return std::make_unique<CheckLauncher>(opts);
-  return std::make_unique<CompiledLauncher>(opts.backend, opts.bounds_check);
+  return make_compiled_launcher(opts.backend, opts.bounds_check, opts.compile_mode);
 }
 
 }  // namespace
@@ -382,7 +335,7 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
   for (UOp u : toposort(lowered))
     if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));
   impl_->poison_static = std::none_of(impl_->host.launches.begin(), impl_->host.launches.end(), [](const HostLaunch& l) { return interp::poison_follows_data(l.kernel->src[0]); });
-  for (const HostLaunch& l : impl_->host.launches) impl_->launcher->prepare(l);
+  impl_->launcher->prepare(impl_->host);
 }
 
 const HostProgram& Program::host() const { return impl_->host; }
@@ -393,6 +346,8 @@ std::string Program::tier() const {
 }
 
 std::string Program::tier_error() const { return impl_->upgrade ? impl_->upgrade->error() : ""; }
+
+CompileStats Program::compile_stats() const { return impl_->launcher->compile_stats(); }
 
 void Program::graph_writes(const std::vector<interp::BufferSpec>& graph_specs) {
   if (impl_->upgrade) impl_->upgrade->graph_writes(graph_specs);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/compiler.h"
 #include "interp/inputs.h"
 #include "interp/interp.h"
 #include "uop/host_program.h"
@@ -39,6 +40,10 @@ struct RunOptions {
   std::string backend = "tcc";  // interp | tcc | cc | check (check compiles with `compiler`) | auto (tiered.h)
   std::string compiler = "tcc"; // for check: which compiled tier to compare against
   bool bounds_check = false;    // compiled kernels check every access
+  // tcc/cc/check: "program" compiles every kernel of the program in one translation unit (one
+  // compile), with its host loops of launches as C loops (used when no hook watches every
+  // launch); "kernel" compiles each kernel alone (the old way, kept to compare: ow bench).
+  std::string compile_mode = "program";
   uint64_t max_launches = 0;    // kernel launches allowed per run (0: unlimited)
   // Called after every kernel launch: kernel, host-loop bindings (name, value).
   std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)> on_launch;
@@ -73,6 +78,9 @@ class Program {
   // The backend runs use: the backend asked for, except auto: "tcc" until cc is ready, then "cc".
   std::string tier() const;
   std::string tier_error() const;  // auto: why cc could not compile the program ("" if it could)
+  // The compile() calls made to prepare it (compiled backends; zeros for interp): one for the
+  // whole program in compile mode "program", one per kernel in "kernel".
+  CompileStats compile_stats() const;
 
  private:
   struct Impl;

@@ -126,6 +126,10 @@ TEST_CASE("every reference case runs compiled on tcc and cc, bit for bit with th
         }
         CHECK(launches > 0);
         require_equal(want, got);
+        backend::RunOptions alone;  // the tier alone, no hook: its host loops of launches run in C
+        alone.backend = tier;
+        interp::BufferMap ab = copy(inputs);
+        require_equal(want, backend::run_graph(root, ab, alone));
       }
     }
   }

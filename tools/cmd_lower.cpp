@@ -42,35 +42,20 @@ int cmd_lower(const Args& args) {
   return 0;
 }
 
-// ow show-c: the host schedule, then every kernel's C source (the prelude of helper functions
-// and prototypes, shared by all kernels, printed once).
+// ow show-c: the host schedule, then the program's translation unit (backends/c show_c).
 int cmd_show_c(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "bounds-check", "render the guarded accesses of --bounds-check")(
-      "full", "print every kernel as the complete translation unit the compiler sees (default: the kernels, then their shared declarations once)");
+      "full", "print the program's one translation unit exactly as the compiler sees it (default: the kernels, then their shared declarations once)");
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
   if (!parse_options("show-c", "FILE [--bounds-check] [--full]", opts, pos, args, vm)) return 0;
   UOp program = lower::lower(load_graph(vm["file"].as<std::string>()).root);
-  std::cout << "// ---- host schedule ----\n" << backend::render_program(program) << "\n";
   backend::RenderOptions ro;
   ro.bounds_check = vm.count("bounds-check") > 0;
-  // The kernels first; the declarations every one of them starts with (the same for all) last.
-  std::string prelude;
-  for (UOp k : toposort(program)) {
-    if (k->op != Ops::KERNEL) continue;
-    backend::RenderedKernel r = backend::render_kernel(k, ro);
-    std::string src = r.source;
-    size_t body = src.find("int " + r.name + "(");
-    if (!vm.count("full") && body != std::string::npos) {
-      prelude = src.substr(0, body);
-      src = src.substr(body);
-    }
-    std::cout << "// ---- kernel " << r.name << " ----\n" << src << "\n";
-  }
-  if (!prelude.empty()) std::cout << "// ---- declared before every kernel (--full prints each kernel whole) ----\n" << prelude;
+  std::cout << backend::show_c(program, ro, vm.count("full") > 0);
   return 0;
 }
 
@@ -89,6 +74,7 @@ int cmd_check(const Args& args) {
       "passes", "evaluate the graph after every lowering pass and name the first that changes an output")(
       "compiler", po::value<std::vector<std::string>>()->composing(), "without --passes: compiled tiers to check against the interpreter (default: tcc and cc)")(
       "bounds-check", "compiled kernels check every memory access")(
+      "compile", po::value<std::string>()->default_value("program"), "program (all kernels in one translation unit) | kernel (one compile per kernel)")(
       "finite-differences", "instead: the graph's GRADIENT outputs (of whole float64 buffers) against central differences in float64");
   add_input_options(opts);
   add_budget_options(opts);
@@ -102,12 +88,14 @@ int cmd_check(const Args& args) {
   interp::BufferMap& inputs = in.buffers;
   if (vm.count("passes")) return check_passes(root, inputs);
   if (vm.count("finite-differences")) return check_gradients(root, inputs, in.seed.value_or(1));  // the seed also picks the elements sampled
+  if (std::string m = vm["compile"].as<std::string>(); m != "program" && m != "kernel") throw Error("--compile must be program or kernel, got '" + m + "'");
   std::vector<std::string> tiers = vm.count("compiler") ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
   for (const std::string& t : tiers) {
     backend::RunOptions ro;
     ro.backend = "check";
     ro.compiler = t;
     ro.bounds_check = vm.count("bounds-check") > 0;
+    ro.compile_mode = vm["compile"].as<std::string>();
     ro.max_launches = max_steps;
     int launches = 0;
     ro.on_launch = [&](UOp, const auto&) { ++launches; };

@@ -46,6 +46,7 @@ po::options_description run_options() {
       "trace-out", po::value<std::string>(), "write the trace to this file instead of stderr")(
       "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel) | auto (tcc, then cc once compiled in the background: for programs run many times)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
+      "compile", po::value<std::string>()->default_value("program"), "compiled backends: program (all kernels in one translation unit, one compile) | kernel (one compile per kernel)")(
       "bounds-check", "compiled kernels check every memory access");
   add_input_options(opts);
   add_print_options(opts);
@@ -108,10 +109,11 @@ std::vector<interp::Output> run_compiled(const po::variables_map& vm, const std:
   backend::RunOptions ro;
   ro.backend = backend;
   ro.compiler = vm["compiler"].as<std::string>();
+  ro.compile_mode = vm["compile"].as<std::string>();
   ro.bounds_check = vm.count("bounds-check") > 0;
   ro.max_launches = max_steps;
   uint64_t launches = 0;
-  ro.on_launch = [&](UOp, const auto&) { ++launches; };
+  if (backend == "check") ro.on_launch = [&](UOp, const auto&) { ++launches; };  // only check reports it (a hook keeps loops on the host)
   std::vector<interp::Output> outs = backend::run_graph(root, buffers, ro);
   if (backend == "check")  // a check that passes says so (on stderr: stdout stays the values)
     std::cerr << "ow run: check: " << launches << " kernel launches (" << ro.compiler << ") and " << outs.size()
@@ -147,6 +149,7 @@ int cmd_run(const Args& args) {
   std::string backend = vm["backend"].as<std::string>();
   if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check" && backend != "auto")
     throw Error("--backend must be interp, tcc, cc, check or auto, got '" + backend + "'");
+  if (std::string m = vm["compile"].as<std::string>(); m != "program" && m != "kernel") throw Error("--compile must be program or kernel, got '" + m + "'");
   interp::FormatOptions print = print_options(vm);
   uint64_t max_steps = apply_budgets(vm);
 

@@ -52,4 +52,20 @@ std::string render_program(UOp program) {
   return t.out;
 }
 
+// The unit is rendered by the very function the runner compiles (render_unit), so what is
+// shown is what runs: the same functions, names and order.
+std::string show_c(UOp program, const RenderOptions& opts, bool full) {
+  std::string out = "// ---- host schedule ----\n" + render_program(program) + "\n";
+  HostProgram p = host_program(program);
+  RenderedUnit u = render_program_unit(p, opts);
+  if (full) return out + "// ---- the translation unit, as compiled (one compile for the whole program) ----\n" + u.source;
+  for (const RenderedKernel& k : u.kernels) out += "// ---- kernel " + k.name + " ----\n" + k.function + "\n";
+  if (!u.loops.empty()) {  // the loop functions: the unit's text after its last kernel
+    size_t at = u.source.find(kHostLoopHelpers);
+    out += "// ---- host loops run in C (when no hook watches every launch) ----\n" + u.source.substr(at) + "\n";
+  }
+  if (!u.kernels.empty()) out += "// ---- declared before every kernel, once at the top of the translation unit (--full prints the unit as compiled) ----\n" + prelude();
+  return out;
+}
+
 }  // namespace ow::backend

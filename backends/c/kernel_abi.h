@@ -20,6 +20,12 @@ enum Slot : int { kKind = 0, kNode = 1, kValue = 2, kSlots = 4 };  // err[] hold
 inline constexpr const char* kFailHelper =
     "static inline int ow_fail(long long* err, long long kind, long long node, long long value) { err[0] = kind; err[1] = node; err[2] = value; return (int)kind; }\n";
 
+// A host loop compiled into the unit (render_host_loop) returns 0, a kernel's kind, or one of
+// these, with err[kLaunch] = the position in the loop's body of the launch that stopped it and
+// err[kIteration] = the loop's value then; the runner words the message as the host walk would.
+enum LoopKind : long long { kBindRefused = 100, kBudgetExceeded = 101 };
+enum LoopSlot : int { kLaunch = 4, kIteration = 5, kLoopSlots = 8 };  // a loop's err[] holds kLoopSlots
+
 // The C statement reporting `kind` at node number `node`, with the C expression `value`.
 inline std::string fail_statement(Kind kind, size_t node, const std::string& value) {
   return "return ow_fail(err, " + std::to_string(static_cast<long long>(kind)) + ", " + std::to_string(node) + ", " + value + ");";

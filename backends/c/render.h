@@ -7,9 +7,11 @@
 // kernel_abi.h defines (division by zero, out-of-bounds access; the node, the bad index).
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "uop/host_program.h"
 #include "uop/uop.h"
 
 namespace ow::backend {
@@ -21,6 +23,7 @@ struct RenderOptions {
 struct RenderedKernel {
   std::string name;               // the C function's name (the KERNEL's arg, as an identifier)
   std::string source;             // complete C translation unit, prelude included
+  std::string function;           // the function alone: `source` is prelude() + function
   std::vector<DType> params;      // per DEFINE_GLOBAL slot: its pointer dtype (void if unused)
   std::vector<std::string> vars;  // DEFINE_VAR names in the order of `vars`
   std::map<long long, std::string> fail_nodes;  // err[abi::kNode] -> that node's printed line
@@ -30,9 +33,51 @@ struct RenderedKernel {
 // anything unsupported (float16, ops the interpreter lacks) or malformed.
 RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts = {});
 
+// All kernels of a program in one C translation unit: the prelude once, then one function per
+// kernel. Compiling it is one compiler call for the whole program (tcc: one in-process compile;
+// cc: one process), instead of one per kernel.
+struct RenderedLoop {
+  const HostStep* step = nullptr;  // the host loop (in the HostProgram rendered)
+  std::string name;                // its function in the unit
+  std::vector<UOp> outer;          // the ranges of the loops around it, outermost first
+};
+struct RenderedUnit {
+  std::string source;
+  // Per kernel, in the order given: `name` is its function in `source`, unique in the unit (a
+  // second kernel whose name renders the same gets "_2", ...); `source` is its own, standalone.
+  std::vector<RenderedKernel> kernels;
+  std::vector<RenderedLoop> loops;  // render_program_unit: the host loops compiled into the unit
+};
+RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts = {});
+
+// The unit of a whole program as the runner compiles it: render_unit of its launches' kernels
+// (kernels[i] is HostLaunch i's), then every host loop whose body is only launches, as a
+// function (render_host_loop) the runner may call instead of walking the loop.
+RenderedUnit render_program_unit(const HostProgram& p, const RenderOptions& opts = {});
+
+// A host loop whose body is only launches, as the C function
+//   int <name>(long long n, const long long* outer, void*** bufs, long long* launches,
+//              long long max_launches, long long* err)
+// running iterations 0..n-1: outer[j] is the value of outer[j]'s range, bufs[i] the buffer array
+// of the body's i-th launch, *launches counts launches against max_launches (0: no limit), err
+// has abi::kLoopSlots entries. Per launch it does what the host walk does, in its order. Returns
+// 0, a kernel's error kind, abi::kBindRefused or abi::kBudgetExceeded (err[abi::kLaunch],
+// err[abi::kIteration]: where). nullopt when a BIND is host math it does not render or a kernel
+// variable has no BIND (the walk then runs the loop). Needs kHostLoopHelpers before it.
+std::optional<std::string> render_host_loop(const HostProgram& p, const HostStep& loop, const std::vector<UOp>& outer, const std::vector<RenderedKernel>& kernels,
+                                            const std::string& name);
+extern const char* const kHostLoopHelpers;
+
+// What every rendered translation unit starts with: declarations and helper functions.
+std::string prelude();
+
 // Human-readable host schedule of a kernel-level program (for `ow show-c`): host loops over
 // OUTER ranges and kernel launches with their buffers and variable bindings (host_text.cpp).
 std::string render_program(UOp program);
+
+// ow show-c: the host schedule, then each kernel's function and the prelude they share, once;
+// `full`: the translation unit exactly as the runner compiles it (render_unit).
+std::string show_c(UOp program, const RenderOptions& opts = {}, bool full = false);
 
 // `s` with every character that is not [A-Za-z0-9_] replaced by '_', never starting with a digit.
 std::string c_identifier(const std::string& s);

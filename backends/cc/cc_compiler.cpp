@@ -1,8 +1,9 @@
 // The optimizing tier: the system C compiler builds a shared object that is dlopen'ed. Slower to
 // compile than tcc (tens of milliseconds), faster code. The sources and shared objects are kept in
-// a private cache directory, $XDG_CACHE_HOME/outerworld/cc or ~/.cache/outerworld/cc (0700; a
-// fresh temporary directory if that is unusable), named by a hash of the compiler, its flags and
-// the source, so a later process reuses them without compiling.
+// a private cache directory, $OW_CACHE_DIR/cc, $XDG_CACHE_HOME/outerworld/cc or
+// ~/.cache/outerworld/cc (0700), named by a hash of the compiler, its flags and the source, so a
+// later process reuses them without compiling. OW_CACHE_DIR=off (or an unusable directory):
+// compiled in a private temporary directory, removed once loaded.
 #include <dlfcn.h>
 #include <errno.h>
 #include <spawn.h>
@@ -47,26 +48,43 @@ bool make_dirs(const std::string& path) {
   return true;
 }
 
-std::string cache_dir() {
-  static const std::string dir = [] {
-    std::string base;
-    if (const char* x = getenv("XDG_CACHE_HOME"); x && x[0] == '/')
-      base = x;
-    else if (const char* h = getenv("HOME"); h && h[0] == '/')
-      base = std::string(h) + "/.cache";
-    if (!base.empty()) {
-      std::string d = base + "/outerworld/cc";
-      if (make_dirs(d) && usable_dir(d)) return d;
-    }
+// A directory no other process uses (made once per process): where cc writes when the disk
+// cache is off or unusable. Its files are removed once loaded, the directory at exit.
+struct PrivateDir {
+  std::string path;
+  PrivateDir() {
     const char* tmp = getenv("TMPDIR");
     std::string templ = std::string(tmp && tmp[0] == '/' ? tmp : "/tmp") + "/outerworld-cc-XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
-    if (!mkdtemp(buf.data()))
-      throw Error("the cc backend cannot create a cache directory (" + templ + "): " + std::strerror(errno));
-    return std::string(buf.data());
-  }();
-  return dir;
+    if (!mkdtemp(buf.data())) throw Error("the cc backend cannot create a directory to compile in (" + templ + "): " + std::strerror(errno));
+    path = buf.data();
+  }
+  ~PrivateDir() { rmdir(path.c_str()); }
+};
+
+const std::string& private_dir() {
+  static PrivateDir d;
+  return d.path;
+}
+
+// Where compiled shared objects are kept between processes: $OW_CACHE_DIR/cc, else
+// $XDG_CACHE_HOME/outerworld/cc, else ~/.cache/outerworld/cc; "" when OW_CACHE_DIR=off or the
+// directory cannot be made private to the user. Read at every compile (cheap next to a compile),
+// so a process may turn the cache off for a while (ow bench does, to time real compiles).
+std::string disk_cache_dir() {
+  std::string base;
+  if (const char* o = getenv("OW_CACHE_DIR"); o && *o) {
+    if (std::string(o) == "off") return "";
+    base = o;
+  } else if (const char* x = getenv("XDG_CACHE_HOME"); x && x[0] == '/') {
+    base = std::string(x) + "/outerworld";
+  } else if (const char* h = getenv("HOME"); h && h[0] == '/') {
+    base = std::string(h) + "/.cache/outerworld";
+  }
+  if (base.empty()) return "";
+  std::string d = base + "/cc";
+  return make_dirs(d) && usable_dir(d) ? d : "";
 }
 
 // The compiler command: $OW_CC split at spaces ("ccache gcc" works), or "cc".
@@ -174,36 +192,28 @@ class CcCompiler final : public Compiler {
  protected:
   std::string options() const override { return join(command_) + " " + join(flags) + " -lm"; }
 
+  // The disk cache (disk_cache_dir) keeps <hash>-<length>.c, .so and .sum (the FNV-1a hash of
+  // the .so's bytes). A .so is reused only if its .c is exactly this source, its bytes match the
+  // .sum and it loads; anything else (a truncated or damaged file) is compiled again.
   std::shared_ptr<const Library> compile_uncached(const std::string& src) override {
     std::string key = options() + '\0' + src;
     char hex[40];
     std::snprintf(hex, sizeof hex, "%016llx-%llx", static_cast<unsigned long long>(fnv1a64(key)),
                   static_cast<unsigned long long>(key.size()));
-    std::string dir = cache_dir();
-    std::string base = dir + "/" + hex, c_path = base + ".c", so_path = base + ".so";
-    // Reuse a shared object from an earlier process only if its source is exactly this one.
-    std::string old;
-    bool reuse = access(so_path.c_str(), R_OK) == 0 && read_file(c_path, old) && old == src;
-    if (!reuse) {
-      write_file(c_path, src);
-      std::string tmp_so = temp_name(so_path);
-      std::vector<std::string> argv = command_;
-      argv.insert(argv.end(), flags.begin(), flags.end());
-      argv.insert(argv.end(), {"-o", tmp_so, c_path, "-lm"});
-      std::string output;
-      int rc = run(argv, output);
-      if (rc != 0) {
-        std::remove(tmp_so.c_str());
-        throw Error("cc: cannot compile the generated C source (" + join(argv) + " exited with " +
-                    (rc < 0 ? std::string("a signal") : "status " + std::to_string(rc)) + "):\n" + output +
-                    "the source (" + c_path + "):\n" + number_lines(src));
-      }
-      if (std::rename(tmp_so.c_str(), so_path.c_str()) != 0) {
-        std::remove(tmp_so.c_str());
-        throw Error("the cc backend cannot rename " + tmp_so + " to " + so_path + ": " + std::strerror(errno));
-      }
-    }
+    std::string dir = disk_cache_dir();
+    bool keep = !dir.empty();
+    std::string base = keep ? dir + "/" + hex : temp_name(private_dir() + "/" + hex);
+    std::string c_path = base + ".c", so_path = base + ".so", sum_path = base + ".sum";
+    if (keep)
+      if (void* h = load_cached(src, c_path, so_path, sum_path)) return std::make_shared<CcLibrary>(h, so_path);
+    build(src, c_path, so_path);
+    std::string so;
+    if (keep && read_file(so_path, so)) write_file(sum_path, checksum(so));
     void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!keep) {  // loaded (or not): the mapping outlives the files
+      std::remove(so_path.c_str());
+      std::remove(c_path.c_str());
+    }
     if (!h) {
       const char* e = dlerror();
       throw Error("cc: cannot load " + so_path + ": " + (e ? e : "dlopen failed"));
@@ -212,6 +222,43 @@ class CcCompiler final : public Compiler {
   }
 
  private:
+  static std::string checksum(const std::string& bytes) {
+    char h[24];
+    std::snprintf(h, sizeof h, "%016llx\n", static_cast<unsigned long long>(fnv1a64(bytes)));
+    return h;
+  }
+
+  // An earlier process's shared object of this very source, loaded; null if there is none or it
+  // is damaged in any way.
+  static void* load_cached(const std::string& src, const std::string& c_path, const std::string& so_path, const std::string& sum_path) {
+    std::string old, so, sum;
+    if (!read_file(c_path, old) || old != src || !read_file(so_path, so) || !read_file(sum_path, sum) || sum != checksum(so)) return nullptr;
+    void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) dlerror();  // clear it: the caller compiles again
+    return h;
+  }
+
+  // Writes c_path and compiles it into so_path (renamed into place when complete).
+  void build(const std::string& src, const std::string& c_path, const std::string& so_path) {
+    write_file(c_path, src);
+    std::string tmp_so = temp_name(so_path);
+    std::vector<std::string> argv = command_;
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"-o", tmp_so, c_path, "-lm"});
+    std::string output;
+    int rc = run(argv, output);
+    if (rc != 0) {
+      std::remove(tmp_so.c_str());
+      throw Error("cc: cannot compile the generated C source (" + join(argv) + " exited with " +
+                  (rc < 0 ? std::string("a signal") : "status " + std::to_string(rc)) + "):\n" + output +
+                  "the source (" + c_path + "):\n" + number_lines(src));
+    }
+    if (std::rename(tmp_so.c_str(), so_path.c_str()) != 0) {
+      std::remove(tmp_so.c_str());
+      throw Error("the cc backend cannot rename " + tmp_so + " to " + so_path + ": " + std::strerror(errno));
+    }
+  }
+
   std::vector<std::string> command_;
 };
 

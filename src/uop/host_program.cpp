@@ -1,6 +1,7 @@
 // The host program of a lowered graph and its walk (host_program.h).
 #include "uop/host_program.h"
 
+#include <algorithm>
 #include <set>
 
 #include "uop/args.h"
@@ -49,7 +50,7 @@ class Builder {
   size_t launch_of(UOp k) {
     auto [it, fresh] = launches_.emplace(k.get(), p_.launches.size());
     if (!fresh) return it->second;
-    HostLaunch l{k, "kernel", {}, {}};
+    HostLaunch l{k, "kernel", {}, {}, p_.launches.size()};
     if (const ArgTuple* t = k->arg.tuple(); t && !t->empty() && (*t)[0].is<std::string>()) l.name = (*t)[0].as<std::string>();
     for (size_t i = 1; i < k->src.size(); ++i) {
       UOp s = k->src[i];
@@ -79,9 +80,55 @@ std::vector<HostOutput> outputs_of(UOp program) {
   return outs;
 }
 
+// Host-side index math: constants, the enclosing loops' ranges, integer ALU.
+int64_t host_eval(UOp u, const HostBindings& b) {
+  if (u->op == Ops::CONST) return static_cast<int64_t>(u.const_value());
+  if (u->op == Ops::RANGE) {
+    for (auto it = b.rbegin(); it != b.rend(); ++it)
+      if (it->first == u) return it->second;
+    throw Error("host loop variable " + range_name(u) + " is used outside its loop");
+  }
+  int64_t v[4];  // an ALU op has at most 3 operands
+  if (u->src.size() > 4) throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
+  for (size_t i = 0; i < u->src.size(); ++i) v[i] = host_eval(u->src[i], b);
+  int64_t out;
+  if (!is_alu(u->op) || !fold_int_alu(u->op, u->dtype, v, u->src.size(), out))
+    throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
+  return out;
+}
+
+// What the walk checks of a BIND, read once from its DEFINE_VAR: the bounds, and the earlier
+// BIND of the same variable in the launch (-1: none), which must get the same value.
+struct BindCheck {
+  int64_t lo, hi;
+  int earlier;
+};
+
+std::vector<std::vector<BindCheck>> bind_checks(const HostProgram& p) {
+  std::vector<std::vector<BindCheck>> out;
+  for (const HostLaunch& l : p.launches) {
+    std::vector<BindCheck> cs;
+    for (size_t i = 0; i < l.binds.size(); ++i) {
+      const ArgTuple& t = *l.binds[i].node->src[0]->arg.tuple();
+      BindCheck c{t[1].as<int64_t>(), t[2].as<int64_t>(), -1};
+      for (size_t j = 0; j < i; ++j)
+        if (var_name(l.binds[j].node->src[0]) == t[0].as<std::string>()) c.earlier = static_cast<int>(j);
+      cs.push_back(c);
+    }
+    out.push_back(std::move(cs));
+  }
+  return out;
+}
+
+// Runs once per launch, so it allocates nothing there: the BIND checks are precomputed and the
+// values go into one scratch array.
 class Walker {
  public:
-  Walker(const HostProgram& p, HostHooks& h, HostWalk mode) : p_(p), h_(h), run_(mode == HostWalk::Run) {}
+  Walker(const HostProgram& p, HostHooks& h, HostWalk mode) : p_(p), h_(h), run_(mode == HostWalk::Run), checks_(bind_checks(p)) {
+    size_t most = 0;
+    for (const HostLaunch& l : p.launches) most = std::max(most, l.binds.size());
+    values_.resize(most);
+  }
 
   void steps(const std::vector<HostStep>& s) {
     for (const HostStep& x : s) x.is_loop() ? loop(x) : launch(p_.launches[x.launch]);
@@ -91,52 +138,46 @@ class Walker {
   const HostProgram& p_;
   HostHooks& h_;
   bool run_;
+  std::vector<std::vector<BindCheck>> checks_;  // per launch, per BIND
+  std::vector<int64_t> values_;                 // the current launch's BIND values
   HostBindings bindings_;
 
   void loop(const HostStep& s) {
     h_.loop_begin(s, bindings_);
     int64_t n = run_ ? eval(s.range->src[0]) : 1;
-    bindings_.push_back({s.range, 0});
-    for (int64_t k = 0; k < n; ++k) {
-      bindings_.back().second = k;
-      steps(s.body);
+    if (!run_ || !h_.run_loop(s, n, bindings_)) {
+      bindings_.push_back({s.range, 0});
+      for (int64_t k = 0; k < n; ++k) {
+        bindings_.back().second = k;
+        steps(s.body);
+      }
+      bindings_.pop_back();
     }
-    bindings_.pop_back();
     h_.loop_end(s, bindings_);
   }
 
   void launch(const HostLaunch& l) {
     h_.before_launch(l, bindings_);
-    if (run_) h_.launch(l, vars(l), bindings_);
+    if (run_) {
+      bind_values(l);
+      h_.launch(l, values_.data(), bindings_);
+    }
     h_.after_launch(l, bindings_);
   }
 
-  HostVars vars(const HostLaunch& l) {
-    HostVars v;
-    for (const HostBind& b : l.binds) {
-      int64_t x = eval(b.value);
-      if (std::string why = bind_refusal(b.node, x, v); !why.empty())
-        throw Error(why + "\n  at " + number_graph(p_.root).line(b.node) + "\n  with " + bindings_text(bindings_));
-      v.emplace(var_name(b.node->src[0]), x);
+  void bind_values(const HostLaunch& l) {
+    const std::vector<BindCheck>& cs = checks_[l.index];
+    for (size_t i = 0; i < l.binds.size(); ++i) {
+      int64_t x = values_[i] = eval(l.binds[i].value);
+      const BindCheck& c = cs[i];
+      if (x < c.lo || x > c.hi || (c.earlier >= 0 && values_[static_cast<size_t>(c.earlier)] != x)) refuse(l, i);
     }
-    return v;
   }
 
-  // Host-side index math: constants, the enclosing loops' ranges, integer ALU.
-  int64_t eval(UOp u) {
-    if (u->op == Ops::CONST) return static_cast<int64_t>(u.const_value());
-    if (u->op == Ops::RANGE) {
-      for (auto it = bindings_.rbegin(); it != bindings_.rend(); ++it)
-        if (it->first == u) return it->second;
-      throw Error("host loop variable " + range_name(u) + " is used outside its loop");
-    }
-    std::vector<int64_t> v;
-    for (UOp s : u->src) v.push_back(eval(s));
-    int64_t out;
-    if (!is_alu(u->op) || !fold_int_alu(u->op, u->dtype, v.data(), v.size(), out))
-      throw Error(std::string("cannot evaluate ") + std::string(op_name(u->op)) + " in a host-side index expression");
-    return out;
-  }
+  // The refusal's message (only on this error path is a map built).
+  [[noreturn]] void refuse(const HostLaunch& l, size_t) { throw Error(bind_error(p_, l, bindings_)); }
+
+  int64_t eval(UOp u) { return host_eval(u, bindings_); }
 };
 
 }  // namespace
@@ -164,6 +205,23 @@ std::string bind_refusal(UOp bind, int64_t value, const HostVars& bound) {
     return "variable '" + name + "' bound to " + std::to_string(value) + ", outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (auto it = bound.find(name); it != bound.end() && it->second != value) return "variable '" + name + "' is bound twice with different values";
   return "";
+}
+
+std::string bind_error(const HostProgram& p, const HostLaunch& l, const HostBindings& b) {
+  HostVars bound;
+  for (const HostBind& x : l.binds) {
+    int64_t v = host_eval(x.value, b);
+    if (std::string why = bind_refusal(x.node, v, bound); !why.empty())
+      return why + "\n  at " + number_graph(p.root).line(x.node) + "\n  with " + bindings_text(b);
+    bound.emplace(var_name(x.node->src[0]), v);
+  }
+  return "";
+}
+
+HostVars host_vars(const HostLaunch& launch, const int64_t* values) {
+  HostVars v;
+  for (size_t i = 0; i < launch.binds.size(); ++i) v.emplace(var_name(launch.binds[i].node->src[0]), values[i]);
+  return v;
 }
 
 std::string bindings_text(const HostBindings& b) {

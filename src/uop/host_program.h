@@ -27,6 +27,7 @@ struct HostLaunch {
   std::string name;             // the KERNEL's name ("kernel" if it has none)
   std::vector<UOp> buffers;     // the BUFFER bound to DEFINE_GLOBAL slot 0, 1, ...
   std::vector<HostBind> binds;
+  size_t index = 0;             // its position in HostProgram::launches (runners keep per-launch state by it)
 };
 
 // A launch, or a host loop over one OUTER range (an END over several ranges is a nest of
@@ -65,9 +66,13 @@ class HostHooks {
   virtual void begin_run() {}
   virtual void loop_begin(const HostStep& /*loop*/, const HostBindings& /*outer*/) {}
   virtual void before_launch(const HostLaunch&, const HostBindings&) {}
-  // Runs the kernel (the variables are checked); not called by an outline walk.
-  virtual void launch(const HostLaunch&, const HostVars&, const HostBindings&) {}
+  // Runs the kernel; values[i] is the value of launch.binds[i], already checked (a plain array,
+  // so a launch costs no allocation; host_vars() makes the map). Not called by an outline walk.
+  virtual void launch(const HostLaunch&, const int64_t* /*values*/, const HostBindings&) {}
   virtual void after_launch(const HostLaunch&, const HostBindings&) {}
+  // A loop of n iterations about to run (after loop_begin): true if the hooks ran all of it
+  // themselves (a loop compiled into the program's C), so the walk skips its iterations.
+  virtual bool run_loop(const HostStep& /*loop*/, int64_t /*n*/, const HostBindings& /*outer*/) { return false; }
   virtual void loop_end(const HostStep& /*loop*/, const HostBindings& /*outer*/) {}
   virtual void end_run() {}
 };
@@ -81,6 +86,13 @@ void walk_host(const HostProgram& program, HostHooks& hooks, HostWalk mode = Hos
 // Why a BIND of `value` is refused ("" when it is not): outside its variable's bounds, or a
 // second value for a variable `bound` already holds in the same launch.
 std::string bind_refusal(UOp bind, int64_t value, const HostVars& bound);
+
+// The walk's error for launch l's BINDs with the host loops at `b` ("" when it accepts them): for
+// a runner that ran a loop itself and was refused a BIND, to say it in the walk's words.
+std::string bind_error(const HostProgram& p, const HostLaunch& l, const HostBindings& b);
+
+// A launch's variables by name, from the values the walk hands to HostHooks::launch.
+HostVars host_vars(const HostLaunch& launch, const int64_t* values);
 
 // "m1=2, m2=0", or "no ranges bound" (the interpreter's form).
 std::string bindings_text(const HostBindings& b);

@@ -74,11 +74,24 @@ Timing time_compiled(UOp program, const interp::BufferMap& inputs, const std::st
 // The per-run fixed cost of run_program on a compiled backend: rendering every kernel and finding
 // it in the compile cache (median of `repeat`; the program must have been compiled already).
 double render_and_lookup(UOp program, const std::string& backend, int repeat);
+// A string no earlier compile (this process, or cc's disk cache from an earlier one) has seen.
+std::string nonce();
+std::vector<UOp> kernels_of(UOp program);  // the KERNELs of a lowered program
+// The program with every KERNEL renamed NAME_<suffix>: same C, new function names, so the
+// compile caches have never seen its sources (bench_compiled.cpp).
+UOp rename_kernels(UOp program, const std::string& suffix);
 int bench_compile(const Settings& s);
 int bench_first_result(const Settings& s);
 int bench_micro(const Settings& s);
 int bench_grad_memory(const Settings& s);  // bench_grad.cpp
 int bench_scaling(const Settings& s);      // bench_scaling.cpp
+// scan_with_assign with n steps of width d (bench_scaling.cpp): out[k] = vec @ M0 @ ... @ Mk.
+UOp scan(int64_t n, int64_t d);
+// A vmapped MLP of `depth` linear + relu layers (bench_scaling.cpp); buffer names end in `tag`.
+UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag);
+// cc's first result with every kernel compiled alone vs the whole program in one translation
+// unit, disk cache off (bench_compile_modes.cpp); part of --first-result. 1: something WRONG.
+int bench_compile_modes(const Settings& s);
 int bench_tinygrad(const Settings& s);     // bench_tinygrad.cpp
 
 // OPENBLAS_CORETYPE for numpy (bench_blas.cpp): "auto" (the best kernel /proc/cpuinfo's flags

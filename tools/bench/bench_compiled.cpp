@@ -31,10 +31,8 @@
 
 namespace ow::cli::bench {
 
-namespace {
-
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+static double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // A string no earlier compile (this process, or cc's disk cache from an earlier one) has seen.
 std::string nonce() {
@@ -43,22 +41,6 @@ std::string nonce() {
   char b[48];
   std::snprintf(b, sizeof b, "%llx_%llu", stamp, n++);
   return b;
-}
-
-// cc's disk cache into the temporary directory: real compiles, and no litter in ~/.cache.
-void private_cc_cache(const Settings& s) {
-  fs::path d = s.tmp / "xdg-cache";
-  fs::create_directories(d);
-  setenv("XDG_CACHE_HOME", d.c_str(), 1);
-}
-
-std::vector<std::string> case_names(const Settings& s) {
-  if (!s.cases.empty()) return s.cases;
-  std::vector<std::string> names;
-  for (auto& e : fs::directory_iterator(s.cases_dir))
-    if (e.path().extension() == ".uop") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 std::vector<UOp> kernels_of(UOp program) {
@@ -82,6 +64,25 @@ UOp rename_kernels(UOp program, const std::string& suffix) {
     if (kernel_name(k).find(suffix) == std::string::npos) throw Error("ow bench: renaming the kernels of a program missed one");
   return out;
 }
+
+namespace {
+
+// cc's disk cache into the temporary directory: real compiles, and no litter in ~/.cache.
+void private_cc_cache(const Settings& s) {
+  fs::path d = s.tmp / "xdg-cache";
+  fs::create_directories(d);
+  setenv("XDG_CACHE_HOME", d.c_str(), 1);
+}
+
+std::vector<std::string> case_names(const Settings& s) {
+  if (!s.cases.empty()) return s.cases;
+  std::vector<std::string> names;
+  for (auto& e : fs::directory_iterator(s.cases_dir))
+    if (e.path().extension() == ".uop") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 
 double median_of(std::vector<double> v) { return v.empty() ? NAN : summarize(std::move(v)).median; }
 
@@ -109,14 +110,14 @@ Timing time_compiled(UOp program, const interp::BufferMap& inputs, const std::st
 
 double render_and_lookup(UOp program, const std::string& backend, int repeat) {
   auto c = backend::make_compiler(backend);
-  std::vector<UOp> ks = kernels_of(program);
+  std::vector<UOp> ks;  // in launch order, as Program renders them (the same unit: a cache hit)
+  for (const HostLaunch& l : host_program(program).launches) ks.push_back(l.kernel);
   std::vector<double> times;
   for (int i = 0; i < repeat; ++i) {
     auto t0 = Clock::now();
-    for (UOp k : ks) {
-      backend::RenderedKernel r = backend::render_kernel(k);
-      c->compile(r.source)->symbol(r.name);
-    }
+    backend::RenderedUnit u = backend::render_unit(ks);  // as Program does: one unit, one lookup
+    auto lib = c->compile(u.source);
+    for (const backend::RenderedKernel& r : u.kernels) lib->symbol(r.name);
     times.push_back(since(t0));
   }
   return summarize(times).median;
@@ -231,7 +232,7 @@ int bench_first_result(const Settings& s) {
           backend::run_program(fresh, b2, ro);  // the same program again: compile cache hits
           double t_steady = since(t2);
           auto t3 = Clock::now();
-          for (UOp k : kernels_of(fresh)) backend::render_kernel(k);  // the render alone (what run_program does first)
+          backend::render_unit(kernels_of(fresh));  // the render alone (what run_program does first)
           double t_render = since(t3);
           Split& sp = row.by[comp];
           sp.lower.push_back(t_lower), sp.first.push_back(t_first), sp.steady.push_back(t_steady), sp.total.push_back(t_lower + t_first);
@@ -285,6 +286,7 @@ int bench_first_result(const Settings& s) {
       std::printf("target scan_with_assign on tcc < 5 ms: %s (%s)\n", met(t < 5e-3), fmt_time(t).c_str());
     }
   bool bad = std::any_of(rows.begin(), rows.end(), [](const CaseRow& r) { return r.bad; });
+  bad = bench_compile_modes(s) != 0 || bad;
   return bad ? 1 : 0;
 }
 

@@ -22,6 +22,31 @@
 
 namespace ow::cli::bench {
 
+// (bench.h) reference/cases.cpp's scan_with_assign: out[k] = vec @ M0 @ ... @ Mk.
+UOp scan(int64_t n, int64_t d) {
+  Tensor vec = Tensor::empty({1, d}, dtypes::float32, "vec"), mats = Tensor::empty({n, d, d}, dtypes::float32, "mats");
+  UOp a = UOp::range(n, -1, AxisType::OUTER);
+  Tensor buf_out = Tensor::empty({n, 1, d}, dtypes::float32, "out");
+  Tensor phi(a.eq(0).where(vec.uop(), buf_out[(a - 1).maximum(0)].uop()));
+  Tensor out = phi.matmul(mats.reduce_backward({a}, Ops::ADD)[a]);
+  out = out.reshape({1, 1, d}).pad({std::make_pair(Dim(a), Dim(n - a - 1)), std::nullopt, std::nullopt});
+  return UOp::sink({buf_out.assign(out.reduce({a}, Ops::ADD)).uop()}, Arg(ArgTuple{Arg("out")}));
+}
+
+// (bench.h) reference/cases.cpp's vmap_layers with `depth` linear + relu layers; names get `tag` appended.
+UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag) {
+  Tensor img = Tensor::empty({rows, width}, dtypes::float32, "img" + tag);
+  std::vector<std::function<Tensor(const Tensor&)>> layers;
+  for (int64_t k = 0; k < depth; ++k) {
+    Tensor w = Tensor::empty({width, width}, dtypes::float32, "w" + std::to_string(k) + tag);
+    layers.push_back([=](const Tensor& x) { return x.linear(w.T()).relu(); });
+  }
+  UOp a = UOp::range(rows, -1, AxisType::OUTER);
+  Tensor out = img.at({Slice{Dim(a), Dim(a + 1)}}).sequential(layers);
+  Tensor sum = out.pad({std::make_pair(Dim(a), Dim(rows - a - 1)), std::nullopt}).reduce({a}, Ops::ADD);
+  return UOp::sink({sum.uop()}, Arg(ArgTuple{Arg("out")}));
+}
+
 namespace {
 
 double cpu_now() {
@@ -42,30 +67,7 @@ struct Runs {
   }
 };
 
-// reference/cases.cpp's scan_with_assign: out[k] = vec @ M0 @ ... @ Mk.
-UOp scan(int64_t n, int64_t d) {
-  Tensor vec = Tensor::empty({1, d}, dtypes::float32, "vec"), mats = Tensor::empty({n, d, d}, dtypes::float32, "mats");
-  UOp a = UOp::range(n, -1, AxisType::OUTER);
-  Tensor buf_out = Tensor::empty({n, 1, d}, dtypes::float32, "out");
-  Tensor phi(a.eq(0).where(vec.uop(), buf_out[(a - 1).maximum(0)].uop()));
-  Tensor out = phi.matmul(mats.reduce_backward({a}, Ops::ADD)[a]);
-  out = out.reshape({1, 1, d}).pad({std::make_pair(Dim(a), Dim(n - a - 1)), std::nullopt, std::nullopt});
-  return UOp::sink({buf_out.assign(out.reduce({a}, Ops::ADD)).uop()}, Arg(ArgTuple{Arg("out")}));
-}
 
-// reference/cases.cpp's vmap_layers with `depth` linear + relu layers; names get `tag` appended.
-UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag) {
-  Tensor img = Tensor::empty({rows, width}, dtypes::float32, "img" + tag);
-  std::vector<std::function<Tensor(const Tensor&)>> layers;
-  for (int64_t k = 0; k < depth; ++k) {
-    Tensor w = Tensor::empty({width, width}, dtypes::float32, "w" + std::to_string(k) + tag);
-    layers.push_back([=](const Tensor& x) { return x.linear(w.T()).relu(); });
-  }
-  UOp a = UOp::range(rows, -1, AxisType::OUTER);
-  Tensor out = img.at({Slice{Dim(a), Dim(a + 1)}}).sequential(layers);
-  Tensor sum = out.pad({std::make_pair(Dim(a), Dim(rows - a - 1)), std::nullopt}).reduce({a}, Ops::ADD);
-  return UOp::sink({sum.uop()}, Arg(ArgTuple{Arg("out")}));
-}
 
 // Seconds per step of interp::run on the scan of n steps.
 Runs scan_step(int64_t n, int64_t d, int repeat, uint64_t seed) {

@@ -1,0 +1,86 @@
+// render_unit (render.h): every kernel of a program in one C translation unit. One compile for
+// the whole program costs far less than one per kernel (cc: one process instead of dozens, the
+// prelude parsed once), and the functions are the same text render_kernel writes, so the code
+// and its results do not change.
+#include <optional>
+#include <set>
+
+#include "kernel_abi.h"
+#include "prelude.h"
+#include "render.h"
+#include "uop/error.h"
+
+namespace ow::backend {
+
+std::string prelude() { return std::string(detail::kPrelude) + abi::kFailHelper + "\n"; }
+
+namespace {
+
+// A function name not yet in `taken`: `name`, else name_2, name_3, ...
+std::string unique_name(const std::string& name, std::set<std::string>& taken) {
+  std::string n = name;
+  for (int i = 2; !taken.insert(n).second; ++i) n = name + "_" + std::to_string(i);
+  return n;
+}
+
+// k's function renamed to `to` (the signature is the one line render.cpp writes for it).
+void rename_function(RenderedKernel& k, const std::string& to) {
+  std::string sig = "int " + k.name + "(void** bufs, const long long* vars, long long* err) {\n";
+  size_t at = k.function.find(sig);
+  if (at == std::string::npos) throw InternalError("render_unit: no signature of " + k.name + " in its function");
+  std::string renamed = "int " + to + "(void** bufs, const long long* vars, long long* err) {\n";
+  k.function.replace(at, sig.size(), renamed);
+  k.source = prelude() + k.function;
+  k.name = to;
+}
+
+}  // namespace
+
+RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts) {
+  RenderedUnit u;
+  u.source = prelude();
+  std::set<std::string> taken;
+  for (UOp k : kernels) {
+    RenderedKernel r = render_kernel(k, opts);
+    if (std::string n = unique_name(r.name, taken); n != r.name) rename_function(r, n);
+    u.source += "\n" + r.function;
+    u.kernels.push_back(std::move(r));
+  }
+  return u;
+}
+
+namespace {
+
+// Every loop of `steps` whose body is only launches, rendered; `outer`: the loops around them.
+void add_loops(const HostProgram& p, const std::vector<HostStep>& steps, std::vector<UOp>& outer, RenderedUnit& u, std::set<std::string>& taken) {
+  for (const HostStep& s : steps) {
+    if (!s.is_loop()) continue;
+    std::string name = unique_name("ow_loop_" + std::to_string(u.loops.size()), taken);
+    if (std::optional<std::string> c = render_host_loop(p, s, outer, u.kernels, name)) {
+      u.source += "\n" + *c;
+      u.loops.push_back(RenderedLoop{&s, name, outer});
+    } else {
+      taken.erase(name);
+    }
+    outer.push_back(s.range);
+    add_loops(p, s.body, outer, u, taken);
+    outer.pop_back();
+  }
+}
+
+}  // namespace
+
+RenderedUnit render_program_unit(const HostProgram& p, const RenderOptions& opts) {
+  std::vector<UOp> ks;
+  for (const HostLaunch& l : p.launches) ks.push_back(l.kernel);
+  RenderedUnit u = render_unit(ks, opts);
+  std::set<std::string> taken;
+  for (const RenderedKernel& k : u.kernels) taken.insert(k.name);
+  size_t before = u.source.size();
+  std::vector<UOp> outer;
+  add_loops(p, p.steps, outer, u, taken);
+  if (u.source.size() != before) u.source.insert(before, std::string("\n") + kHostLoopHelpers);
+  return u;
+}
+
+}  // namespace ow::backend

@@ -1,0 +1,93 @@
+// cc's disk cache of compiled programs, across `ow run` processes (backends/cc/cc_compiler.cpp):
+// one shared object per program (the whole program is one translation unit), reused by a later
+// process, compiled again when damaged, and never written with OW_CACHE_DIR=off.
+#include "child_process.h"
+
+#include <filesystem>
+#include <optional>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Sets an environment variable for the children of one test; restores it at the end.
+struct EnvVar {
+  std::string name;
+  std::optional<std::string> old;
+  EnvVar(std::string n, const std::string& value) : name(std::move(n)) {
+    if (const char* v = std::getenv(name.c_str())) old = v;
+    setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~EnvVar() { old ? (void)setenv(name.c_str(), old->c_str(), 1) : (void)unsetenv(name.c_str()); }
+};
+
+std::vector<fs::path> files_with(const fs::path& dir, const std::string& ext) {
+  std::vector<fs::path> out;
+  if (fs::exists(dir))
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ext) out.push_back(e.path());
+  return out;
+}
+
+std::string case_uop(const std::string& name) {
+  const char* src = std::getenv("OW_SOURCE_DIR");
+  REQUIRE(src != nullptr);
+  return (fs::path(src) / "reference" / "cases" / (name + ".uop")).string();
+}
+
+Result run_cc(const std::string& mode = "program") {
+  return run_ow({"run", case_uop("scan_with_assign"), "--backend", "cc", "--compile", mode, "--random-inputs", "3"});
+}
+
+}  // namespace
+
+TEST_CASE("cc's disk cache: one object per program, reused by the next process, recompiled when damaged", "[cli][cc-cache]") {
+  TempDir tmp;
+  EnvVar dir("OW_CACHE_DIR", (tmp / "cache").string());
+  Result first = run_cc();
+  INFO(first.err);
+  REQUIRE(first.rc == 0);
+  fs::path cc = tmp / "cache" / "cc";
+  std::vector<fs::path> sos = files_with(cc, ".so");
+  REQUIRE(sos.size() == 1);  // scan_with_assign has several kernels: one translation unit
+  CHECK(files_with(cc, ".c").size() == 1);
+  CHECK(files_with(cc, ".sum").size() == 1);
+  std::string good = slurp(sos[0]);
+  auto stamp = fs::last_write_time(sos[0]);
+
+  Result again = run_cc();
+  CHECK(again.out == first.out);
+  CHECK(fs::last_write_time(sos[0]) == stamp);  // loaded, not compiled again
+
+  for (const std::string& damage : {good.substr(0, good.size() / 2), std::string("not an ELF file"), good.substr(0, 4000) + std::string(64, 'x') + good.substr(4064)}) {
+    spit(sos[0], damage);
+    Result r = run_cc();
+    INFO(r.err);
+    CHECK(r.rc == 0);
+    CHECK(r.out == first.out);
+    CHECK(slurp(sos[0]).size() == good.size());  // compiled again, in place
+  }
+}
+
+TEST_CASE("cc's disk cache: --compile kernel writes one object per kernel; OW_CACHE_DIR=off writes none", "[cli][cc-cache]") {
+  TempDir tmp;
+  {
+    EnvVar dir("OW_CACHE_DIR", (tmp / "cache").string());
+    Result r = run_cc("kernel");
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    CHECK(files_with(tmp / "cache" / "cc", ".so").size() > 1);
+  }
+  Result bad = run_ow({"run", case_uop("scan_with_assign"), "--backend", "cc", "--compile", "all", "--random-inputs", "3"});
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.err, Catch::Contains("--compile must be program or kernel, got 'all'"));
+  EnvVar off("OW_CACHE_DIR", "off");
+  EnvVar xdg("XDG_CACHE_HOME", (tmp / "xdg").string());
+  EnvVar tmpdir("TMPDIR", (tmp / "t").string());
+  fs::create_directories(tmp / "t");
+  Result r = run_cc();
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  CHECK_FALSE(fs::exists(tmp / "xdg"));
+  CHECK(fs::is_empty(tmp / "t"));  // the private directory is gone with its files
+}
