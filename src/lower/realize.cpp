@@ -29,9 +29,18 @@ bool whole_buffer(UOp x) {
   return x->op == Ops::BUFFER;
 }
 
+// Does `value` read `buffer` in the kernel that computes it? A realized value (CONTIGUOUS) inside
+// is computed by a kernel of its own, which the schedule runs before the store's kernel writes.
 bool reads_buffer(UOp value, UOp buffer) {
-  for (UOp u : toposort(value))
+  std::vector<UOp> stack{value};
+  std::set<const UOpNode*> seen;
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.get()).second || u->op == Ops::CONTIGUOUS) continue;
     if (u->op == Ops::BUFFER && u->arg == buffer->arg) return true;
+    stack.insert(stack.end(), u->src.begin(), u->src.end());
+  }
   return false;
 }
 
