@@ -181,6 +181,15 @@ size_t element_cost(UOp v, std::unordered_map<const UOpNode*, size_t>& memo) {
   return memo[v.get()] = std::min<size_t>(c, 1 << 20);
 }
 
+// `v` realized under the RESHAPEs on top of it: a row-major copy reads back the same through
+// them, and its kernel loops over the value's own axes (8 x 9 taps, not 72 split by div/mod).
+UOp realized_below_reshapes(UOp v) {
+  if (v->op != Ops::RESHAPE || v->src[0]->op == Ops::CONTIGUOUS || !is_shaped(v->src[0])) return contiguous(v);
+  std::vector<UOp> src = v->src;
+  src[0] = realized_below_reshapes(v->src[0]);
+  return v.replace_src(src);
+}
+
 constexpr size_t kCostlyElement = 16;  // well above reading the copy back (one load)
 
 UOp reduce_reads_costly_broadcast(const Match& m) {
@@ -199,7 +208,7 @@ UOp reduce_reads_costly_broadcast(const Match& m) {
       if ((*in)[i] == 1 && (*out)[i] > 1 && std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) == reduced.end()) kept_broadcast = true;
     if (kept_broadcast && element_cost(src, memo) >= kCostlyElement) swap.push_back({s, s.replace_src([&] {
       std::vector<UOp> v = s->src;
-      v[0] = contiguous(src);
+      v[0] = realized_below_reshapes(src);
       return v;
     }())});
   }
