@@ -81,6 +81,8 @@ TEST_CASE("vmap_convs' convolutions read their im2col from a copy, not nine gate
     CHECK(gated == 0);
   }
   CHECK(reductions == 2);
+  // a cheap broadcast value (an MLP layer's relu of the previous layer) is recomputed, not copied
+  CHECK(kernels(lowered_case("vmap_gemm")).size() == 3);
 }
 
 // ---- assign scans write their slots in place (deliverable 4) ----
