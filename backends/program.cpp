@@ -9,6 +9,7 @@
 #include "backends/c/kernel_abi.h"
 #include "backends/c/render.h"
 #include "backends/compiler.h"
+#include "backends/tiered.h"
 #include "interp/compare.h"
 #include "interp/inputs.h"
 #include "interp/kernel_eval.h"
@@ -86,7 +87,7 @@ class CompiledLauncher : public Launcher {
     }
     long long err[abi::kSlots] = {};
     if (c.fn(bufs.data(), vals.data(), err) != 0)
-      throw Error("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + abi::describe(err, c.rendered.fail_nodes));
+      throw KernelFailed("kernel " + c.rendered.name + " (" + compiler_->name() + "): " + abi::describe(err, c.rendered.fail_nodes));
     for (int64_t slot : c.stored)  // compiled kernels do not track poison: what they write is data
       if (slot < static_cast<int64_t>(slots.size())) slots[slot]->poison = nullptr;
   }
@@ -260,7 +261,7 @@ class CheckLauncher : public Launcher {
     if (std::optional<interp::Difference> d = interp::first_difference(w, g, /*skip_poison_of_a=*/true)) {
       char buf[256];
       std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, compiler_.c_str(), d->b);
-      throw CheckMismatch("check: kernel " + kernel_name(kernel) + " diverges (" + loops_text(loops) + "): " + buf +
+      throw CheckMismatch(CheckMismatch::Where::Kernel, "check: kernel " + kernel_name(kernel) + " diverges (" + loops_text(loops) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
   }
@@ -278,6 +279,8 @@ struct Program::Impl {
   HostProgram host;
   RunOptions opts;
   std::unique_ptr<Launcher> launcher;
+  std::unique_ptr<CcUpgrade> upgrade;  // backend auto: the same program on cc, compiled in the background
+  int runs = 0;
   std::set<std::string> declared;  // the names of the buffers the program declares
   std::vector<interp::BufferSpec> specs;  // what run() accepts (interp/inputs.h)
   std::set<std::string> loaded;           // buffers some kernel reads
@@ -366,7 +369,12 @@ struct Program::Impl {
 Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>()) {
   impl_->host = host_program(lowered);
   impl_->opts = std::move(opts);
-  impl_->launcher = make_launcher(impl_->opts);
+  RunOptions first = impl_->opts;
+  if (first.backend == "auto") {  // tcc now, cc once it has compiled (tiered.h)
+    first.backend = "tcc";
+    impl_->upgrade = std::make_unique<CcUpgrade>(lowered, impl_->opts);
+  }
+  impl_->launcher = make_launcher(first);
   impl_->specs = interp::graph_buffers(lowered);
   for (const HostLaunch& l : impl_->host.launches)
     for (int64_t s : interp::slots_loaded(l.kernel->src[0]))
@@ -379,7 +387,15 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
 
 const HostProgram& Program::host() const { return impl_->host; }
 
+std::string Program::tier() const {
+  if (!impl_->upgrade) return impl_->opts.backend;
+  return impl_->upgrade->ready() ? "cc" : "tcc";
+}
+
+std::string Program::tier_error() const { return impl_->upgrade ? impl_->upgrade->error() : ""; }
+
 void Program::graph_writes(const std::vector<interp::BufferSpec>& graph_specs) {
+  if (impl_->upgrade) impl_->upgrade->graph_writes(graph_specs);
   for (interp::BufferSpec& s : impl_->specs)
     for (const interp::BufferSpec& g : graph_specs)
       if (g.name == s.name && !g.input && s.input) {
@@ -394,6 +410,10 @@ Program& Program::operator=(Program&&) noexcept = default;
 
 std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
   Impl& p = *impl_;
+  if (p.upgrade) {
+    if (Program* cc = p.upgrade->ready()) return cc->run(buffers);
+    if (++p.runs == 2) p.upgrade->start();  // run twice: worth compiling on cc
+  }
   std::vector<std::string> out_names;  // out=: a caller's buffer may be named after an output
   for (const HostOutput& o : p.host.outputs) out_names.push_back(o.name);
   interp::check_inputs(p.specs, buffers, out_names);
@@ -453,11 +473,11 @@ std::vector<interp::Output> CompiledGraph::run(interp::BufferMap& buffers) {
   std::vector<interp::Output> got = run_lowered(buffers);
   for (size_t i = 0; i < want.size(); ++i) {
     interp::Value w = want[i].value, g = i < got.size() ? got[i].value : interp::Value{};
-    if (g.shape() != w.shape()) throw CheckMismatch("check: output '" + want[i].name + "' has a different shape after lowering");
+    if (g.shape() != w.shape()) throw CheckMismatch(CheckMismatch::Where::Output, "check: output '" + want[i].name + "' has a different shape after lowering");
     if (std::optional<interp::Difference> d = interp::first_difference(w, g)) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "element %lld: %.9g by the graph's definition, %.9g after lowering", static_cast<long long>(d->index), d->a, d->b);
-      throw CheckMismatch("check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
+      throw CheckMismatch(CheckMismatch::Where::Output, "check: output '" + want[i].name + "' " + buf + " (every kernel agreed with the interpreter, so a lowering pass changed the meaning: see ow check --passes)");
     }
   }
   for (auto& [name, d] : ref)  // the interpreter knows what is still uninitialized

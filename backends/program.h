@@ -21,12 +21,22 @@ namespace ow::backend {
 
 // Backend check found a kernel (or an output) that disagrees with the interpreter. An Error like
 // any other, but a caller that reports agreement as data (ow serve's check) can tell it apart.
+// `where` says which: a kernel's launch diverged, or every kernel agreed and an output still
+// differs (a lowering pass changed the meaning).
 struct CheckMismatch : Error {
+  enum class Where { Kernel, Output };
+  CheckMismatch(Where where, const std::string& what) : Error(what), where(where) {}
+  Where where;
+};
+
+// A compiled kernel reported an error through its err[] slots (c/kernel_abi.h): an access out
+// of bounds, a division by zero, ...; the message names the kernel and the node.
+struct KernelFailed : Error {
   using Error::Error;
 };
 
 struct RunOptions {
-  std::string backend = "tcc";  // interp | tcc | cc | check (check compiles with `compiler`)
+  std::string backend = "tcc";  // interp | tcc | cc | check (check compiles with `compiler`) | auto (tiered.h)
   std::string compiler = "tcc"; // for check: which compiled tier to compare against
   bool bounds_check = false;    // compiled kernels check every access
   uint64_t max_launches = 0;    // kernel launches allowed per run (0: unlimited)
@@ -60,6 +70,9 @@ class Program {
   void graph_writes(const std::vector<interp::BufferSpec>& graph_specs);
 
   const HostProgram& host() const;  // the program's steps, launches and outputs
+  // The backend runs use: the backend asked for, except auto: "tcc" until cc is ready, then "cc".
+  std::string tier() const;
+  std::string tier_error() const;  // auto: why cc could not compile the program ("" if it could)
 
  private:
   struct Impl;

@@ -77,7 +77,7 @@ TEST_CASE("free_ranges kept in the node equals recomputing them over the graph, 
       for (UOp r : free_ranges(u)) got.push_back(r.get());
       // handed out by (hash, creation order), not by address: the order of a gradient's REDUCE
       // ranges (its summation order and its temporaries' names) must not follow the allocator
-      REQUIRE(std::is_sorted(got.begin(), got.end(), [](auto* a, auto* b) { return a->hash != b->hash ? a->hash < b->hash : a->serial < b->serial; }));
+      REQUIRE(std::is_sorted(got.begin(), got.end(), StableLess()));
       std::sort(got.begin(), got.end());
       REQUIRE(got == memo.at(u.get()));
       ++nodes;

@@ -4,13 +4,16 @@
 
 #include <filesystem>
 
-TEST_CASE("ow bench --scaling prints both sweeps with their ratios", "[cli][bench]") {
+TEST_CASE("ow bench --scaling prints the sweeps and the compiled scan with their ratios", "[cli][bench]") {
   Result r = run_ow({"bench", "--scaling", "--repeat", "1"});
   INFO(r.out << r.err);
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("  per step N=10000 / N=100: ") != std::string::npos);
   CHECK(r.out.find("  per layer depth 64 / depth 4: ") != std::string::npos);
   CHECK(r.out.find("      64      786      1 ") != std::string::npos);  // the depth-64 MLP: 786 nodes
+  CHECK(r.out.find("  numpy / tcc per step: ") != std::string::npos);  // the compiled scan at N = 10000
+  CHECK(r.out.find("  numpy / cc per step: ") != std::string::npos);
+  CHECK(r.out.find("  bit-exact\n") != std::string::npos);  // its output is the interpreter's
 }
 
 TEST_CASE("ow bench: numpy's OpenBLAS kernel is chosen, overridable, and reported as it ran", "[cli][bench]") {

@@ -445,7 +445,7 @@ TEST_CASE("ow run --backend tcc and cc write the interpreter's output bit for bi
 TEST_CASE("ow run with an unknown backend exits 1", "[cli][lower]") {
   Result r = run_ow({"run", case_file("reduce").string(), "--backend", "gpu"});
   CHECK(r.rc == 1);
-  CHECK_THAT(r.err, Catch::Contains("--backend must be interp, tcc, cc or check"));
+  CHECK_THAT(r.err, Catch::Contains("--backend must be interp, tcc, cc, check or auto"));
 }
 
 TEST_CASE("ow check compares tcc and cc with the interpreter on random inputs", "[cli][lower]") {
@@ -462,7 +462,7 @@ TEST_CASE("ow check compares tcc and cc with the interpreter on random inputs", 
 
 namespace {
 
-const std::vector<std::string> kBackends{"interp", "tcc", "cc", "check"};
+const std::vector<std::string> kBackends{"interp", "tcc", "cc", "check", "auto"};  // auto run once is tcc: the same answers
 
 // An .npy file written by hand: descr, shape text and raw little/big-endian bytes as given.
 void write_npy(const fs::path& p, const std::string& descr, const std::string& shape, const std::string& raw) {

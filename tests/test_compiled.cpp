@@ -803,3 +803,38 @@ TEST_CASE("ow fuzz reproducers (tests/fuzz/lower) now agree with the interpreter
   }
   CHECK(files >= 15);
 }
+
+// Fuzz seed 215582: once symbolic rules stopped folding where(c, false, false) (c may be poison),
+// the C renderer wrote `(c ? 0 : 0) ? a : b`, which TCC 0.9.27 compiles to garbage. Expected
+// values by hand: the condition is false everywhere, so out = b.
+TEST_CASE("a WHERE whose condition is a WHERE of equal constants compiles right on tcc and cc", "[compiled][fuzz]") {
+  UOp g = parse_graph(R"(%0 = BUFFER bool () ("c", 2)
+%1 = CONST bool () false
+%2 = CONST index () 1
+%3 = CONST index () 2
+%4 = RESHAPE bool (%1, %2)
+%5 = EXPAND bool (%4, %3)
+%6 = WHERE bool (%0, %5, %5)
+%7 = BUFFER float32 () ("a", 2)
+%8 = BUFFER float32 () ("b", 2)
+%9 = WHERE float32 (%6, %7, %8)
+%10 = SINK void (%9) ("out",)
+)", "<test>").root;
+  auto make = [](DType d, std::vector<double> v) {
+    auto s = std::make_shared<interp::Storage>(d, static_cast<int64_t>(v.size()));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (d == dtypes::bool_) s->as<uint8_t>()[i] = v[i] != 0;
+      else s->as<float>()[i] = static_cast<float>(v[i]);
+    }
+    return interp::BufferData{d, s, nullptr};
+  };
+  for (const char* be : {"tcc", "cc", "check"}) {
+    INFO("backend " << be);
+    interp::BufferMap b{{"c", make(dtypes::bool_, {1, 0})}, {"a", make(dtypes::float32, {1, 2})}, {"b", make(dtypes::float32, {3, 4})}};
+    backend::RunOptions o;
+    o.backend = be;
+    interp::Value out = backend::run_graph(g, b, o).at(0).value;
+    CHECK(interp::get_element(out, 0) == 3.0);
+    CHECK(interp::get_element(out, 1) == 4.0);
+  }
+}

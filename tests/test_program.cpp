@@ -3,7 +3,10 @@
 // volatile so the compiler cannot fuse them) or derived by hand.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "test_support.h"
 
@@ -57,7 +60,7 @@ void require_axpb(const interp::Value& c, const interp::BufferMap& in) {
 
 UOp lowered(const char* text) { return lower::lower(parse_graph(text, "<test>").root); }
 
-const char* kBackends[] = {"interp", "tcc", "cc", "check"};
+const char* kBackends[] = {"interp", "tcc", "cc", "check", "auto"};
 
 }  // namespace
 
@@ -272,4 +275,52 @@ TEST_CASE("Program: a kept uninitialized-memory verdict never hides a data-depen
     CHECK(error_of([&] { g.run(bad); }).rfind("output 'out' reads uninitialized memory: 1 of 1 elements are poison", 0) == 0);
     CHECK(interp::get_element(g.run(ok)[0].value, 0) == 1.5);
   }
+}
+
+// backend auto (backends/tiered.h): tcc first, cc compiled in the background from the second run
+// on, then cc; every run's result is the interpreter's, before, across and after the switch.
+TEST_CASE("Program auto: starts on tcc, moves to cc once compiled, the same bits throughout", "[program][auto]") {
+  backend::RunOptions o;
+  o.backend = "auto";
+  backend::Program p(lowered(kAxpb), o);
+  interp::BufferMap in{{"a", floats(1000, [](int64_t i) { return 0.37f * float(i) - 11.0f; })}, {"b", floats(1000, [](int64_t i) { return 1.0f / float(i + 3); })}};
+  CHECK(p.tier() == "tcc");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int runs = 0, on_tcc = 0;
+  while (p.tier() != "cc" && std::chrono::steady_clock::now() < deadline) {
+    interp::BufferMap b = in;
+    require_axpb(p.run(b).at(0).value, in);
+    ++runs, ++on_tcc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(runs < 2 ? 0 : 20));
+  }
+  INFO("cc: " << p.tier_error());
+  REQUIRE(p.tier() == "cc");
+  CHECK(on_tcc >= 2);  // a program run once never starts the cc compile
+  for (int i = 0; i < 3; ++i) {
+    interp::BufferMap b = in;
+    require_axpb(p.run(b).at(0).value, in);
+  }
+  CHECK(p.tier_error().empty());
+}
+
+TEST_CASE("Program auto: when cc cannot compile, runs stay on tcc and say why", "[program][auto]") {
+  const char* old = std::getenv("OW_CC");
+  std::string saved = old ? old : "";
+  setenv("OW_CC", "/nonexistent/ow-test-cc", 1);
+  backend::RunOptions o;
+  o.backend = "auto";
+  backend::Program p(lowered(kAxpb), o);
+  interp::BufferMap in{{"a", floats(1000, [](int64_t i) { return float(i); })}, {"b", floats(1000, [](int64_t i) { return 0.5f - float(i); })}};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int runs = 0; p.tier_error().empty() && std::chrono::steady_clock::now() < deadline; ++runs) {
+    interp::BufferMap b = in;
+    require_axpb(p.run(b).at(0).value, in);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (old) setenv("OW_CC", saved.c_str(), 1);
+  else unsetenv("OW_CC");
+  CHECK_THAT(p.tier_error(), Catch::Contains("/nonexistent/ow-test-cc"));
+  CHECK(p.tier() == "tcc");
+  interp::BufferMap b = in;
+  require_axpb(p.run(b).at(0).value, in);
 }

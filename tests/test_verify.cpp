@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -448,4 +449,37 @@ TEST_CASE("verify reports every problem in topological order", "[verify]") {
   CHECK(issues[0].rule == "src.count");
   CHECK(issues[1].node == bad2);
   CHECK(issues[1].rule == "arg");
+}
+
+// ---------------------------------------------------------------- the kernel grammar (verify_kernel)
+
+namespace {
+
+// KERNEL (SINK(END(STORE(out[r], value(in[r])), r)), out, in) ("k0",)
+UOp copy_kernel(const std::function<UOp(UOp)>& value) {
+  UOp r = UOp::range(10, 0, AxisType::LOOP);
+  UOp out = UOp::make(Ops::DEFINE_GLOBAL, dtypes::float32.pointer(10), {}, Arg(0));
+  UOp in = UOp::make(Ops::DEFINE_GLOBAL, dtypes::float32.pointer(10), {}, Arg(1));
+  UOp ast = UOp::sink({out.index({r}).store(value(in.index({r}).load())).end({r})});
+  return UOp::make(Ops::KERNEL, dtypes::void_, {ast, buffer("out", 10), buffer("in", 10)}, Arg(ArgTuple{Arg("k0")}));
+}
+
+}  // namespace
+
+TEST_CASE("verify_kernel: a well-formed kernel passes", "[verify][kernel]") {
+  CHECK_NOTHROW(verify_kernel(copy_kernel([](UOp x) { return x; })));
+}
+
+TEST_CASE("verify_kernel: a tensor-level op left in a kernel is an InternalError naming the node", "[verify][kernel]") {
+  UOp k = copy_kernel([](UOp x) { return UOp::make(Ops::CONTIGUOUS, dtypes::float32, {x}); });
+  CHECK_THROWS_AS(verify_kernel(k), InternalError);
+  CHECK_THROWS_WITH(verify_kernel(k), Catch::Contains("kernel k0") && Catch::Contains("CONTIGUOUS is not a kernel-level op") &&
+                                          Catch::Contains("= CONTIGUOUS float32 (%"));
+}
+
+TEST_CASE("verify_kernel: a DEFINE_GLOBAL slot without a buffer source is an InternalError", "[verify][kernel]") {
+  UOp k = copy_kernel([](UOp x) { return x; });
+  std::vector<UOp> src(k->src.begin(), k->src.end() - 1);  // drop the buffer of slot 1
+  UOp bad = UOp::make(Ops::KERNEL, dtypes::void_, src, k->arg);
+  CHECK_THROWS_WITH(verify_kernel(bad), Catch::Contains("slot names no buffer") && Catch::Contains("= DEFINE_GLOBAL float32*10 () 1"));
 }

@@ -1,4 +1,5 @@
-// Shared pieces of the `ow` command line: subcommand table, file reading, option parsing.
+// Shared pieces of the `ow` command line: subcommand table, file reading, option parsing
+// (tools/cli/command_line.cpp), inputs, printing and budgets (tools/cli/).
 #pragma once
 #include <boost/program_options.hpp>
 #include <functional>
@@ -35,8 +36,13 @@ void write_file(const std::string& path, const std::string& data);
 
 // Reads, parses and verifies a .uop file; throws ParseError at the first problem.
 ParsedGraph load_graph(const std::string& path, bool strict = false);
+// The text and path load_graph last read ("" when none): ow.cpp saves it for a bug report.
+struct GraphSource {
+  std::string text, path;
+};
+const GraphSource& last_graph();
 
-// Inputs (tools/inputs.cpp): --in NAME=PATH.npy, --flat-inputs, --random-inputs[=SEED].
+// Inputs (tools/cli/inputs.cpp): --in NAME=PATH.npy, --flat-inputs, --random-inputs[=SEED].
 std::pair<std::string, std::string> name_eq_path(const std::string& s, const char* opt);
 void add_input_options(po::options_description& opts);
 struct Inputs {
@@ -55,13 +61,13 @@ Inputs load_inputs(const po::variables_map& vm, UOp graph, const std::string& cm
 interp::BufferData input_data(const interp::BufferSpec& spec, const interp::NpyArray& a, const std::string& where, bool flat, const std::string& flat_hint);
 // Seeded random data for every non-temporary buffer of root not in `buffers`; returns their names.
 std::vector<std::string> fill_random_inputs(UOp root, interp::BufferMap& buffers, uint64_t seed);
-// Printing values (tools/printing.cpp): --full, --precision; "NAME: float32 (2, 3)\n[[...]]\n"
+// Printing values (tools/cli/printing.cpp): --full, --precision; "NAME: float32 (2, 3)\n[[...]]\n"
 // with every line of the array after `indent`.
 void add_print_options(po::options_description& opts);
 interp::FormatOptions print_options(const po::variables_map& vm);
 std::string value_block(const std::string& name, const interp::Value& v, const interp::FormatOptions& o, const std::string& indent = "");
 
-// Budgets (tools/budgets.cpp): --max-memory SIZE, --max-steps N. apply_budgets sets the memory
+// Budgets (tools/cli/budgets.cpp): --max-memory SIZE, --max-steps N. apply_budgets sets the memory
 // limit and returns the step limit (0: none).
 void add_budget_options(po::options_description& opts, bool steps = true);
 uint64_t apply_budgets(const po::variables_map& vm);

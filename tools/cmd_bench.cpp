@@ -5,9 +5,10 @@
 // --seed), writes them as .npy to a temporary directory, times interp::run in-process (one warm-up,
 // then median and min of --repeat runs), lowers the graph once and times run_program on tcc and cc
 // (the warm-up run compiles; the timed runs get fresh copies of the inputs), then spawns
-// tools/bench_numpy.py once, which times the natural numpy version on the same .npy files and saves
+// tools/bench/bench_numpy.py once, which times the natural numpy version on the same .npy files and saves
 // its result. The compiled outputs must equal the interpreter's bit for bit; numpy's must be within
-// --tolerance. The other modes (--compile, --first-result, --micro) are in bench_compiled.cpp.
+// --tolerance. The other modes (--compile, --first-result, --micro) are in bench/bench_compiled.cpp;
+// what every mode shares (inputs, timing, the numpy subprocess) in bench/common.cpp.
 #include <glob.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -27,7 +28,7 @@
 #include <thread>
 
 #include "backends/program.h"
-#include "bench.h"
+#include "bench/bench.h"
 #include "cli.h"
 #include "lower/lower.h"
 #include "interp/interp.h"
@@ -70,250 +71,7 @@ CaseSpec case_spec(const std::string& name) {
 
 const char* kDefaultCases = "scan_big_64x128,vmap_mlp_32x128,scan_big_16x256";
 
-// ---------- deterministic inputs ----------
-
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 }  // namespace
-
-// N(0, scale^2) float32 entries via Box-Muller, from a stream seeded by (seed, case, input).
-interp::Value random_input(const InputSpec& in, const std::string& case_name, uint64_t seed) {
-  interp::Value v = interp::alloc(dtypes::float32, in.shape);
-  float* p = v.data->as<float>();
-  uint64_t s = seed ^ fnv1a(case_name + "/" + in.name);
-  auto uniform = [&] { return (double(splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); };  // (0, 1)
-  int64_t n = v.numel();
-  for (int64_t i = 0; i < n; i += 2) {
-    double r = std::sqrt(-2.0 * std::log(uniform())), t = 2.0 * M_PI * uniform();
-    p[i] = float(in.scale * r * std::cos(t));
-    if (i + 1 < n) p[i + 1] = float(in.scale * r * std::sin(t));
-  }
-  return v;
-}
-
-// ---------- locating the repository ----------
-
-static std::vector<fs::path> search_roots() {
-  std::vector<fs::path> roots;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (fs::path p = exe.parent_path(); !p.empty(); p = p.parent_path()) {
-      roots.push_back(p);
-      if (p == p.root_path()) break;
-    }
-  fs::path cwd = fs::current_path(ec);
-  if (!ec)
-    for (fs::path p = cwd; !p.empty(); p = p.parent_path()) {
-      roots.push_back(p);
-      if (p == p.root_path()) break;
-    }
-  return roots;
-}
-
-fs::path find_in_repo(const fs::path& rel, bool dir, const std::string& what, const std::string& option) {
-  for (const fs::path& r : search_roots()) {
-    fs::path c = r / rel;
-    std::error_code ec;
-    if (dir ? fs::is_directory(c, ec) : fs::is_regular_file(c, ec)) return c;
-  }
-  throw Error("ow bench: cannot find " + what + " (" + rel.string() + ") above the executable or the current directory; pass " + option);
-}
-
-// ---------- timing ----------
-
-Timing summarize(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  size_t n = t.size();
-  return {n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), t.front()};
-}
-
-std::string fmt_time(double s) {
-  char buf[32];
-  if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  return buf;
-}
-
-double percentile(std::vector<double> t, double p) {
-  if (t.empty()) return 0;
-  std::sort(t.begin(), t.end());
-  size_t k = size_t(std::ceil(p * double(t.size())));
-  return t[k == 0 ? 0 : std::min(k, t.size()) - 1];
-}
-
-std::string fmt_ratio(double r) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, r >= 10 ? "%.0fx" : r >= 1 ? "%.1fx" : "%.2fx", r);
-  return buf;
-}
-
-bool has_backend(const Settings& s, const std::string& b) { return std::find(s.backends.begin(), s.backends.end(), b) != s.backends.end(); }
-
-std::string load_line() {
-  double l1 = 0, l5 = 0, l15 = 0;
-  std::string out = "load average: unknown";
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3) {
-      char b[96];
-      std::snprintf(b, sizeof b, "load average: %.2f %.2f %.2f", l1, l5, l15);
-      out = b;
-    }
-    std::fclose(f);
-  }
-  return out + " on " + std::to_string(std::thread::hardware_concurrency()) + " cores";
-}
-
-void merge_info(std::vector<std::string>& all, const std::vector<std::string>& more) {
-  for (auto& l : more)
-    if (std::find(all.begin(), all.end(), l) == all.end()) all.push_back(l);
-}
-
-// ---------- the numpy subprocess ----------
-
-namespace {
-
-// The directories to put first in numpy's library path so that libblas.so.3 (and liblapack.so.3)
-// is `which` BLAS: Debian installs each BLAS in its own directory and the system's choice is an
-// alternatives link, so this picks one per run without changing the machine. "auto": OpenBLAS
-// when installed (the issue's matmul target is against numpy with OpenBLAS), else the system's.
-std::string blas_dirs(const std::string& which) {
-  auto find = [](const char* pattern) -> std::string {
-    glob_t g{};
-    std::string dir;
-    if (glob(pattern, 0, nullptr, &g) == 0 && g.gl_pathc > 0) dir = fs::path(g.gl_pathv[0]).parent_path().string();
-    globfree(&g);
-    return dir;
-  };
-  if (which == "system") return "";
-  if (which == "openblas" || which == "auto") {
-    for (const char* p : {"/usr/lib/*/openblas-pthread/libblas.so.3", "/usr/lib/*/openblas-openmp/libblas.so.3", "/usr/lib/*/openblas-serial/libblas.so.3"})
-      if (std::string d = find(p); !d.empty()) return d;
-    if (which == "auto") return "";
-    throw Error("ow bench: --numpy-blas openblas: no /usr/lib/*/openblas-*/libblas.so.3 (apt-get install libopenblas0-pthread)");
-  }
-  if (which == "reference") {
-    std::string blas = find("/usr/lib/*/blas/libblas.so.3"), lapack = find("/usr/lib/*/lapack/liblapack.so.3");
-    if (blas.empty()) throw Error("ow bench: --numpy-blas reference: no /usr/lib/*/blas/libblas.so.3 (apt-get install libblas3)");
-    return lapack.empty() ? blas : blas + ":" + lapack;
-  }
-  throw Error("ow bench: --numpy-blas must be auto, system, openblas or reference, not '" + which + "'");
-}
-
-}  // namespace
-
-// max|got - ref| / max|ref| (NaN when one has a NaN where the other has not).
-double rel_err(const interp::Value& got, const float* ref) {
-  double max_diff = 0, max_ref = 0;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    double r = ref[i], x = interp::get_element(got, i);
-    if (std::isnan(x) != std::isnan(r)) return NAN;
-    max_diff = std::max(max_diff, std::fabs(x - r));
-    max_ref = std::max(max_ref, std::fabs(r));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
-}
-
-NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out) {
-  const std::string& python = s.python;
-  const std::optional<int>& threads = s.threads;
-  std::vector<std::string> argv_s = {python, s.script.string(), "--kind", kind, "--dir", dir.string(), "--repeat", std::to_string(s.repeat), "--out", out.string()};
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  // The child's environment: ours without the OpenBLAS overrides that can slow numpy down.
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    if (key == "OPENBLAS_CORETYPE" || key == "OPENBLAS_L2_SIZE") continue;
-    if (threads && (key == "OPENBLAS_NUM_THREADS" || key == "OMP_NUM_THREADS" || key == "MKL_NUM_THREADS")) continue;
-    if (!s.blas_dirs.empty() && key == "LD_LIBRARY_PATH") continue;
-    env_s.push_back(kv);
-  }
-  if (!s.coretype.empty()) env_s.push_back("OPENBLAS_CORETYPE=" + s.coretype);
-  if (!s.blas_dirs.empty()) {
-    const char* old = std::getenv("LD_LIBRARY_PATH");
-    env_s.push_back("LD_LIBRARY_PATH=" + s.blas_dirs + (old && *old ? std::string(":") + old : ""));
-  }
-  if (threads)
-    for (const char* k : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env_s.push_back(std::string(k) + "=" + std::to_string(*threads));
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int fds[2];
-  if (pipe(fds) != 0) throw Error(std::string("ow bench: pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addclose(&fa, fds[0]);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&fa, fds[1]);
-  pid_t pid = 0;
-  // A bare name ("python3") is looked up in PATH, like a shell would.
-  int rc = python.find('/') == std::string::npos ? posix_spawnp(&pid, python.c_str(), &fa, nullptr, argv.data(), envp.data())
-                                                 : posix_spawn(&pid, python.c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    throw Error("ow bench: cannot start '" + python + "': " + std::strerror(rc) + " (pass --numpy /path/to/python3 with numpy installed)");
-  }
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    text.append(buf, size_t(n));
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("ow bench: '" + python + " " + s.script.string() + "' failed (" +
-                (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : "killed by signal " + std::to_string(WTERMSIG(status))) +
-                "); is numpy installed for that interpreter? (choose one with --numpy)");
-
-  NumpyRun r;
-  bool found = false;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("OW_BENCH_RESULT ", 0) != 0) {
-      if (!line.empty()) r.info.push_back(line);
-      continue;
-    }
-    std::istringstream kv(line.substr(16));
-    for (std::string tok; kv >> tok;) {
-      size_t eq = tok.find('=');
-      if (eq == std::string::npos) continue;
-      std::string k = tok.substr(0, eq);
-      double v = std::strtod(tok.c_str() + eq + 1, nullptr);
-      if (k == "median_s") r.t.median = v, found = true;
-      if (k == "min_s") r.t.min = v;
-      if (k == "first_s") r.first = v;
-      if (k == "reuse_median_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->median = v;
-      if (k == "reuse_min_s") r.reuse = r.reuse.value_or(Timing{}), r.reuse->min = v;
-    }
-  }
-  if (!found) throw Error("ow bench: " + s.script.string() + " printed no OW_BENCH_RESULT line; its output was:\n" + text);
-  return r;
-}
 
 // ---------- the steady-state table: one case on every backend ----------
 
@@ -515,7 +273,7 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
   --micro         a*b+1 on 16M float32 and a 512x512x512 float32 matmul (REDUCE_AXIS of an
                   expanded product) on tcc, cc and numpy (a*b+1, a@b), steady state (compile
                   excluded), median of --repeat; prints numpy's BLAS. Targets: a*b+1 cc <= 1.3x
-                  numpy, tcc <= 3x; matmul cc >= 25% of numpy's speed.
+                  numpy, tcc <= 3x; matmul cc >= 50% of numpy's speed.
   --grad-memory   the gradient of a scan h = sin(h * w + x[i]) of N = 100, 1000, 10000 steps
                   (state 16 float64): the bytes its expansion adds (tapes, working copies,
                   adjoints: O(N*S)) and the time per step on interp, tcc and cc (bit for bit).
@@ -547,7 +305,7 @@ int cmd_bench(const Args& args) {
       "repeat", po::value<int>()->default_value(10), "timed runs per side (after one warm-up); the median and min are reported")(
       "numpy", po::value<std::string>()->default_value("/usr/bin/python3"), "python interpreter with numpy")(
       "cases-dir", po::value<std::string>(), "directory of the .uop cases (default: reference/cases found above the executable or CWD)")(
-      "script", po::value<std::string>(), "the numpy script (default: tools/bench_numpy.py found the same way)")(
+      "script", po::value<std::string>(), "the numpy script (default: tools/bench/bench_numpy.py found the same way)")(
       "seed", po::value<uint64_t>()->default_value(0), "seed of the random inputs")(
       "tolerance", po::value<double>()->default_value(1e-3), "max|diff|/max|ref| above which numpy's output is flagged WRONG")(
       "numpy-threads", po::value<int>(), "set OPENBLAS/OMP/MKL_NUM_THREADS for numpy (default: its own choice)")(
@@ -584,7 +342,7 @@ int cmd_bench(const Args& args) {
   if (s.backends.empty()) throw Error("ow bench: --backends names no backend");
   s.cases_dir = vm.count("cases-dir") ? fs::path(vm["cases-dir"].as<std::string>()) : find_in_repo("reference/cases", true, "the reference cases", "--cases-dir");
   bool need_numpy = vm.count("micro") || (!modes && has_backend(s, "numpy"));
-  if (need_numpy) s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench_numpy.py", false, "the numpy script", "--script");
+  if (need_numpy) s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench/bench_numpy.py", false, "the numpy script", "--script");
   if (vm.count("cases")) {
     s.cases = split_commas(vm["cases"].as<std::string>());
     if (s.cases.empty()) throw Error("ow bench: --cases names no case");

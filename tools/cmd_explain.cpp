@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "cli.h"
-#include "trace_lowering.h"
-#include "validate.h"
+#include "lowering/trace_lowering.h"
+#include "lowering/validate.h"
 
 namespace ow::cli {
 

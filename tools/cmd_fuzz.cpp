@@ -1,10 +1,13 @@
 // ow fuzz: differential fuzzing of the compiled path against the interpreter. For every seed a
 // random valid tensor graph (src/fuzz) gets seeded random inputs; the interpreter evaluates it
 // (the definition), then backend::run_graph in check mode lowers it and runs every kernel both
-// compiled and interpreted. Any error of the compiled path is a finding: it is shrunk and written
-// as DIR/fuzz-<seed>.uop with an `ow check` command that reproduces it. Gradient graphs (a share
-// of the seeds, src/fuzz/generate.h) are also checked against central differences in float64
-// (src/fuzz/gradcheck.h); the gradients the interpreter refuses are counted by kind.
+// compiled and interpreted (tools/fuzz_run: each run's outcome, typed). Any error of the compiled
+// path is a finding: it is shrunk and written as DIR/fuzz-<seed>.uop with an `ow check` command
+// that reproduces it. Gradient graphs (a share of the seeds, src/fuzz/generate.h) are also
+// checked against central differences in float64 (src/fuzz/gradcheck.h); the gradients the
+// interpreter refuses are counted by kind.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -14,17 +17,11 @@
 #include <map>
 #include <set>
 #include <thread>
-#include <cstring>
 
-#include "progress.h"
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "backends/program.h"
 #include "cli.h"
-#include "interp/inputs.h"
+#include "cli/progress.h"
 #include "fuzz/generate.h"
-#include "fuzz/gradcheck.h"
+#include "fuzz_run/outcome.h"
 #include "uop/error.h"
 #include "uop/text.h"
 
@@ -32,7 +29,10 @@ namespace ow::cli {
 
 namespace {
 
+using namespace fuzz_run;
 using Clock = std::chrono::steady_clock;
+using Seeds = std::map<std::string, std::vector<uint64_t>>;  // kind -> seeds
+using Check = std::function<Outcome(UOp, const interp::BufferMap&)>;
 
 std::atomic<uint64_t> g_current_seed{0};
 std::atomic<int64_t> g_started_ms{-1};  // when the current graph started (-1: idle)
@@ -48,180 +48,44 @@ extern "C" void on_fatal_signal(int sig) {
   std::raise(sig);
 }
 
-// A coarse class of a compiled-path error, so the shrinker keeps the same kind of failure.
-std::string category(const std::string& msg) {
-  if (msg.rfind("gradient differs from central differences", 0) == 0) return "gradient-vs-fd";
-  if (msg.rfind("finite differences:", 0) == 0) return "fd-error";
-  if (msg.rfind("gradient expansion:", 0) == 0) return "gradient-expansion";
-  if (msg.find("diverges") != std::string::npos) return "kernel-diverges";
-  if (msg.find("after lowering") != std::string::npos) return "output-mismatch";
-  if (msg.rfind("kernel ", 0) == 0) {
-    if (msg.find("compile") != std::string::npos || msg.find("error:") != std::string::npos) return "kernel-compile";
-    return "kernel-error";
+// Ends the process when one graph takes 10x the compiled path's timeout (a hang outside the
+// isolated child, where no alarm reaches).
+class Watchdog {
+ public:
+  explicit Watchdog(int timeout_s) : thread_([this, timeout_s] { watch(timeout_s); }) {}
+  ~Watchdog() {
+    done_ = true;
+    thread_.join();
   }
-  if (msg.rfind("internal:", 0) == 0) return "internal";
-  if (msg.rfind("hang:", 0) == 0) return "hang";
-  if (msg.rfind("crash:", 0) == 0) return "crash:" + msg.substr(msg.find("signal"), 9);
-  std::string c;
-  for (char ch : msg.substr(0, std::min({msg.find(':'), msg.find('\n'), size_t{40}})))
-    if (!std::isdigit(static_cast<unsigned char>(ch))) c += ch;
-  return "other:" + c;
-}
 
-// What went wrong, by the type of what was thrown (it crosses the fork as one character).
-enum class Kind : char { Ok = '1', User = '0', Unsupported = 'u', Uninitialized = 'p', Budget = 'b', Mismatch = 'm', Internal = 'i' };
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
 
-struct Outcome {
-  bool ok = true;
-  std::string error;
-  Kind kind = Kind::Ok;
+  void watch(int timeout_s) {
+    while (!done_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      int64_t s = g_started_ms.load();
+      if (timeout_s <= 0 || s < 0 || now_ms() - s <= int64_t{timeout_s} * 10000) continue;
+      unsigned long long seed = g_current_seed.load();
+      std::fprintf(stderr, "\nfuzz: seed %llu took more than %d s (a hang?): reproduce with ow fuzz --seed %llu --count 1\n", seed, timeout_s, seed);
+      std::fflush(stderr);
+      _exit(3);
+    }
+  }
 };
 
-Outcome failed(const std::string& error, Kind kind = Kind::User) { return {false, error, kind}; }
+struct Config {
+  uint64_t seed0 = 1, count = 100, cc_every = 50;
+  std::vector<std::string> tiers;
+  bool explicit_tiers = false;
+  std::string out_dir;
+  bool keep_going = false, shrink = true, shrink_all = false, quiet = false, stats = false, print = false;
+  CompiledRun how;
+};
 
-// Inside a catch (...): the exception in flight as an Outcome.
-Outcome caught() {
-  try {
-    throw;
-  } catch (const Unsupported& e) {
-    return failed(e.what(), Kind::Unsupported);
-  } catch (const UninitializedRead& e) {
-    return failed(e.what(), Kind::Uninitialized);
-  } catch (const BudgetExceeded& e) {
-    return failed(e.what(), Kind::Budget);
-  } catch (const backend::CheckMismatch& e) {
-    return failed(e.what(), Kind::Mismatch);
-  } catch (const Error& e) {
-    return failed(e.what());
-  } catch (const InternalError& e) {
-    return failed(std::string("internal: ") + e.what(), Kind::Internal);
-  } catch (const std::exception& e) {
-    return failed(std::string("internal: ") + e.what(), Kind::Internal);
-  }
-}
-
-// A refusal's kind: its message without the node, names and numbers.
-std::string refusal_kind(const std::string& msg) {
-  std::string m = msg.substr(0, msg.find(" (at ")), out;
-  bool quoted = false;
-  for (size_t i = 0; i < m.size(); ++i) {
-    char c = m[i];
-    if (c == '\'' && (quoted || i == 0 || m[i - 1] == ' ')) quoted = !quoted, out += quoted ? "'" : "";  // a quoted name, not "loop's"
-    else if (!quoted && !std::isdigit(static_cast<unsigned char>(c))) out += c;
-  }
-  return out;
-}
-
-// The gradients of a gradient graph against central differences (after the interpreter has
-// evaluated it, so an error here is a finding).
-Outcome finite_differences(UOp g, const interp::BufferMap& inputs, uint64_t seed, fuzz::FdCheck* stats = nullptr) {
-  try {
-    fuzz::FdCheck c = fuzz::check_finite_differences(g, inputs, seed);
-    if (stats) *stats = c;
-    return c.ok ? Outcome{} : failed(c.error);
-  } catch (const Error& e) {
-    return failed(std::string("finite differences: ") + e.what());
-  }
-}
-
-// The interpreter on the tensor graph: an error here is the generator's bug (or, for a gradient
-// graph whose losses evaluate, the gradient expansion's).
-Outcome interpret(UOp g, const interp::BufferMap& inputs) {
-  try {
-    interp::BufferMap b = copy_buffers(inputs);
-    interp::run(g, b);
-    return {};
-  } catch (...) {
-    return caught();
-  }
-}
-
-// A gradient graph whose losses the interpreter evaluates but whose gradients it neither
-// evaluates nor refuses: the expansion built something wrong.
-Outcome expansion(UOp g, const interp::BufferMap& inputs) {
-  std::vector<UOp> losses;
-  ArgTuple names;
-  for (UOp u : toposort(g))
-    if (u->op == Ops::GRADIENT && std::find(losses.begin(), losses.end(), u->src[0]) == losses.end())
-      losses.push_back(u->src[0]), names.emplace_back("loss" + std::to_string(names.size()));
-  if (losses.empty() || !interpret(UOp::sink(losses, Arg(names)), inputs).ok) return {};
-  Outcome o = interpret(g, inputs);
-  if (o.ok || o.error.rfind("gradient:", 0) == 0) return {};
-  return failed("gradient expansion: " + o.error);
-}
-
-// direct: the tier alone (as `ow run --backend tcc` runs it), not in lockstep with the interpreter.
-// The buffers of `all` that the graph only reads: the ones it writes are left without data.
-interp::BufferMap only_inputs(UOp g, const interp::BufferMap& all) {
-  interp::BufferMap in;
-  for (const interp::BufferSpec& s : interp::graph_buffers(g))
-    if (s.input && all.count(s.name)) in.emplace(s.name, all.at(s.name));
-  return in;
-}
-
-Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, bool direct = false) {
-  try {
-    backend::RunOptions ro;
-    ro.backend = direct ? tier : "check";
-    ro.compiler = tier;
-    ro.bounds_check = bounds_check;
-    interp::BufferMap b = copy_buffers(inputs);
-    backend::run_graph(g, b, ro);
-    return {};
-  } catch (...) {
-    return caught();
-  }
-}
-
-// The compiled path in a child process, so a crash or a hang of the lowering or of a compiled
-// kernel is a finding like any other (category crash-signal-N / hang) instead of ending the run.
-Outcome compiled_isolated(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, int timeout_s, bool direct) {
-  std::cout << std::flush;
-  std::cerr << std::flush;
-  int fd[2];
-  if (pipe(fd) != 0) return compiled(g, inputs, tier, bounds_check, direct);
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fd[0]);
-    close(fd[1]);
-    return compiled(g, inputs, tier, bounds_check, direct);
-  }
-  if (pid == 0) {
-    close(fd[0]);
-    std::signal(SIGSEGV, SIG_DFL);
-    std::signal(SIGBUS, SIG_DFL);
-    std::signal(SIGFPE, SIG_DFL);
-    std::signal(SIGILL, SIG_DFL);
-    std::signal(SIGABRT, SIG_DFL);
-    if (timeout_s > 0) alarm(static_cast<unsigned>(timeout_s));
-    Outcome o = compiled(g, inputs, tier, bounds_check, direct);
-    std::string msg = static_cast<char>(o.kind) + o.error;
-    size_t off = 0;
-    while (off < msg.size()) {
-      ssize_t n = write(fd[1], msg.data() + off, msg.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    close(fd[1]);
-    _exit(0);
-  }
-  close(fd[1]);
-  std::string msg;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    if (sig == SIGALRM) return failed("hang: the compiled path took more than " + std::to_string(timeout_s) + " s", Kind::Internal);
-    return failed("crash: the compiled path died of signal " + std::to_string(sig) + " (" + strsignal(sig) + ")", Kind::Internal);
-  }
-  if (msg.empty()) return failed("crash: the compiled path exited without a result", Kind::Internal);
-  return {msg[0] == '1', msg.substr(1), static_cast<Kind>(msg[0])};
-}
-
-int cmd_fuzz(const Args& args) {
+// The options; nullopt when --help was printed.
+std::optional<Config> parse_config(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("seed", po::value<uint64_t>()->default_value(1), "first seed; graph k uses seed S+k")(
       "count", po::value<uint64_t>()->default_value(100), "number of graphs")(
@@ -239,233 +103,270 @@ int cmd_fuzz(const Args& args) {
       "stats", "print how often each op and construct occurred")(
       "print", "print every generated graph (for debugging the generator)")(
       "quiet,q", "only findings and the summary line");
-  po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_options("fuzz", "[--seed S] [--count N] [--compiler tcc|cc]... [--out DIR] [--keep-going]", opts, pos, args, vm)) return 0;
-  uint64_t seed0 = vm["seed"].as<uint64_t>(), count = vm["count"].as<uint64_t>(), cc_every = vm["cc-every"].as<uint64_t>();
-  bool explicit_tiers = vm.count("compiler") > 0;
-  std::vector<std::string> tiers = explicit_tiers ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
-  for (const std::string& t : tiers)
+  if (!parse_options("fuzz", "[--seed S] [--count N] [--compiler tcc|cc]... [--out DIR] [--keep-going]", opts, {}, args, vm)) return std::nullopt;
+  Config c;
+  c.seed0 = vm["seed"].as<uint64_t>(), c.count = vm["count"].as<uint64_t>(), c.cc_every = vm["cc-every"].as<uint64_t>();
+  c.explicit_tiers = vm.count("compiler") > 0;
+  c.tiers = c.explicit_tiers ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
+  for (const std::string& t : c.tiers)
     if (t != "tcc" && t != "cc") throw Error("ow fuzz: --compiler takes tcc or cc, got '" + t + "'");
-  std::string out_dir = vm["out"].as<std::string>();
-  bool keep_going = vm.count("keep-going") > 0, shrink_on = !vm.count("no-shrink"), bounds = !vm.count("no-bounds-check");
-  bool quiet = vm.count("quiet") > 0;
-  int timeout = vm["timeout"].as<int>();
-  bool fork_on = !vm.count("no-fork");
-  auto run_compiled = [&](UOp g, const interp::BufferMap& in, const std::string& tier, bool direct = false) {
-    return fork_on ? compiled_isolated(g, in, tier, bounds, timeout, direct) : compiled(g, in, tier, bounds, direct);
-  };
-  // Uninitialized memory, as the interpreter defines it, must stop every backend: a graph whose
-  // output reads a written buffer left without data is refused by tcc and cc too (a compiled run
-  // never tracks it itself; backends/program.cpp asks the kernel-level interpreter first).
-  uint64_t poison_graphs = 0;
-  auto uninitialized_refused = [&](UOp g, const interp::BufferMap& in, const std::string& tier) -> Outcome {
-    interp::BufferMap partial = only_inputs(g, in);
-    Outcome ref = interpret(g, partial);
-    if (ref.kind != Kind::Uninitialized) return {};
-    Outcome got = run_compiled(g, partial, tier, true);
-    if (got.kind == Kind::Uninitialized || got.kind == Kind::Unsupported) return {};
-    return failed(got.ok ? "uninitialized: " + tier + " computed a value where the interpreter says: " + ref.error.substr(0, ref.error.find('\n')) : got.error, got.ok ? Kind::User : got.kind);
-  };
+  c.out_dir = vm["out"].as<std::string>();
+  c.keep_going = vm.count("keep-going"), c.shrink = !vm.count("no-shrink"), c.shrink_all = vm.count("shrink-all");
+  c.quiet = vm.count("quiet"), c.stats = vm.count("stats"), c.print = vm.count("print");
+  c.how = {!vm.count("no-bounds-check"), !vm.count("no-fork"), vm["timeout"].as<int>()};
+  return c;
+}
 
-  std::signal(SIGSEGV, on_fatal_signal);
-  std::signal(SIGBUS, on_fatal_signal);
-  std::signal(SIGFPE, on_fatal_signal);
-  std::signal(SIGILL, on_fatal_signal);
-  std::signal(SIGABRT, on_fatal_signal);
-  std::atomic<bool> done{false};
-  std::thread watchdog([&] {
-    while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      int64_t s = g_started_ms.load();
-      if (timeout > 0 && s >= 0 && now_ms() - s > int64_t{timeout} * 10000) {
-        std::fprintf(stderr, "\nfuzz: seed %llu took more than %d s (a hang?): reproduce with ow fuzz --seed %llu --count 1\n",
-                     static_cast<unsigned long long>(g_current_seed.load()), timeout, static_cast<unsigned long long>(g_current_seed.load()));
-        std::fflush(stderr);
-        _exit(3);
-      }
-    }
-  });
-
-  auto t0 = Clock::now();
-  uint64_t unsupported = 0;  // graphs the compiled path refuses with a clear message: counted, not findings
-  std::map<std::string, std::vector<uint64_t>> unsupported_kinds;  // kind -> seeds
-  uint64_t graphs = 0, findings = 0, gen_errors = 0, runs_tcc = 0, runs_cc = 0, nodes_total = 0, attempts_extra = 0;
-  std::map<std::string, uint64_t> op_count, form_count;
-  std::map<std::string, std::vector<uint64_t>> by_category;
-  std::set<std::string> first_of_category;
-  std::map<std::string, std::vector<uint64_t>> grad_refused;  // gradient refusals by kind -> seeds
-  uint64_t grad_graphs = 0, fd_checked = 0, fd_unreliable = 0;
-  // A finding: counted by category; the first of each category is shrunk (keeping the category
-  // under `check`) and written as DIR/fuzz-SEED.uop with the command that reproduces it.
-  auto report = [&](uint64_t seed, UOp root, const std::string& tier, const std::string& error,
-                    const std::function<Outcome(UOp, const interp::BufferMap&)>& check, const std::string& cmd_template) {
-    ++findings;
-    std::string cat = category(error);
-    by_category[cat].push_back(seed);
-    std::cout << "seed " << seed << ": FINDING (" << tier << ", " << cat << "): " << error << "\n";
-    if (!first_of_category.insert(cat).second && !vm.count("shrink-all")) {
-      std::cout << "  (category seen before: not shrunk; --shrink-all to shrink every finding)\n";
-      return;
-    }
-    UOp small = root;
-    if (shrink_on) {
-      fuzz::ShrinkStats st;
-      small = fuzz::shrink(
-          root,
-          [&](UOp c) {
-            interp::BufferMap in;
-            fill_random_inputs(c, in, seed);
-            Outcome o = check(c, in);
-            return !o.ok && category(o.error) == cat;
-          },
-          &st);
-      std::cout << "  shrunk from " << st.nodes_before << " to " << st.nodes_after << " nodes (" << st.tries << " tries)\n";
-    }
-    interp::BufferMap in;
-    fill_random_inputs(small, in, seed);
-    Outcome again = check(small, in);
-    std::filesystem::create_directories(out_dir);
-    std::string base = out_dir + "/fuzz-" + std::to_string(seed);
-    write_file(base + ".uop", print_graph(small));
-    std::string cmd = cmd_template;
-    if (size_t f = cmd.find("FILE"); f != std::string::npos) cmd.replace(f, 4, base + ".uop");
-    write_file(base + ".txt", "# " + cmd + "\n# category: " + cat + "\n" + again.error + "\n\n# the graph as generated:\n" + print_graph(root));
-    std::cout << "  reproducer: " << base << ".uop\n  " << cmd << "\n  error: " << again.error << "\n";
-  };
-  Progress bar("fuzz", static_cast<int64_t>(count));  // drawn only on a terminal
-  for (uint64_t i = 0; i < count; ++i) {
-    bar.update(static_cast<int64_t>(i), std::to_string(findings) + " findings");
-    uint64_t seed = seed0 + i;
-    std::cout << std::flush;
-    g_current_seed = seed;
-    g_started_ms = now_ms();
-    ++graphs;
-    fuzz::Generated gen;
-    try {
-      gen = fuzz::generate(seed);
-    } catch (const Error& e) {
-      ++gen_errors;
-      std::cout << "seed " << seed << ": generator error: " << e.what() << "\n";
-      continue;
-    }
-    attempts_extra += static_cast<uint64_t>(gen.attempts - 1);
-    UOp root = gen.root;
-    if (vm.count("print")) std::cout << "# seed " << seed << "\n" << print_graph(root);
-    std::vector<UOp> nodes = toposort(root);
-    nodes_total += nodes.size();
-    if (vm.count("stats")) {
-      std::set<std::string> ops;
-      for (UOp u : nodes) ops.insert(std::string(op_name(u->op)));
-      for (const auto& o : ops) ++op_count[o];
-      for (const auto& f : gen.forms) ++form_count[f];
-    }
-    interp::BufferMap inputs;
-    fill_random_inputs(root, inputs, seed);
-    // every fifth graph also runs with the buffers it writes left without data
-    if (!gen.loss && seed % 5 == 0 && interpret(root, only_inputs(root, inputs)).kind == Kind::Uninitialized) {
-      ++poison_graphs;
-      for (const std::string& tier : tiers) {
-        if (tier == "cc" && !explicit_tiers && (cc_every == 0 || seed % cc_every != 0)) continue;
-        Outcome u = uninitialized_refused(root, inputs, tier);
-        if (u.ok) continue;
-        report(seed, root, tier, u.error, [&](UOp c, const interp::BufferMap& in) { return uninitialized_refused(c, in, tier); },
-               "ow fuzz --seed " + std::to_string(seed) + " --count 1 --compiler " + tier);
-        break;
-      }
-    }
-    Outcome ref = interpret(root, inputs);
-    if (!ref.ok && gen.loss && ref.error.rfind("gradient:", 0) == 0) {  // a clear refusal, not a finding
-      grad_refused[refusal_kind(ref.error)].push_back(seed);
-      g_started_ms = -1;
-      reset_uop_table();
-      continue;
-    }
-    if (!ref.ok && gen.loss) {
-      if (Outcome e = expansion(root, inputs); !e.ok) {
-        report(seed, root, "interp", e.error, expansion, "ow check FILE --random-inputs " + std::to_string(seed));
-        g_started_ms = -1;
-        reset_uop_table();
-        if (!keep_going) break;
-        continue;
-      }
-    }
-    if (!ref.ok) {
-      ++gen_errors;
-      std::cout << "seed " << seed << ": generator error (the interpreter rejects the graph): " << ref.error << "\n";
-      if (gen_errors <= 3) std::cout << print_graph(root);
-      continue;
-    }
-    bool found = false;
-    for (const std::string& tier : tiers) {
-      if (tier == "cc" && !explicit_tiers && (cc_every == 0 || seed % cc_every != 0)) continue;
-      (tier == "cc" ? runs_cc : runs_tcc)++;
-      Outcome got = run_compiled(root, inputs, tier);
-      if (got.ok) continue;
-      if (got.kind == Kind::Unsupported) {
-        ++unsupported;
-        std::string kind = got.error.substr(0, got.error.find(" (not supported"));
-        unsupported_kinds[kind.find("empty dimension") != std::string::npos ? "an empty dimension" : kind].push_back(seed);
-        break;
-      }
-      found = true;
-      report(seed, root, tier, got.error, [&](UOp c, const interp::BufferMap& in) { return interpret(c, in).ok ? run_compiled(c, in, tier) : Outcome{}; },
-             "ow check FILE --random-inputs " + std::to_string(seed) + " --compiler " + tier + (bounds ? " --bounds-check" : ""));
-      break;
-    }
-    if (!found && gen.loss) {
-      ++grad_graphs;
-      fuzz::FdCheck st;
-      Outcome fd = finite_differences(root, inputs, seed, &st);
-      fd_checked += static_cast<uint64_t>(st.checked);
-      fd_unreliable += static_cast<uint64_t>(st.unreliable);
-      if (!fd.ok) {
-        found = true;
-        report(seed, root, "fd", fd.error, [&](UOp c, const interp::BufferMap& in) { return interpret(c, in).ok ? finite_differences(c, in, seed) : Outcome{}; },
-               "ow check FILE --finite-differences --random-inputs " + std::to_string(seed));
-      }
-    }
-    g_started_ms = -1;
-    reset_uop_table();  // nothing refers to this graph any more; keep memory flat over long runs
-    if (found && !keep_going) break;
-    if (!quiet && graphs % 1000 == 0) {
-      double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      std::cout << "fuzz: " << graphs << " graphs, " << findings << " findings, " << gen_errors << " generator errors, " << s << " s\n" << std::flush;
-    }
+// "  kind: N (seeds a b c ...)", the first 10 seeds of each kind
+void print_by_kind(const char* title, const Seeds& kinds) {
+  if (kinds.empty()) return;
+  std::cout << title << "\n";
+  for (const auto& [k, seeds] : kinds) {
+    std::cout << "  " << k << ": " << seeds.size() << " (seeds";
+    for (size_t i = 0; i < seeds.size() && i < 10; ++i) std::cout << " " << seeds[i];
+    std::cout << (seeds.size() > 10 ? " ...)\n" : ")\n");
   }
-  done = true;
-  watchdog.join();
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (vm.count("stats")) {
-    std::cout << "graphs containing each op (of " << graphs << "):\n";
-    for (const auto& [o, n] : op_count) std::cout << "  " << o << " " << n << "\n";
+}
+
+class Fuzzer {
+ public:
+  explicit Fuzzer(Config c) : c_(std::move(c)) {}
+
+  // One graph; false when the run should stop (a finding without --keep-going).
+  bool run_seed(uint64_t seed);
+  void print_summary(double secs) const;
+  uint64_t graphs() const { return graphs_; }
+  uint64_t findings() const { return findings_; }
+  uint64_t generator_errors() const { return gen_errors_; }
+
+ private:
+  Config c_;
+  uint64_t graphs_ = 0, findings_ = 0, gen_errors_ = 0, runs_tcc_ = 0, runs_cc_ = 0, nodes_total_ = 0, attempts_extra_ = 0;
+  uint64_t unsupported_ = 0, poison_graphs_ = 0, grad_graphs_ = 0, fd_checked_ = 0, fd_unreliable_ = 0;
+  std::map<std::string, uint64_t> op_count_, form_count_;
+  Seeds by_category_, unsupported_kinds_, grad_refused_;
+  std::set<std::string> first_of_category_;
+
+  bool checks(const std::string& tier, uint64_t seed) const {
+    return tier != "cc" || c_.explicit_tiers || (c_.cc_every != 0 && seed % c_.cc_every == 0);
+  }
+  Outcome run_compiled(UOp g, const interp::BufferMap& in, const std::string& tier, bool direct = false) const {
+    return compiled(g, in, tier, c_.how, direct);
+  }
+  Outcome uninitialized_refused(UOp g, const interp::BufferMap& in, const std::string& tier) const;
+  void count(const fuzz::Generated& gen, const std::vector<UOp>& nodes);
+  void check_uninitialized(uint64_t seed, UOp root, const interp::BufferMap& inputs);
+  bool check_reference(uint64_t seed, const fuzz::Generated& gen, const interp::BufferMap& inputs, bool& stop);
+  bool check_tiers(uint64_t seed, UOp root, const interp::BufferMap& inputs);
+  bool check_gradients(uint64_t seed, UOp root, const interp::BufferMap& inputs);
+  void report(uint64_t seed, UOp root, const std::string& tier, const Outcome& o, const Check& check, const std::string& cmd_template);
+  UOp shrunk(uint64_t seed, UOp root, const std::string& cat, const Check& check) const;
+};
+
+// Uninitialized memory, as the interpreter defines it, must stop every backend: a graph whose
+// output reads a written buffer left without data is refused by tcc and cc too (a compiled run
+// never tracks it itself; backends/program.cpp asks the kernel-level interpreter first).
+Outcome Fuzzer::uninitialized_refused(UOp g, const interp::BufferMap& in, const std::string& tier) const {
+  interp::BufferMap partial = only_inputs(g, in);
+  Outcome ref = interpret(g, partial);
+  if (ref.kind != Kind::Uninitialized) return {};
+  Outcome got = run_compiled(g, partial, tier, true);
+  if (got.kind == Kind::Uninitialized || got.kind == Kind::Unsupported) return {};
+  if (!got.ok) return got;
+  return failed("uninitialized: " + tier + " computed a value where the interpreter says: " + ref.error.substr(0, ref.error.find('\n')), Kind::User,
+                "uninitialized-computed");
+}
+
+void Fuzzer::count(const fuzz::Generated& gen, const std::vector<UOp>& nodes) {
+  attempts_extra_ += static_cast<uint64_t>(gen.attempts - 1);
+  nodes_total_ += nodes.size();
+  if (!c_.stats) return;
+  std::set<std::string> ops;
+  for (UOp u : nodes) ops.insert(std::string(op_name(u->op)));
+  for (const auto& o : ops) ++op_count_[o];
+  for (const auto& f : gen.forms) ++form_count_[f];
+}
+
+// Every fifth graph also runs with the buffers it writes left without data.
+void Fuzzer::check_uninitialized(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
+  if (seed % 5 != 0 || interpret(root, only_inputs(root, inputs)).kind != Kind::Uninitialized) return;
+  ++poison_graphs_;
+  for (const std::string& tier : c_.tiers) {
+    if (!checks(tier, seed)) continue;
+    Outcome u = uninitialized_refused(root, inputs, tier);
+    if (u.ok) continue;
+    report(seed, root, tier, u, [&](UOp g, const interp::BufferMap& in) { return uninitialized_refused(g, in, tier); },
+           "ow fuzz --seed " + std::to_string(seed) + " --count 1 --compiler " + tier);
+    return;
+  }
+}
+
+// The interpreter's verdict on the generated graph; false when the graph goes no further
+// (refused gradient, generator error, or a finding of the gradient expansion: then `stop`).
+bool Fuzzer::check_reference(uint64_t seed, const fuzz::Generated& gen, const interp::BufferMap& inputs, bool& stop) {
+  Outcome ref = interpret(gen.root, inputs);
+  if (ref.ok) return true;
+  if (gen.loss && ref.kind == Kind::NotDifferentiable) {  // a clear refusal, not a finding
+    grad_refused_[refusal_kind(ref.error)].push_back(seed);
+    return false;
+  }
+  if (gen.loss)
+    if (Outcome e = expansion(gen.root, inputs); !e.ok) {
+      report(seed, gen.root, "interp", e, expansion, "ow check FILE --random-inputs " + std::to_string(seed));
+      stop = !c_.keep_going;
+      return false;
+    }
+  ++gen_errors_;
+  std::cout << "seed " << seed << ": generator error (the interpreter rejects the graph): " << ref.error << "\n";
+  if (gen_errors_ <= 3) std::cout << print_graph(gen.root);
+  return false;
+}
+
+// The compiled tiers against the interpreter; true on a finding.
+bool Fuzzer::check_tiers(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
+  for (const std::string& tier : c_.tiers) {
+    if (!checks(tier, seed)) continue;
+    (tier == "cc" ? runs_cc_ : runs_tcc_)++;
+    Outcome got = run_compiled(root, inputs, tier);
+    if (got.ok) continue;
+    if (got.kind == Kind::Unsupported) {
+      ++unsupported_;
+      // the refusal's reason (Unsupported's fixed suffix cut), its empty-dimension forms as one
+      std::string kind = got.error.substr(0, got.error.find(" (not supported"));
+      unsupported_kinds_[kind.find("empty dimension") != std::string::npos ? "an empty dimension" : kind].push_back(seed);
+      return false;
+    }
+    report(seed, root, tier, got, [&](UOp g, const interp::BufferMap& in) { return interpret(g, in).ok ? run_compiled(g, in, tier) : Outcome{}; },
+           "ow check FILE --random-inputs " + std::to_string(seed) + " --compiler " + tier + (c_.how.bounds_check ? " --bounds-check" : ""));
+    return true;
+  }
+  return false;
+}
+
+// A gradient graph's gradients against central differences; true on a finding.
+bool Fuzzer::check_gradients(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
+  ++grad_graphs_;
+  fuzz::FdCheck st;
+  Outcome fd = finite_differences(root, inputs, seed, &st);
+  fd_checked_ += static_cast<uint64_t>(st.checked);
+  fd_unreliable_ += static_cast<uint64_t>(st.unreliable);
+  if (fd.ok) return false;
+  report(seed, root, "fd", fd, [&](UOp g, const interp::BufferMap& in) { return interpret(g, in).ok ? finite_differences(g, in, seed) : Outcome{}; },
+         "ow check FILE --finite-differences --random-inputs " + std::to_string(seed));
+  return true;
+}
+
+bool Fuzzer::run_seed(uint64_t seed) {
+  ++graphs_;
+  fuzz::Generated gen;
+  try {
+    gen = fuzz::generate(seed);
+  } catch (const Error& e) {
+    ++gen_errors_;
+    std::cout << "seed " << seed << ": generator error: " << e.what() << "\n";
+    return true;
+  }
+  if (c_.print) std::cout << "# seed " << seed << "\n" << print_graph(gen.root);
+  count(gen, toposort(gen.root));
+  interp::BufferMap inputs;
+  fill_random_inputs(gen.root, inputs, seed);
+  if (!gen.loss) check_uninitialized(seed, gen.root, inputs);
+  bool stop = false, found = false;
+  if (check_reference(seed, gen, inputs, stop)) {
+    found = check_tiers(seed, gen.root, inputs);
+    if (!found && gen.loss) found = check_gradients(seed, gen.root, inputs);
+  }
+  reset_uop_table();  // nothing refers to this graph any more; keep memory flat over long runs
+  return !stop && !(found && !c_.keep_going);
+}
+
+// A finding: counted by category; the first of each category is shrunk (keeping the category
+// under `check`) and written as DIR/fuzz-SEED.uop with the command that reproduces it.
+void Fuzzer::report(uint64_t seed, UOp root, const std::string& tier, const Outcome& o, const Check& check, const std::string& cmd_template) {
+  ++findings_;
+  std::string cat = category(o);
+  by_category_[cat].push_back(seed);
+  std::cout << "seed " << seed << ": FINDING (" << tier << ", " << cat << "): " << o.error << "\n";
+  if (!first_of_category_.insert(cat).second && !c_.shrink_all) {
+    std::cout << "  (category seen before: not shrunk; --shrink-all to shrink every finding)\n";
+    return;
+  }
+  UOp small = c_.shrink ? shrunk(seed, root, cat, check) : root;
+  interp::BufferMap in;
+  fill_random_inputs(small, in, seed);
+  Outcome again = check(small, in);
+  std::filesystem::create_directories(c_.out_dir);
+  std::string base = c_.out_dir + "/fuzz-" + std::to_string(seed);
+  write_file(base + ".uop", print_graph(small));
+  std::string cmd = cmd_template;
+  if (size_t f = cmd.find("FILE"); f != std::string::npos) cmd.replace(f, 4, base + ".uop");
+  write_file(base + ".txt", "# " + cmd + "\n# category: " + cat + "\n" + again.error + "\n\n# the graph as generated:\n" + print_graph(root));
+  std::cout << "  reproducer: " << base << ".uop\n  " << cmd << "\n  error: " << again.error << "\n";
+}
+
+UOp Fuzzer::shrunk(uint64_t seed, UOp root, const std::string& cat, const Check& check) const {
+  fuzz::ShrinkStats st;
+  UOp small = fuzz::shrink(
+      root,
+      [&](UOp c) {
+        interp::BufferMap in;
+        fill_random_inputs(c, in, seed);
+        Outcome o = check(c, in);
+        return !o.ok && category(o) == cat;
+      },
+      &st);
+  std::cout << "  shrunk from " << st.nodes_before << " to " << st.nodes_after << " nodes (" << st.tries << " tries)\n";
+  return small;
+}
+
+void Fuzzer::print_summary(double secs) const {
+  if (c_.stats) {
+    std::cout << "graphs containing each op (of " << graphs_ << "):\n";
+    for (const auto& [o, n] : op_count_) std::cout << "  " << o << " " << n << "\n";
     std::cout << "graphs using each construct:\n";
-    for (const auto& [f, n] : form_count) std::cout << "  " << f << " " << n << "\n";
-    std::cout << "nodes per graph: " << (graphs ? static_cast<double>(nodes_total) / static_cast<double>(graphs) : 0) << " on average; rejected generator tries: " << attempts_extra
-              << "\n";
+    for (const auto& [f, n] : form_count_) std::cout << "  " << f << " " << n << "\n";
+    std::cout << "nodes per graph: " << (graphs_ ? static_cast<double>(nodes_total_) / static_cast<double>(graphs_) : 0)
+              << " on average; rejected generator tries: " << attempts_extra_ << "\n";
   }
-  // "  kind: N (seeds a b c ...)", the first 10 seeds of each kind
-  auto by_kind = [](const char* title, const auto& kinds) {
-    if (kinds.empty()) return;
-    std::cout << title << "\n";
-    for (const auto& [k, seeds] : kinds) {
-      std::cout << "  " << k << ": " << seeds.size() << " (seeds";
-      for (size_t i = 0; i < seeds.size() && i < 10; ++i) std::cout << " " << seeds[i];
-      std::cout << (seeds.size() > 10 ? " ...)\n" : ")\n");
-    }
-  };
-  by_kind("findings by category:", by_category);
+  print_by_kind("findings by category:", by_category_);
+  print_by_kind("refused as not supported by the compiled path yet (not findings):", unsupported_kinds_);
+  print_by_kind("gradients refused with a clear error (not findings):", grad_refused_);
+  uint64_t refused = 0;
+  for (const auto& [k, v] : grad_refused_) refused += v.size();
+  std::cout << "gradient graphs: " << grad_graphs_ << " checked against central differences (" << fd_checked_ << " elements compared, "
+            << fd_unreliable_ << " skipped as not converged), " << refused << " refused\n";
+  std::cout << "checked: " << runs_tcc_ << " tcc runs, " << runs_cc_ << " cc runs, " << unsupported_ << " graphs not supported; " << poison_graphs_
+            << " graphs with written buffers left without data refused as the interpreter refuses them\n";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f", secs);
-  by_kind("refused as not supported by the compiled path yet (not findings):", unsupported_kinds);
-  by_kind("gradients refused with a clear error (not findings):", grad_refused);
-  std::cout << "gradient graphs: " << grad_graphs << " checked against central differences (" << fd_checked << " elements compared, "
-            << fd_unreliable << " skipped as not converged), " << [&] { uint64_t n = 0; for (auto& [k, v] : grad_refused) n += v.size(); return n; }()
-            << " refused\n";
-  std::cout << "checked: " << runs_tcc << " tcc runs, " << runs_cc << " cc runs, " << unsupported << " graphs not supported; " << poison_graphs
-            << " graphs with written buffers left without data refused as the interpreter refuses them\n";
-  std::cout << "fuzz: " << graphs << " graphs, " << findings << " findings, " << gen_errors << " generator errors, " << buf << " s\n";
-  return findings > 0 ? 1 : 0;
+  std::cout << "fuzz: " << graphs_ << " graphs, " << findings_ << " findings, " << gen_errors_ << " generator errors, " << buf << " s\n";
+}
+
+int cmd_fuzz(const Args& args) {
+  std::optional<Config> c = parse_config(args);
+  if (!c) return 0;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
+  Fuzzer fuzzer(*c);
+  auto t0 = Clock::now();
+  {
+    Watchdog watchdog(c->how.timeout_s);
+    Progress bar("fuzz", static_cast<int64_t>(c->count));  // drawn only on a terminal
+    for (uint64_t i = 0; i < c->count; ++i) {
+      bar.update(static_cast<int64_t>(i), std::to_string(fuzzer.findings()) + " findings");
+      std::cout << std::flush;
+      g_current_seed = c->seed0 + i;
+      g_started_ms = now_ms();
+      bool go_on = fuzzer.run_seed(c->seed0 + i);
+      g_started_ms = -1;
+      if (!go_on) break;
+      if (!c->quiet && fuzzer.graphs() % 1000 == 0)
+        std::cout << "fuzz: " << fuzzer.graphs() << " graphs, " << fuzzer.findings() << " findings, " << fuzzer.generator_errors() << " generator errors, "
+                  << std::chrono::duration<double>(Clock::now() - t0).count() << " s\n" << std::flush;
+    }
+  }
+  fuzzer.print_summary(std::chrono::duration<double>(Clock::now() - t0).count());
+  return fuzzer.findings() > 0 ? 1 : 0;
 }
 
 }  // namespace

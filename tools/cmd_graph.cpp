@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "cli.h"
-#include "graphviz.h"
+#include "report/graphviz.h"
 #include "uop/dot.h"
 #include "uop/error.h"
 

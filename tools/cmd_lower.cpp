@@ -8,7 +8,7 @@
 #include "interp/interp.h"
 #include "lower/lower.h"
 #include "uop/error.h"
-#include "validate.h"
+#include "lowering/validate.h"
 
 namespace ow::cli {
 

@@ -1,8 +1,8 @@
 // ow report: one self-contained HTML page about a graph's lowering. The C++ side collects
 // everything as one JSON blob (graphs as inline SVG per pass, printed lines, input values, the
 // rules fired, the C of every kernel and the host schedule, buffer snapshots after every
-// host-loop iteration, the check verdict per kernel); the page's template, CSS and JS live in
-// tools/report_assets.h and draw it.
+// host-loop iteration (report/timeline.h), the check verdict per kernel); the page's template,
+// CSS and JS live in tools/report/report_assets.h and draw it.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,23 +18,22 @@
 #include "backends/c/render.h"
 #include "backends/program.h"
 #include "cli.h"
-#include "graphviz.h"
-#include "json.h"
-#include "report_assets.h"
-#include "report_values.h"
-#include "trace_lowering.h"
+#include "report/graphviz.h"
+#include "json/json.h"
+#include "report/report_assets.h"
+#include "report/report_values.h"
+#include "report/timeline.h"
+#include "lowering/trace_lowering.h"
 #include "uop/args.h"
 #include "uop/dot.h"
 #include "uop/error.h"
-#include "validate.h"
+#include "lowering/validate.h"
 
 namespace ow::cli {
 
 namespace {
 
 // Limits that keep the page small and the command fast on the largest cases.
-constexpr int64_t kMaxCells = 64;         // heat maps are at most 64 x 64 cells
-constexpr size_t kMaxFrames = 64;         // and at most 64 iterations per buffer
 constexpr size_t kExamples = 5;           // firings shown per rule
 constexpr size_t kMaxSteps = 400;         // rewrite steps one can walk through per pass
 
@@ -108,168 +107,6 @@ void write_stage(Json& j, const Stage& s) {
   j.end_obj();
 }
 
-// ---- buffers after every host-loop iteration -----------------------------------------------------
-
-struct Frame {
-  std::string label;          // "k3 m1=2"
-  std::vector<double> cells;  // rows x cols, NaN: uninitialized
-};
-
-struct Series {
-  std::string buffer;
-  int64_t rows = 1, cols = 1, cell_rows = 1, cell_cols = 1;  // buffer layout and heat-map size
-  int64_t stride = 1, seen = 0;                              // keeps every stride-th launch
-  std::vector<Frame> frames;
-};
-
-
-// The buffers a kernel stores to (its DEFINE_GLOBAL slots, bound to sources 1 + slot).
-std::vector<UOp> stored_buffers(UOp kernel) {
-  std::vector<UOp> out;
-  for (UOp u : toposort(kernel->src[0]))
-    if (u->op == Ops::STORE && u->src[0]->op == Ops::INDEX && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) {
-      size_t src = 1 + static_cast<size_t>(u->src[0]->src[0]->arg.as<int64_t>());
-      if (src < kernel->src.size() && kernel->src[src]->op == Ops::BUFFER) out.push_back(kernel->src[src]);
-    }
-  return out;
-}
-
-// Rows x cols of a buffer: the output view over it when the program has one (last dim = cols),
-// else as square as possible.
-std::pair<int64_t, int64_t> buffer_layout(UOp program, UOp buffer) {
-  int64_t size = buffer_size(buffer);
-  for (UOp u : toposort(program)) {
-    if (u->op != Ops::RESHAPE || u->src[0] != buffer || u->shape.kind != ShapeInfo::Kind::Shaped || u->shape.dims.empty()) continue;
-    UOp last = u->shape.dims.back();
-    if (last->op != Ops::CONST) continue;
-    int64_t cols = static_cast<int64_t>(last.const_value());
-    if (cols > 0 && size % cols == 0) return {size / cols, cols};
-  }
-  int64_t cols = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(size)))));
-  return {(size + cols - 1) / cols, cols};
-}
-
-// The buffer averaged into cell_rows x cell_cols blocks (uninitialized elements left out).
-std::vector<double> snapshot(const interp::BufferData& b, const Series& s) {
-  interp::Value v;
-  v.dtype = b.dtype;
-  v.view = interp::View::contiguous({b.data->size});
-  v.data = b.data;
-  const uint8_t* poison = b.poison ? b.poison->as<uint8_t>() : nullptr;
-  std::vector<double> sum(s.cell_rows * s.cell_cols, 0.0), count(sum.size(), 0.0);
-  for (int64_t i = 0; i < b.data->size; ++i) {
-    if (poison && poison[i]) continue;
-    int64_t r = i / s.cols, c = i % s.cols;
-    size_t cell = static_cast<size_t>(r * s.cell_rows / s.rows * s.cell_cols + c * s.cell_cols / s.cols);
-    sum[cell] += interp::get_element(v, i);
-    count[cell] += 1;
-  }
-  for (size_t i = 0; i < sum.size(); ++i) sum[i] = count[i] > 0 ? sum[i] / count[i] : NAN;
-  return sum;
-}
-
-// An observer of the run's walk (uop/host_program.h): after every launch inside a host loop, a
-// frame of each named buffer the kernel stores to.
-class Timeline : public HostHooks {
- public:
-  std::string note;  // how the run went
-
-  // The run's buffers are the timeline's own: run_program(program, timeline.buffers(), ...).
-  Timeline(UOp program, interp::BufferMap buffers) : program_(program), buffers_(std::move(buffers)) {}
-  interp::BufferMap& buffers() { return buffers_; }
-
-  void after_launch(const HostLaunch& l, const HostBindings& loops) override {
-    if (loops.empty()) return;  // only launches inside host loops
-    std::string label = l.name;
-    for (auto& [r, v] : loops) label += " " + range_name(r) + "=" + std::to_string(v);
-    for (UOp b : stored_buffers(l.kernel)) {
-      auto it = buffers_.find(buffer_name(b));
-      if (it == buffers_.end()) continue;  // a temporary of the run: not visible from here
-      Series& s = series(b);
-      if (s.seen++ % s.stride == 0) s.frames.push_back({label, snapshot(it->second, s)});
-      if (s.frames.size() > 2 * kMaxFrames) thin(s);
-    }
-  }
-
-  void write(Json& j) const {
-    j.begin_arr();
-    for (const Series& s : order_) {
-      j.begin_obj().field("buffer", s.buffer).field("rows", static_cast<double>(s.rows)).field("cols", static_cast<double>(s.cols));
-      j.field("cellRows", static_cast<double>(s.cell_rows)).field("cellCols", static_cast<double>(s.cell_cols));
-      j.field("launches", static_cast<double>(s.seen));
-      j.key("frames").begin_arr();
-      for (size_t f : picked(s)) {
-        j.begin_obj().field("label", s.frames[f].label).key("cells").begin_arr();
-        for (double c : s.frames[f].cells) j.num(c);
-        j.end_arr().end_obj();
-      }
-      j.end_arr().end_obj();
-    }
-    j.end_arr();
-  }
-
- private:
-  UOp program_;
-  interp::BufferMap buffers_;
-  std::vector<Series> order_;
-  std::map<std::string, size_t> at_;
-
-  Series& series(UOp b) {
-    auto [it, fresh] = at_.emplace(buffer_name(b), order_.size());
-    if (fresh) {
-      Series s;
-      s.buffer = buffer_name(b);
-      std::tie(s.rows, s.cols) = buffer_layout(program_, b);
-      s.cell_rows = std::min(s.rows, kMaxCells);
-      s.cell_cols = std::min(s.cols, kMaxCells);
-      order_.push_back(std::move(s));
-    }
-    return order_[it->second];
-  }
-
-  // Halves the frames kept so far and from now on keeps every other launch.
-  static void thin(Series& s) {
-    std::vector<Frame> kept;
-    for (size_t i = 0; i < s.frames.size(); i += 2) kept.push_back(std::move(s.frames[i]));
-    s.frames = std::move(kept);
-    s.stride *= 2;
-  }
-
-  // At most kMaxFrames evenly spaced frames, the last one included.
-  static std::vector<size_t> picked(const Series& s) {
-    std::vector<size_t> out;
-    size_t n = s.frames.size();
-    for (size_t i = 0; i < std::min(n, kMaxFrames); ++i) out.push_back(n <= kMaxFrames ? i : i * (n - 1) / (kMaxFrames - 1));
-    return out;
-  }
-};
-
-// Runs the program on the interpreter, recording the buffers after every host-loop launch. The
-// buffers the program writes start uninitialized unless given with --in (so a scan visibly fills
-// its output); if that run fails (the program reads one first), it runs on the full inputs.
-Timeline record_timeline(UOp program, const interp::BufferMap& inputs, const std::set<std::string>& given) {
-  interp::BufferMap start = copy_buffers(inputs);
-  for (UOp k : toposort(program))
-    if (k->op == Ops::KERNEL)
-      for (UOp b : stored_buffers(k))
-        if (!given.count(buffer_name(b))) start.erase(buffer_name(b));
-  for (bool blank : {true, false}) {
-    Timeline t(program, blank ? copy_buffers(start) : copy_buffers(inputs));
-    backend::RunOptions ro;
-    ro.backend = "interp";
-    ro.observer = &t;
-    try {
-      backend::run_program(program, t.buffers(), ro);
-      t.note = blank ? "ran on the interpreter, buffers the program writes starting uninitialized" : "ran on the interpreter";
-      return t;
-    } catch (const Error& e) {
-      t.note = std::string("the lowered program fails on the interpreter: ") + e.what();
-      if (!blank) return t;
-    }
-  }
-  throw Error("unreachable");
-}
-
 // ---- the lowered program: C, host schedule, check verdict per kernel --------------------------
 
 struct KernelInfo {
@@ -300,6 +137,13 @@ std::vector<KernelInfo> render_kernels(UOp program, std::string& prelude) {
 
 // Runs the program with backend check (the interpreter and tcc in lockstep) and records each
 // kernel's verdict; the first divergence stops the run and is charged to the kernel it names.
+// The kernel being launched, if any: an error thrown then is that kernel's (either side of the check).
+struct LaunchWatch : HostHooks {
+  std::string launching;
+  void before_launch(const HostLaunch& l, const HostBindings&) override { launching = l.name; }
+  void after_launch(const HostLaunch&, const HostBindings&) override { launching.clear(); }
+};
+
 std::string check_kernels(UOp program, const interp::BufferMap& inputs, std::vector<KernelInfo>& kernels) {
   std::map<std::string, KernelInfo*> by_name;
   for (KernelInfo& k : kernels) by_name[k.name] = &k;
@@ -311,14 +155,16 @@ std::string check_kernels(UOp program, const interp::BufferMap& inputs, std::vec
       it->second->check = "OK: " + std::to_string(it->second->launches) + " launch(es) agree with the interpreter bit for bit";
     }
   };
+  LaunchWatch watch;
+  ro.observer = &watch;
   interp::BufferMap b = copy_buffers(inputs);
   try {
     backend::run_program(program, b, ro);
     return "every kernel agrees with the interpreter";
   } catch (const Error& e) {
     std::string msg = e.what();
-    for (KernelInfo& k : kernels)
-      if (msg.find("kernel " + k.name) != std::string::npos) k.check = msg, k.ok = false;
+    if (auto it = by_name.find(backend::c_identifier(watch.launching)); !watch.launching.empty() && it != by_name.end())
+      it->second->check = msg, it->second->ok = false;
     return "divergence: " + msg;
   }
 }
@@ -434,6 +280,34 @@ std::string default_output(const std::string& file) {
   return (stem.empty() ? std::string("report") : stem) + ".html";
 }
 
+// The page's data (report_assets.h reads it): stages, kernels, host schedule, timeline; the
+// caller adds the time taken and closes the object.
+void write_report(Json& j, const std::string& file, const std::vector<Stage>& stages, UOp program, const std::string& prelude,
+                  const std::vector<KernelInfo>& kernels, const std::string& check, const Timeline& timeline) {
+  j.begin_obj().field("file", file).field("run", timeline.note).field("check", check);
+  j.field("maxBindings", static_cast<double>(ValueRecorder::kMaxBindings)).field("maxValueChars", static_cast<double>(ValueRecorder::kMaxChars));
+  j.key("legend").begin_arr();
+  for (auto& [what, colour] : dot_legend()) j.begin_arr().str(what).str(colour).end_arr();
+  j.end_arr();
+  j.key("stages").begin_arr();
+  for (const Stage& s : stages) write_stage(j, s);
+  j.end_arr();
+  j.field("host", backend::render_program(program)).field("prelude", prelude);
+  j.key("kernels").begin_arr();
+  for (const KernelInfo& k : kernels)
+    j.begin_obj().field("name", k.name).field("source", k.source).field("check", k.check).key("ok").boolean(k.ok).end_obj();
+  j.end_arr();
+  j.key("timeline");
+  timeline.write(j);
+}
+
+// The inputs given seeded random data, said on the page as on stderr.
+void write_random_inputs(Json& j, const Inputs& in) {
+  std::string random;
+  for (const std::string& n : in.randomized) random += (random.empty() ? "" : ", ") + n;
+  if (!random.empty()) j.field("random_inputs", "random inputs (seed " + std::to_string(*in.seed) + "): " + random);
+}
+
 int cmd_report(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
@@ -483,25 +357,9 @@ int cmd_report(const Args& args) {
   phase("kernels rendered and checked");
 
   Json j;
-  j.begin_obj().field("file", file).field("run", timeline.note).field("check", check);
-  j.field("maxBindings", static_cast<double>(ValueRecorder::kMaxBindings)).field("maxValueChars", static_cast<double>(ValueRecorder::kMaxChars));
-  j.key("legend").begin_arr();
-  for (auto& [what, colour] : dot_legend()) j.begin_arr().str(what).str(colour).end_arr();
-  j.end_arr();
-  j.key("stages").begin_arr();
-  for (const Stage& s : stages) write_stage(j, s);
-  j.end_arr();
-  j.field("host", backend::render_program(program)).field("prelude", prelude);
-  j.key("kernels").begin_arr();
-  for (const KernelInfo& k : kernels)
-    j.begin_obj().field("name", k.name).field("source", k.source).field("check", k.check).key("ok").boolean(k.ok).end_obj();
-  j.end_arr();
-  j.key("timeline");
-  timeline.write(j);
+  write_report(j, file, stages, program, prelude, kernels, check, timeline);
   j.field("seconds", clock.seconds());
-  std::string random;  // the inputs given seeded random data, said on the page as on stderr
-  for (const std::string& n : in.randomized) random += (random.empty() ? "" : ", ") + n;
-  if (!random.empty()) j.field("random_inputs", "random inputs (seed " + std::to_string(*in.seed) + "): " + random);
+  write_random_inputs(j, in);
   j.end_obj();
 
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : default_output(file);

@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "cli.h"
-#include "progress.h"
-#include "stepper.h"
+#include "cli/progress.h"
+#include "step/trace.h"
 #include "backends/program.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
@@ -34,7 +34,7 @@ std::string one_line(const interp::Value& v, interp::FormatOptions o) {
   return line;
 }
 
-int cmd_run(const Args& args) {
+po::options_description run_options() {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "out", po::value<std::vector<std::string>>()->composing(), "save a named output: NAME=PATH.npy (repeatable)")(
@@ -44,89 +44,83 @@ int cmd_run(const Args& args) {
       "count, poison (poisoned elements) and min/max/mean over the clean elements: numbers, the strings \"nan\", "
       "\"inf\", \"-inf\", or null when no element is clean (a KERNEL launch, an all-poison value)")(
       "trace-out", po::value<std::string>(), "write the trace to this file instead of stderr")(
-      "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel)")(
+      "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel) | auto (tcc, then cc once compiled in the background: for programs run many times)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
       "bounds-check", "compiled kernels check every memory access");
   add_input_options(opts);
   add_print_options(opts);
   add_budget_options(opts);
-  po::positional_options_description pos;
-  pos.add("file", 1);
-  po::variables_map vm;
-  if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--backend interp|tcc|cc|check] [--trace[=json]]", opts, pos, args, vm)) return 0;
-  ParsedGraph g = load_graph(vm["file"].as<std::string>());
-  std::string backend = vm["backend"].as<std::string>();
-  if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check") throw Error("--backend must be interp, tcc, cc or check, got '" + backend + "'");
-  interp::FormatOptions print = print_options(vm);
-  uint64_t max_steps = apply_budgets(vm);
+  return opts;
+}
 
-  interp::BufferMap buffers = load_inputs(vm, g.root, "run").buffers;
-  interp::Options o;
-  o.max_evals = max_steps;
-  o.describe = [&](UOp u) { return g.line_of(u); };
-  std::ofstream trace_file;
-  std::ostream* trace = &std::cerr;
-  if (vm.count("trace-out")) {
-    if (!vm.count("trace")) throw Error("--trace-out needs --trace or --trace=json");
-    trace_file.open(vm["trace-out"].as<std::string>());
-    if (!trace_file) throw Error(vm["trace-out"].as<std::string>() + ": cannot write file");
-    trace = &trace_file;
-  }
+// --trace[=json] and --trace-out: a hook writing every evaluation step to the trace's stream.
+struct Trace {
+  std::ofstream file;
+  std::ostream* out = &std::cerr;
   Printed numbering;
   uint64_t steps = 0;
-  if (vm.count("trace")) {
-    std::string mode = vm["trace"].as<std::string>();
-    if (mode == "json") {
-      numbering = number_graph(g.root);
-      o.on_step = [&](const interp::Step& s) { *trace << trace_json(s, numbering, ++steps) << "\n"; };
-    } else if (mode == "text") {
-      o.on_step = [&](const interp::Step& s) {
-        auto it = g.where.find(s.node.get());
-        std::string name = it == g.where.end() ? "?" : "%" + it->second.name;
-        *trace << "[" << interp::bindings_text(s.bindings) << "] " << name << " " << op_name(s.node->op) << " " << interp::format_header(*s.value) << " "
-               << one_line(*s.value, print) << "\n";
-      };
-    } else {
-      throw Error("--trace takes no value (text) or =json, got '" + mode + "'");
-    }
+};
+
+void add_trace(const po::variables_map& vm, const ParsedGraph& g, const interp::FormatOptions& print, Trace& t, interp::Options& o) {
+  if (vm.count("trace-out")) {
+    if (!vm.count("trace")) throw Error("--trace-out needs --trace or --trace=json");
+    t.file.open(vm["trace-out"].as<std::string>());
+    if (!t.file) throw Error(vm["trace-out"].as<std::string>() + ": cannot write file");
+    t.out = &t.file;
   }
-  // A progress bar on a terminal (tools/progress.h): the outermost OUTER range's iteration, or
-  // the number of node evaluations. Costs nothing when stderr is not a terminal.
-  Progress bar("ow run");
-  uint64_t evals = 0;
-  if (bar.enabled() && !(vm.count("trace") && !vm.count("trace-out"))) {
-    auto inner = o.on_step;
-    o.on_step = [&, inner](const interp::Step& s) {
-      if (inner) inner(s);
-      ++evals;
-      if ((evals & 255) != 0) return;
-      for (auto& [r, k] : s.bindings)
-        if (range_axis(r) == AxisType::OUTER && r->src[0]->op == Ops::CONST) {
-          bar.set_total(static_cast<int64_t>(r->src[0].const_value()));
-          bar.update(k, range_name(r) + "=" + std::to_string(k) + ", " + std::to_string(evals) + " evaluations");
-          return;
-        }
-      bar.set_total(0);
-      bar.update(static_cast<int64_t>(evals), "evaluations");
+  if (!vm.count("trace")) return;
+  std::string mode = vm["trace"].as<std::string>();
+  if (mode == "json") {
+    t.numbering = number_graph(g.root);
+    o.on_step = [&t](const interp::Step& s) { *t.out << trace_json(s, t.numbering, ++t.steps) << "\n"; };
+  } else if (mode == "text") {
+    o.on_step = [&t, &g, print](const interp::Step& s) {
+      auto it = g.where.find(s.node.get());
+      std::string name = it == g.where.end() ? "?" : "%" + it->second.name;
+      *t.out << "[" << interp::bindings_text(s.bindings) << "] " << name << " " << op_name(s.node->op) << " " << interp::format_header(*s.value) << " "
+             << one_line(*s.value, print) << "\n";
     };
-  }
-  std::vector<interp::Output> outs;
-  if (backend == "interp") {
-    outs = interp::run(g.root, buffers, o);
-    bar.finish();
   } else {
-    backend::RunOptions ro;
-    ro.backend = backend;
-    ro.compiler = vm["compiler"].as<std::string>();
-    ro.bounds_check = vm.count("bounds-check") > 0;
-    ro.max_launches = max_steps;
-    uint64_t launches = 0;
-    ro.on_launch = [&](UOp, const auto&) { ++launches; };
-    outs = backend::run_graph(g.root, buffers, ro);
-    if (backend == "check")  // a check that passes says so (on stderr: stdout stays the values)
-      std::cerr << "ow run: check: " << launches << " kernel launches (" << ro.compiler << ") and " << outs.size()
-                << " output(s) agree with the interpreter bit for bit\n";
+    throw Error("--trace takes no value (text) or =json, got '" + mode + "'");
   }
+}
+
+// A progress bar on a terminal (tools/cli/progress.h): the outermost OUTER range's iteration, or
+// the number of node evaluations. Costs nothing when stderr is not a terminal.
+void add_progress(Progress& bar, uint64_t& evals, interp::Options& o) {
+  auto inner = o.on_step;
+  o.on_step = [&bar, &evals, inner](const interp::Step& s) {
+    if (inner) inner(s);
+    ++evals;
+    if ((evals & 255) != 0) return;
+    for (auto& [r, k] : s.bindings)
+      if (range_axis(r) == AxisType::OUTER && r->src[0]->op == Ops::CONST) {
+        bar.set_total(static_cast<int64_t>(r->src[0].const_value()));
+        bar.update(k, range_name(r) + "=" + std::to_string(k) + ", " + std::to_string(evals) + " evaluations");
+        return;
+      }
+    bar.set_total(0);
+    bar.update(static_cast<int64_t>(evals), "evaluations");
+  };
+}
+
+std::vector<interp::Output> run_compiled(const po::variables_map& vm, const std::string& backend, UOp root, interp::BufferMap& buffers, uint64_t max_steps) {
+  backend::RunOptions ro;
+  ro.backend = backend;
+  ro.compiler = vm["compiler"].as<std::string>();
+  ro.bounds_check = vm.count("bounds-check") > 0;
+  ro.max_launches = max_steps;
+  uint64_t launches = 0;
+  ro.on_launch = [&](UOp, const auto&) { ++launches; };
+  std::vector<interp::Output> outs = backend::run_graph(root, buffers, ro);
+  if (backend == "check")  // a check that passes says so (on stderr: stdout stays the values)
+    std::cerr << "ow run: check: " << launches << " kernel launches (" << ro.compiler << ") and " << outs.size()
+              << " output(s) agree with the interpreter bit for bit\n";
+  return outs;
+}
+
+// --out NAME=PATH.npy for each output asked for; without --out, every output printed.
+void write_outputs(const po::variables_map& vm, const std::vector<interp::Output>& outs, const interp::FormatOptions& print) {
   std::map<std::string, std::string> wanted;
   if (vm.count("out"))
     for (const std::string& s : vm["out"].as<std::vector<std::string>>()) {
@@ -141,6 +135,37 @@ int cmd_run(const Args& args) {
   }
   if (wanted.empty())
     for (const interp::Output& x : outs) std::cout << value_block(x.name, x.value, print);
+}
+
+int cmd_run(const Args& args) {
+  po::options_description opts = run_options();
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--backend interp|tcc|cc|check|auto] [--trace[=json]]", opts, pos, args, vm)) return 0;
+  ParsedGraph g = load_graph(vm["file"].as<std::string>());
+  std::string backend = vm["backend"].as<std::string>();
+  if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check" && backend != "auto")
+    throw Error("--backend must be interp, tcc, cc, check or auto, got '" + backend + "'");
+  interp::FormatOptions print = print_options(vm);
+  uint64_t max_steps = apply_budgets(vm);
+
+  interp::BufferMap buffers = load_inputs(vm, g.root, "run").buffers;
+  interp::Options o;
+  o.max_evals = max_steps;
+  o.describe = [&](UOp u) { return g.line_of(u); };
+  Trace trace;
+  add_trace(vm, g, print, trace, o);  // checked (and --trace-out created) on every backend
+  if (backend != "interp") {
+    write_outputs(vm, run_compiled(vm, backend, g.root, buffers, max_steps), print);
+    return 0;
+  }
+  Progress bar("ow run");
+  uint64_t evals = 0;
+  if (bar.enabled() && !(vm.count("trace") && !vm.count("trace-out"))) add_progress(bar, evals, o);
+  std::vector<interp::Output> outs = interp::run(g.root, buffers, o);
+  bar.finish();
+  write_outputs(vm, outs, print);
   return 0;
 }
 

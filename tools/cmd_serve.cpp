@@ -16,8 +16,8 @@
 
 #include "backends/program.h"
 #include "cli.h"
-#include "json.h"
-#include "json_read.h"
+#include "json/json.h"
+#include "json/json_read.h"
 #include "uop/error.h"
 
 namespace ow::cli {
@@ -284,7 +284,8 @@ class Server {
     if (!graph) throw Error("op 'run' needs a 'graph' (the .uop text)");
     std::string backend = check_op ? "check" : text_field(h, "backend", "interp");
     std::string compiler = text_field(h, "compiler", "tcc");
-    if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check") throw Error("backend must be interp, tcc, cc or check, got '" + backend + "'");
+    if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check" && backend != "auto")
+      throw Error("backend must be interp, tcc, cc, check or auto, got '" + backend + "'");
     if (compiler != "tcc" && compiler != "cc") throw Error("compiler must be tcc or cc, got '" + compiler + "'");
     std::string file = text_field(h, "file", "<graph>");
     Entry& e = entry(graph->string, file, backend + "\n" + compiler + "\n" + file + "\n" + graph->string);

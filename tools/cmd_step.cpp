@@ -1,4 +1,4 @@
-// ow step: a debugger for graph evaluation (tools/stepper.h): breakpoints on nodes, range
+// ow step: a debugger for graph evaluation (tools/step/stepper.h): breakpoints on nodes, range
 // bindings, poison and (lowered) compiled-vs-interpreted divergence; step/next/finish/continue.
 #include <unistd.h>
 
@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "cli.h"
-#include "line_editor.h"
+#include "step/line_editor.h"
 #include "lower/lower.h"
-#include "stepper.h"
+#include "step/stepper.h"
 #include "uop/error.h"
 
 namespace ow::cli {

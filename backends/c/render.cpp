@@ -362,7 +362,9 @@ std::string KernelRenderer::alu(UOp u, int lv) {
     case Ops::AND: case Ops::OR: case Ops::XOR:
       if (sd.is_float()) fail(u, "bitwise ops need an integer or bool dtype");
       return "(" + s[0] + (op == Ops::AND ? " & " : op == Ops::OR ? " | " : " ^ ") + s[1] + ")";
-    case Ops::WHERE: return "(" + s[0] + " ? " + s[1] + " : " + s[2] + ")";
+    // TCC 0.9.27 miscompiles `(c ? 0 : 0) ? a : b` (garbage, fuzz seed 215582): a condition that
+    // is itself a WHERE is compared with 0 first, which it compiles right.
+    case Ops::WHERE: return "(" + (u->src[0]->op == Ops::WHERE ? "(" + s[0] + " != 0)" : s[0]) + " ? " + s[1] + " : " + s[2] + ")";
     case Ops::FDIV: fl("", ""); return "(" + s[0] + " / " + s[1] + ")";
     case Ops::RECIPROCAL: fl("", ""); return std::string(is32(sd) ? "(1.0f / " : "(1.0 / ") + s[0] + ")";
     case Ops::EXP2: return fl("exp2f", "exp2");

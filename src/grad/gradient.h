@@ -13,9 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "uop/error.h"
 #include "uop/uop.h"
 
 namespace ow::grad {
+
+// A gradient refused with its reason ("gradient: ..."): the interpreter cannot define it, so no
+// backend computes it. A type of its own so ow fuzz counts refusals apart from findings.
+struct NotDifferentiable : Error {
+  explicit NotDifferentiable(const std::string& why) : Error("gradient: " + why) {}
+};
 
 // Reverse mode over values: the adjoint of each leaf (null where root does not depend on it),
 // given root_grad, the adjoint of root. Leaves are not looked through, nor nodes `stop` accepts.

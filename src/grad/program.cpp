@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "grad/gradient.h"
 #include "uop/args.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
@@ -74,7 +75,7 @@ void for_each_store(const std::vector<Stmt>& stmts, const std::function<void(con
 namespace {
 
 [[noreturn]] void refuse(UOp at, const std::string& why) {
-  throw Error("gradient: " + why + " (at " + number_graph(at).line(at) + ")");
+  throw NotDifferentiable(why + " (at " + number_graph(at).line(at) + ")");
 }
 
 UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }

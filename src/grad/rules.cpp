@@ -157,7 +157,7 @@ Grads rule(UOp ret, UOp g, const std::vector<UOp>& x_free) {
     case Ops::REDUCE_AXIS: return reduce_axis_grad(ret, g);
     default:
       if (is_movement(ret->op)) return movement_grad(ret, g, x_free);
-      throw Error("gradient: no rule for " + std::string(op_name(ret->op)) + " (it is not differentiable here)");
+      throw NotDifferentiable("no rule for " + std::string(op_name(ret->op)) + " (it is not differentiable here)");
   }
 }
 
@@ -189,7 +189,7 @@ std::vector<UOp> reverse(UOp root, UOp root_grad, const std::vector<UOp>& leaves
     for (size_t i = 0; i < sg.size() && i < u->src.size(); ++i) {
       UOp s = u->src[i];
       if (!sg[i] || !on_path.count(s.get())) continue;
-      if (!shaped(s)) throw Error("gradient: the value flows through an unshaped " + std::string(op_name(s->op)) + ", which has no gradient");
+      if (!shaped(s)) throw NotDifferentiable("the value flows through an unshaped " + std::string(op_name(s->op)) + ", which has no gradient");
       // One contribution per binding of u's ranges (and of any the contribution mentions): summed
       // over those s does not depend on, even where the contribution itself happens not to
       // mention them (a bound simplified away: then each binding adds the same amount).

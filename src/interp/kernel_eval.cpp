@@ -290,12 +290,10 @@ struct Kernel::Impl {
 
   Node& node(UOp u) { return nodes[id.at(u.get())]; }
 
-  void compile_node(UOp u, size_t idx) {
-    Node& n = nodes[idx];
-    n.u = u;
-    n.order = idx;
-    for (size_t i = 0; i < u->src.size() && i < 3; ++i) n.s[i] = &node(u->src[i]);
-    // dependence on loop ranges
+  // The loop ranges a node's value depends on: a RANGE itself; a REDUCE its body's, less its own
+  // ranges; anything else the union of its sources'.
+  std::vector<Node*> range_deps(Node& n) {
+    UOp u = n.u;
     std::set<Node*> deps;
     if (u->op == Ops::RANGE) {
       deps.insert(&n);
@@ -305,7 +303,43 @@ struct Kernel::Impl {
     } else {
       for (UOp s : u->src) deps.insert(node(s).deps.begin(), node(s).deps.end());
     }
-    n.deps.assign(deps.begin(), deps.end());
+    return {deps.begin(), deps.end()};
+  }
+
+  // INDEX T* (DEFINE_GLOBAL, linear[, gate]): the slot and the nodes of the address.
+  void compile_pointer(Node& n) {
+    UOp u = n.u;
+    if (!u->dtype.ptr || u->src[0]->op != Ops::DEFINE_GLOBAL)
+      compile_fail(u, "a kernel INDEX must be a pointer INDEX of a DEFINE_GLOBAL (INDEX T* (DEFINE_GLOBAL, linear[, gate]))");
+    if (u->src.size() != 2 && u->src.size() != 3) compile_fail(u, "a pointer INDEX takes (DEFINE_GLOBAL, linear[, gate])");
+    if (u->src.size() == 3 && !u->src[2]->dtype.is_bool()) compile_fail(u, "the gate of a pointer INDEX must be bool");
+    n.slot = static_cast<int>(u->src[0]->arg.as<int64_t>());
+    n.lin = &node(u->src[1]);
+    n.gate = u->src.size() == 3 ? &node(u->src[2]) : nullptr;
+  }
+
+  // REDUCE T (value, range...) op: a fold function and the loop it runs.
+  void compile_reduce(Node& n) {
+    UOp u = n.u;
+    Ops op = u->arg.as<Ops>();
+    n.fn = dispatch(u->dtype, [&](auto tag) -> Fn {
+      using T = typename decltype(tag)::type;
+      if (op == Ops::ADD) return &reduce<T, Ops::ADD>;
+      if (op == Ops::MUL) return &reduce<T, Ops::MUL>;
+      return &reduce<T, Ops::MAX>;
+    });
+    std::vector<UOp> ranges(u->src.begin() + 1, u->src.end());
+    n.loop = make_loop(ranges, {&node(u->src[0])}, u);
+    loops[static_cast<size_t>(n.loop)].fold = &node(u->src[0]);
+    n.listed = true;
+  }
+
+  void compile_node(UOp u, size_t idx) {
+    Node& n = nodes[idx];
+    n.u = u;
+    n.order = idx;
+    for (size_t i = 0; i < u->src.size() && i < 3; ++i) n.s[i] = &node(u->src[i]);
+    n.deps = range_deps(n);
     try {
       switch (u->op) {
         case Ops::CONST: {
@@ -326,13 +360,7 @@ struct Kernel::Impl {
           globals.push_back({idx, u});
           return;
         case Ops::INDEX:
-          if (!u->dtype.ptr || u->src[0]->op != Ops::DEFINE_GLOBAL)
-            compile_fail(u, "a kernel INDEX must be a pointer INDEX of a DEFINE_GLOBAL (INDEX T* (DEFINE_GLOBAL, linear[, gate]))");
-          if (u->src.size() != 2 && u->src.size() != 3) compile_fail(u, "a pointer INDEX takes (DEFINE_GLOBAL, linear[, gate])");
-          if (u->src.size() == 3 && !u->src[2]->dtype.is_bool()) compile_fail(u, "the gate of a pointer INDEX must be bool");
-          n.slot = static_cast<int>(u->src[0]->arg.as<int64_t>());
-          n.lin = &node(u->src[1]);
-          n.gate = u->src.size() == 3 ? &node(u->src[2]) : nullptr;
+          compile_pointer(n);
           return;
         case Ops::LOAD: {
           UOp p = u->src[0];
@@ -346,20 +374,9 @@ struct Kernel::Impl {
           n.listed = true;
           return;
         }
-        case Ops::REDUCE: {
-          Ops op = u->arg.as<Ops>();
-          n.fn = dispatch(u->dtype, [&](auto tag) -> Fn {
-            using T = typename decltype(tag)::type;
-            if (op == Ops::ADD) return &reduce<T, Ops::ADD>;
-            if (op == Ops::MUL) return &reduce<T, Ops::MUL>;
-            return &reduce<T, Ops::MAX>;
-          });
-          std::vector<UOp> ranges(u->src.begin() + 1, u->src.end());
-          n.loop = make_loop(ranges, {&node(u->src[0])}, u);
-          loops[static_cast<size_t>(n.loop)].fold = &node(u->src[0]);
-          n.listed = true;
+        case Ops::REDUCE:
+          compile_reduce(n);
           return;
-        }
         case Ops::CAST: case Ops::BITCAST:
           n.fn = convert_fn(u);
           n.listed = true;

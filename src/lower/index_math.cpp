@@ -104,7 +104,7 @@ UOp base_buffer(UOp t) {
 }
 
 std::vector<UOp> sorted_ranges(std::vector<UOp> rs) {
-  std::sort(rs.begin(), rs.end(), [](UOp a, UOp b) { return a->hash != b->hash ? a->hash < b->hash : a->serial < b->serial; });
+  std::sort(rs.begin(), rs.end(), StableLess());
   return rs;
 }
 

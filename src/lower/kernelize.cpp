@@ -118,7 +118,7 @@ class KernelBuilder {
   // ordered after different writes of it are read through copies: the older versions each get a
   // copy kernel ordered after exactly their writes (the scheduler runs it before the newer ones).
   void plan_versions(UOp address, UOp value) {
-    std::map<const UOpNode*, std::vector<UOp>> chains;  // buffer -> the chains reading or writing it
+    std::map<const UOpNode*, std::vector<UOp>, StableLess> chains;  // buffer -> the chains reading or writing it
     auto indexed = [](UOp u) { return index_parts(u) ? std::vector<UOp>{index_parts(u)->x} : std::vector<UOp>{}; };
     auto note = [&](UOp x) {
       if ((x->op != Ops::AFTER && x->op != Ops::BUFFER) || !base_buffer(x)) return;
@@ -282,6 +282,10 @@ const PatternMatcher& kernelize_rules() {
 
 }  // namespace
 
-UOp kernelize(UOp root, Context& ctx) { return rewrite(root, kernelize_rules(), ctx, "kernelize", /*parents_first=*/true); }
+UOp kernelize(UOp root, Context& ctx) {
+  UOp out = rewrite(root, kernelize_rules(), ctx, "kernelize", /*parents_first=*/true);
+  verify_kernels(out);  // the kernel grammar, checked once: schedule and every backend rely on it
+  return out;
+}
 
 }  // namespace ow::lower

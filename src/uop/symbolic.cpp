@@ -205,9 +205,7 @@ Linear collect(UOp root) {
 // runs), each as `atom` or `atom*coef`, left-folded with ADD, the constant last.
 UOp rebuild(DType d, Linear L) {
   auto wrap = [&](uint64_t x) { int64_t r; fold_int_alu(Ops::ADD, d, std::array<int64_t, 2>{static_cast<int64_t>(x), 0}.data(), 2, r); return r; };
-  std::sort(L.terms.begin(), L.terms.end(), [](auto& a, auto& b) {
-    return a.first->hash != b.first->hash ? a.first->hash < b.first->hash : a.first->serial < b.first->serial;
-  });
+  std::sort(L.terms.begin(), L.terms.end(), [](auto& a, auto& b) { return StableLess()(a.first, b.first); });
   UOp acc;
   for (auto& [t, k] : L.terms) {
     int64_t coef = wrap(k);
@@ -404,7 +402,7 @@ const PatternMatcher& symbolic_rules() {
        [](const Match& m) {
          UOp u = m.node, x = u->src[0], y = u->src[1];
          if (!u->dtype.is_int() || x->op == Ops::CONST || y->op == Ops::CONST) return UOp();
-         bool ordered = x->hash != y->hash ? x->hash < y->hash : x->serial <= y->serial;
+         bool ordered = !StableLess()(y, x);
          return ordered ? UOp() : UOp::make(Ops::MUL, u->dtype, {y, x});
        }},
       {"max of ordered operands", Pat::op(Ops::MAX, {Pat::var("x"), Pat::var("y")}),

@@ -124,6 +124,13 @@ struct UOpNode {
   std::vector<const UOpNode*> free;  // free_ranges (verify.h), kept so asking is O(result)
 };
 
+// An order of nodes that does not depend on where the allocator put them: structural hash, then
+// creation order. Whatever shows in output (loops, statements, names) is ordered by it.
+struct StableLess {
+  bool operator()(const UOpNode* a, const UOpNode* b) const { return a->hash != b->hash ? a->hash < b->hash : a->serial < b->serial; }
+  bool operator()(UOp a, UOp b) const { return (*this)(a.get(), b.get()); }
+};
+
 // Every node reachable from root, children before parents; iterative, so deep graphs are fine.
 std::vector<UOp> toposort(UOp root);
 std::vector<UOp> toposort(const std::vector<UOp>& roots);

@@ -320,7 +320,7 @@ std::vector<const UOpNode*> free_ranges_of_new_node(const UOpNode& n) {
 std::vector<UOp> free_ranges(UOp u) {
   std::vector<UOp> out;
   for (const UOpNode* r : u->free) out.emplace_back(r);
-  std::sort(out.begin(), out.end(), [](UOp a, UOp b) { return a->hash != b->hash ? a->hash < b->hash : a->serial < b->serial; });
+  std::sort(out.begin(), out.end(), StableLess());
   return out;
 }
 

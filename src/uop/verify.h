@@ -22,6 +22,13 @@ struct VerifyOptions {
 // Every problem in the graph under root, in topological order (sources first).
 std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts = {});
 
+// The kernel grammar (reference/LOWERING.md, "Kernel-level program") of one KERNEL, or of every
+// KERNEL under root; checked once, at the end of lowering's `kernelize`. A violation is
+// outerworld's bug: an InternalError naming the kernel, the rule and the node's line in the
+// kernel's print (src/uop/verify_kernel.cpp).
+void verify_kernel(UOp kernel);
+void verify_kernels(UOp root);
+
 // Ranges a node's value depends on that no REDUCE/END/range-dimension has closed yet, ordered
 // by address. O(result): computed once per node when it is built (UOpNode::free).
 std::vector<UOp> free_ranges(UOp u);

@@ -1,4 +1,4 @@
-// Recording the lowering pipeline (tools/trace_lowering.h).
+// Recording the lowering pipeline (trace_lowering.h).
 #include "trace_lowering.h"
 
 #include <map>

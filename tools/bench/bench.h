@@ -1,5 +1,5 @@
 // Pieces shared by the modes of `ow bench` (tools/cmd_bench.cpp: options, the steady-state
-// table; tools/bench_compiled.cpp: --compile, --first-result, --micro). Benchmarks, not tests.
+// table; tools/bench/bench_compiled.cpp: --compile, --first-result, --micro). Benchmarks, not tests.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -38,6 +38,9 @@ struct NumpyRun {
   std::vector<std::string> info;  // the script's other stdout lines (numpy/BLAS versions)
   std::optional<double> first;    // bench_tinygrad.py: seconds to the first result
 };
+// --numpy-blas (auto, system, openblas, reference) as the directories to put first in numpy's
+// library path ("": the system's BLAS).
+std::string blas_dirs(const std::string& which);
 // Spawns `python script --kind KIND --dir DIR --repeat N --out OUT`; throws ow::Error on failure.
 struct Settings;
 // max|got - ref| / max|ref| (NaN when one has a NaN where the other has not).

@@ -3,7 +3,8 @@
 //  - the interpreter's cost per step of an assign scan (scan_with_assign, D = 16) of N = 100,
 //    1000, 10000 steps, its output left uninitialized (poison tracked) as `ow run` leaves it;
 //  - lowering's cost per layer of a vmapped MLP (linear + relu layers, width 16) of depth 4, 16,
-//    64, each repetition built with fresh buffer names, so every node is new (a cold lowering).
+//    64, each repetition built with fresh buffer names, so every node is new (a cold lowering);
+// and the scan at N = 10000 compiled (tcc, cc) against numpy's Python loop, per step.
 // Times are the thread's CPU time: on a shared machine a long run is preempted more often than a
 // short one, which would inflate exactly the ratios measured here. Wall time is shown beside.
 #include <chrono>
@@ -13,7 +14,9 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "interp/compare.h"
 #include "interp/interp.h"
+#include "interp/npy.h"
 #include "lower/lower.h"
 #include "tensor/tensor.h"
 
@@ -93,6 +96,54 @@ std::vector<Runs> lower_layers(const std::vector<int64_t>& depths, int repeat, s
   return r;
 }
 
+// The scan of n steps on tcc and cc (a prepared Program, compile excluded) and numpy's Python
+// loop `v = v @ M[k]` on the same inputs (bench_numpy.py --kind scan): seconds per step, medians.
+struct CompiledScan {
+  double tcc = NAN, cc = NAN, numpy = NAN;
+  std::string check = "bit-exact";
+};
+
+CompiledScan compiled_scan(const Settings& s, int64_t n, int64_t d) {
+  UOp g = scan(n, d);
+  interp::BufferMap in;
+  fs::path dir = s.tmp / "scaling-scan";
+  fs::create_directories(dir);
+  for (InputSpec spec : {InputSpec{"vec", {1, d}, 1.0}, InputSpec{"mats", {n, d, d}, 1.0 / std::sqrt(double(d))}}) {
+    interp::Value v = random_input(spec, "scaling", s.seed);
+    in[spec.name] = interp::BufferData{dtypes::float32, v.data, nullptr};
+    interp::save_npy((dir / (spec.name + ".npy")).string(), v);
+  }
+  interp::BufferMap ref = copy_buffers(in);
+  interp::Value want = interp::run(g, ref).at(0).value;
+  CompiledScan c;
+  UOp program = lower::lower(g);
+  for (const char* be : {"tcc", "cc"}) {
+    std::vector<interp::Output> outs;
+    double t = time_compiled(program, in, be, s.repeat, outs).median / double(n);
+    (std::string(be) == "tcc" ? c.tcc : c.cc) = t;
+    if (outs.empty() || first_difference(want, outs[0].value)) c.check = std::string("WRONG (") + be + ")";
+  }
+  Settings np = s;
+  if (np.script.empty()) np.script = find_in_repo("tools/bench/bench_numpy.py", false, "the numpy script", "--script");
+  try {
+    c.numpy = run_numpy(np, "scan", dir, dir / "numpy_out.npy").t.median / double(n);
+  } catch (const Error& e) {
+    std::printf("  numpy failed: %s\n", e.what());
+  }
+  return c;
+}
+
+void compiled_scan_table(const Settings& s) {
+  const int64_t n = 10000, d = 16;
+  std::printf("\ncompiled: the same scan, N = %lld, D = %lld, steady state (compile excluded), wall time per step; numpy: its Python loop v = v @ M[k]\n",
+              static_cast<long long>(n), static_cast<long long>(d));
+  CompiledScan c = compiled_scan(s, n, d);
+  std::printf("%14s %14s %14s  %s\n", "tcc/step", "cc/step", "numpy/step", "check (vs interp)");
+  std::printf("%14s %14s %14s  %s\n", fmt_time(c.tcc).c_str(), fmt_time(c.cc).c_str(), fmt_time(c.numpy).c_str(), c.check.c_str());
+  for (auto [name, t] : {std::pair{"tcc", c.tcc}, std::pair{"cc", c.cc}})
+    std::printf("  numpy / %s per step: %s (target >= 5x: %s)\n", name, fmt_ratio(c.numpy / t).c_str(), c.numpy / t >= 5 ? "MET" : "NOT MET");
+}
+
 void row(long long size, const char* extra, int runs, const Runs& r) {
   Timing c = summarize(r.cpu), w = summarize(r.wall);
   std::printf("%8lld %8s %6d %14s %14s %14s\n", size, extra, runs, fmt_time(c.median).c_str(), fmt_time(c.min).c_str(), fmt_time(w.median).c_str());
@@ -130,6 +181,7 @@ int bench_scaling(const Settings& s) {
     row(static_cast<long long>(depths[d]), std::to_string(nodes[d]).c_str(), s.repeat, runs[d]);
   }
   ratio_line("per layer depth 64 / depth 4", per_layer[2], per_layer[0], 1.3);
+  compiled_scan_table(s);
   return 0;
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "interp/interp.h"
-#include "json.h"
+#include "json/json.h"
 #include "uop/text.h"
 
 namespace ow::cli {

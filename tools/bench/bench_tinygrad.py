@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 _BUFFER = re.compile(r'(= BUFFER [a-z0-9]+ \(\) \(")([^"]*)(")')
 _FIRST_UNIQUE = 1 << 40  # far above the uniques tinygrad hands out itself

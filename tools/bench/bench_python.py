@@ -2,7 +2,7 @@
 """Per-call overhead of outerworld from Python: Worker.run (one persistent `ow serve`, the graph
 compiled once) against a fresh `ow run` process per call, side by side in one run.
 
-  PYTHONPATH=python /usr/bin/python3 tools/bench_python.py [--calls N] [--backend interp|tcc|cc]
+  PYTHONPATH=python /usr/bin/python3 tools/bench/bench_python.py [--calls N] [--backend interp|tcc|cc]
 
 The graph is the bundled scan_with_assign (3 steps of a 10x10 matrix-vector product): small
 enough that what is measured is the per-call cost (process start, parse, lowering, compile,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 import outerworld  # noqa: E402
 

@@ -1,6 +1,6 @@
 // ow bench --tinygrad: outerworld and tinygrad side by side on the same graph and inputs.
 //
-// Each case's .uop is run three ways: tinygrad (tools/bench_tinygrad.py imports the graph into
+// Each case's .uop is run three ways: tinygrad (tools/bench/bench_tinygrad.py imports the graph into
 // tinygrad UOps and realizes it on its CPU device), and `ow run` on tcc and on cc. Two figures:
 //   first result  tinygrad: in process, imports excluded, its kernel disk cache off (CACHELEVEL=0);
 //                 ow: the whole `ow run` process (start, parse, lower, render, compile, run,
@@ -104,7 +104,7 @@ std::string ratio(double a, double b) { return std::isnan(a) || std::isnan(b) ? 
 
 int bench_tinygrad(const Settings& s0) {
   Settings s = s0;
-  s.script = find_in_repo("tools/bench_tinygrad.py", false, "the tinygrad script", "--script");
+  s.script = find_in_repo("tools/bench/bench_tinygrad.py", false, "the tinygrad script", "--script");
   std::string tg = tinygrad_dir();
   const char* pp = std::getenv("PYTHONPATH");
   if (!tg.empty()) setenv("PYTHONPATH", (tg + (pp && *pp ? std::string(":") + pp : "")).c_str(), 1);

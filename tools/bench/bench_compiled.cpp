@@ -463,7 +463,7 @@ int bench_micro(const Settings& s) {
   std::printf("targets (fresh out | out=):\n");
   std::printf("target a*b+1 cc within 1.3x of numpy: %s (%s) | %s (%s)\n", met(ac <= 1.3), fmt_ratio(ac).c_str(), met(acr <= 1.3), fmt_ratio(acr).c_str());
   std::printf("target a*b+1 tcc within 3x of numpy: %s (%s) | %s (%s)\n", met(at <= 3), fmt_ratio(at).c_str(), met(atr <= 3), fmt_ratio(atr).c_str());
-  std::printf("target matmul cc >= 25%% of numpy's speed: %s (%.0f%%) | %s (%.0f%%)\n", met(1 / mc >= 0.25), 100 / mc, met(1 / mcr >= 0.25), 100 / mcr);
+  std::printf("target matmul cc >= 50%% of numpy's speed (its best BLAS kernel, issue 18): %s (%.0f%%) | %s (%.0f%%)\n", met(1 / mc >= 0.5), 100 / mc, met(1 / mcr >= 0.5), 100 / mcr);
   return bad ? 1 : 0;
 }
 

@@ -1,4 +1,4 @@
-// Translation validation (tools/validate.h).
+// Translation validation (validate.h).
 #include "validate.h"
 
 #include <iostream>

@@ -1,0 +1,267 @@
+// ow fuzz's range forms (gen.h): range reductions, vmaps, collects, folds, scans, assign
+// scans and effects inside them; each opens the ranges it closes.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "fuzz/gen.h"
+#include "uop/error.h"
+#include "uop/symbolic.h"
+#include "uop/text.h"
+#include "uop/verify.h"
+
+namespace ow::fuzz::detail {
+
+Tensor Gen::range_form(const Shape& s, DType d, int depth) {
+  uint64_t k = pick(100);
+  if (k < 35 && !s.empty()) {
+    size_t ax = pick(s.size());
+    if (s[ax] >= 2 && chance(0.25)) return shifted_row_vmap(s, d, depth, ax);
+    if (s[ax] >= 1) return vmap(s, d, depth, ax, [&](const Shape& s1, const Range&) { return expr(s1, d, depth - 1); });
+  }
+  if (k < 60 && !s.empty()) {
+    size_t ax = pick(s.size());
+    if (s[ax] >= 1) {
+      // the verifier rejects reshaping (r, ...) to a static shape unless a dim is 0, so this
+      // collect survives only then; collect_output makes the others
+      Tensor out = collect(s, d, depth, ax);
+      return same_shape(out, s) ? out : out.reshape(dims(s));
+    }
+  }
+  // REDUCE over one or two ranges
+  Range R = new_range(range_extent());
+  std::vector<UOp> rs{R.r};
+  scope_.push_back(R);
+  bool two = chance(0.2);
+  Range R2{};
+  if (two) {
+    R2 = new_range(1 + static_cast<int64_t>(pick(3)));
+    scope_.push_back(R2);
+    rs.push_back(R2.r);
+  }
+  Tensor inner = ensure_dep(expr(s, d, depth - 1), s, d, R);
+  if (two) {
+    inner = ensure_dep(inner, s, d, R2);
+    scope_.pop_back();
+  }
+  scope_.pop_back();
+  Ops op = rand_reduce_op(false);
+  form(two ? "range-reduce-2" : ("range-reduce-" + std::string(op_name(op))).c_str());
+  return inner.reduce(rs, op);
+}
+
+Tensor Gen::collect(const Shape& s, DType d, int depth, size_t ax) {
+  Range R = new_range(s[ax]);
+  Shape s1 = s;
+  s1.erase(s1.begin() + static_cast<std::ptrdiff_t>(ax));
+  scope_.push_back(R);
+  Tensor inner = ensure_dep(expr(s1, d, depth - 1), s1, d, R);
+  scope_.pop_back();
+  Shape one = s;
+  one[ax] = 1;
+  Dims to = dims(s);
+  to[ax] = Dim(R.r);
+  form("vmap-collect");
+  return inner.reshape(dims(one)).expand(to);
+}
+
+Tensor Gen::collect_output(const Shape& s, DType d, int depth) {
+  size_t ax = pick(s.size());
+  if (s.empty() || s[ax] == 0) return expr(s, d, depth);
+  form("collect-output");
+  Tensor t = collect(s, d, depth, ax);
+  if (chance(0.3)) t = Tensor(t.uop().alu(d == dtypes::bool_ ? Ops::XOR : Ops::ADD, {UOp::cnst(d, rand_value(d))}));
+  return chance(0.5) ? t.contiguous() : t;
+}
+
+Tensor Gen::shifted_row_vmap(const Shape& s, DType d, int depth, size_t ax) {
+  int64_t n = s[ax], m = 1 + static_cast<int64_t>(pick(static_cast<uint64_t>(n - 1))), k = 1 + static_cast<int64_t>(pick(2));
+  Shape big = s;
+  big[ax] = m + k;
+  if (numel(big) > o_.max_elems) return expr(s, d, depth - 1);
+  form("vmap-shifted-row");
+  Tensor src = chance(0.5) && depth >= 3 ? vmap(big, d, depth - 1, ax, [&](const Shape& s1, const Range&) { return expr(s1, d, depth - 2); })
+                                         : expr(big, d, depth - 1);
+  if (chance(0.3)) src = src.contiguous();
+  return vmap(s, d, depth, ax, [&](const Shape& s1, const Range& R) {
+    std::vector<std::optional<std::pair<Dim, Dim>>> b(s.size());
+    b[ax] = std::make_pair(Dim(simplify(R.r + k)), Dim(simplify(R.r + k + 1)));
+    Tensor row = src.shrink(b);
+    return chance(0.5) ? row : combine(row, expr(s1, d, depth - 1));
+  }, m);
+}
+
+DType Gen::effect_dtype() {
+return smooth_ ? dtypes::float64 : chance(0.8) ? dtypes::float32 : dtypes::int32;
+}
+
+Tensor Gen::fold(const Shape& s, DType, int depth) {
+  DType d = effect_dtype();
+  Tensor acc = target(s, d);
+  Range R = new_range(range_extent(), true);
+  if (range_axis(R.r) == AxisType::OUTER) form("fold-outer");
+  else form("fold-parallel");
+  Tensor acc_i = acc.after({R.r});
+  scope_.push_back(R);
+  special_ = {acc_i};
+  Tensor v = expr(s, d, depth);
+  special_.clear();
+  scope_.pop_back();
+  Tensor val = chance(0.8) ? combine(acc_i, v) : v;
+  Tensor st = acc_i.store(val).end({R.r});
+  return acc.after({st.uop()});
+}
+
+Tensor Gen::effect_in_fold(const Shape& s, DType, int depth) {
+  DType d = effect_dtype();
+  Tensor side = target(s, d);
+  Range R = new_range(range_extent(), true);
+  form(range_axis(R.r) == AxisType::OUTER ? "effect-in-fold-outer" : "effect-in-fold-other");
+  scope_.push_back(R);
+  special_ = {side};
+  Tensor h = expr(s, d, depth - 1);
+  special_.clear();
+  if (chance(0.75)) h = ensure_dep(h, s, d, R);
+  Tensor val = chance(0.8) ? combine(side, h) : h;
+  Tensor after = side.after({side.store(val).uop()});
+  special_ = {after};
+  Tensor g = expr(s, d, depth - 1);
+  special_.clear();
+  if (!mentions(g.uop(), after.uop())) g = combine(g, after);
+  scope_.pop_back();
+  return g.reduce({R.r}, rand_reduce_op(false));
+}
+
+// A target of n rows of shape s (n in 1..5) and a range over its rows, named as an OUTER scan or
+// a parallel loop; nullopt when it would exceed max_elems.
+std::optional<Gen::Rows> Gen::rows_target(const Shape& s, DType d, const char* outer_form, const char* parallel_form) {
+  int64_t n = 1 + static_cast<int64_t>(pick(5));
+  Shape big{n};
+  big.insert(big.end(), s.begin(), s.end());
+  if (numel(big) > o_.max_elems) return std::nullopt;
+  Tensor t = target(big, d);
+  Range R = new_range(n, true);
+  form(range_axis(R.r) == AxisType::OUTER ? outer_form : parallel_form);
+  return Rows{t, R, n};
+}
+
+Tensor Gen::scan(const Shape& s, DType, int depth) {
+  DType d = effect_dtype();
+  std::optional<Rows> rows = rows_target(s, d, "scan-store-outer", "scan-store-parallel");
+  if (!rows) return expr(s, d, depth);
+  Tensor out = rows->target;
+  Range R = rows->range;
+  int64_t n = rows->n;
+  UOp i = R.r;
+  bool rev = chance(0.3);
+  UOp prev_i = simplify((i - 1).maximum(0));
+  UOp t_idx = rev ? simplify(UOp::index(n - 1) - i) : i;
+  UOp p_idx = rev ? simplify(UOp::index(n - 1) - prev_i) : prev_i;
+  scope_.push_back(R);
+  Tensor init = expr(s, d, 1);
+  Tensor src = chance(0.5) ? out : out.after({i});
+  Tensor prev(i.eq(0).where(init.uop(), src.at({Dim(p_idx)}).uop()));
+  special_ = {prev};
+  Tensor comp = expr(s, d, depth);
+  special_.clear();
+  if (!mentions(comp.uop(), prev.uop())) comp = combine(comp, prev);
+  scope_.pop_back();
+  Tensor st = out.at({Dim(t_idx)}).store(comp).end({i});
+  return out.after({st.uop()});
+}
+
+Tensor Gen::assign_form(const Shape& s, DType, int depth) {
+  DType d = effect_dtype();
+  uint64_t k = pick(100);
+  if (k < 45) {  // rows: iteration r contributes row r, reading rows r-1 (and r-2)
+    std::optional<Rows> rows = rows_target(s, d, "assign-scan-rows", "assign-rows-parallel");
+    if (!rows) return expr(s, d, depth);
+    Tensor tgt = rows->target;
+    Range R = rows->range;
+    int64_t n = rows->n;
+    UOp r = R.r;
+    scope_.push_back(R);
+    std::vector<Tensor> sp;
+    if (chance(0.7)) {
+      Tensor init = expr(s, d, 1);
+      sp.push_back(Tensor(r.eq(0).where(init.uop(), tgt.at({Dim(simplify((r - 1).maximum(0)))}).uop())));
+      if (chance(0.3)) {
+        form("assign-read-two-back");
+        sp.push_back(Tensor(r.lt(2).where(init.uop(), tgt.at({Dim(simplify((r - 2).maximum(0)))}).uop())));
+      }
+    }
+    special_ = sp;
+    Tensor f = expr(s, d, depth);
+    special_.clear();
+    if (!sp.empty() && !mentions(f.uop(), sp[0].uop())) f = combine(f, sp[0]);
+    f = ensure_dep(f, s, d, R);
+    scope_.pop_back();
+    Shape one{1};
+    one.insert(one.end(), s.begin(), s.end());
+    std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size() + 1);
+    w[0] = std::make_pair(Dim(r), Dim(simplify(UOp::index(n - 1) - r)));
+    Ops op = rand_reduce_op(true);
+    return Tensor(tgt.uop()).assign(f.reshape(dims(one)).pad(w).reduce({r}, op));
+  }
+  if (k < 65) {  // overlapping windows: iteration r contributes rows r .. r+w-1
+    int64_t w = 1 + static_cast<int64_t>(pick(3)), n = 1 + static_cast<int64_t>(pick(4)), m = n + w - 1;
+    Shape big{m}, win{w};
+    big.insert(big.end(), s.begin(), s.end());
+    win.insert(win.end(), s.begin(), s.end());
+    if (numel(big) > o_.max_elems) return expr(s, d, depth);
+    Tensor tgt = target(big, d);
+    Range R = new_range(n, true);
+    form("assign-overlap-window");
+    scope_.push_back(R);
+    special_ = {tgt.shrink(window_bounds(big.size(), R.r, w))};
+    Tensor f = ensure_dep(expr(win, d, depth), win, d, R);
+    special_.clear();
+    scope_.pop_back();
+    std::vector<std::optional<std::pair<Dim, Dim>>> pw(big.size());
+    pw[0] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
+    return Tensor(tgt.uop()).assign(f.pad(pw).reduce({R.r}, rand_reduce_op(true)));
+  }
+  if (k < 85) {  // whole-target contributions: every iteration adds to every element
+    Tensor tgt = target(s, d);
+    Range R = new_range(range_extent(), true);
+    form("assign-overlap-whole");
+    scope_.push_back(R);
+    special_ = {tgt};
+    Tensor f = ensure_dep(expr(s, d, depth), s, d, R);
+    special_.clear();
+    scope_.pop_back();
+    return Tensor(tgt.uop()).assign(f.reduce({R.r}, rand_reduce_op(false)));
+  }
+  form("assign-plain");  // no range: evaluates the value (reading the old target), then writes
+  Tensor tgt = target(s, d);
+  special_ = {tgt};
+  Tensor v = expr(s, d, depth);
+  special_.clear();
+  return Tensor(tgt.uop()).assign(v);
+}
+
+std::vector<std::optional<std::pair<Dim, Dim>>> Gen::window_bounds(size_t n, UOp r, int64_t w) {
+  std::vector<std::optional<std::pair<Dim, Dim>>> b(n);
+  b[0] = std::make_pair(Dim(r), Dim(simplify(r + w)));
+  return b;
+}
+
+Tensor Gen::effect_then_expr(const Shape& s, DType d, int depth) {
+  form("effect-then-expr");
+  Tensor e = chance(0.5) ? assign_form(s, d, depth - 1) : (chance(0.5) ? scan(s, d, depth - 1) : fold(s, d, depth - 1));
+  Shape es;
+  for (UOp x : e.shape()) es.push_back(static_cast<int64_t>(x.const_value()));
+  if (es != s) {
+    if (es.size() == s.size() + 1 && es[0] >= 1) e = e.at({Dim(static_cast<int64_t>(pick(static_cast<uint64_t>(es[0]))))});
+    else return e;
+  }
+  special_ = {e};
+  Tensor t = expr(s, e.dtype(), depth);
+  special_.clear();
+  if (!mentions(t.uop(), e.uop())) t = combine(t, e);
+  return t.cast(d);
+}
+
+}  // namespace ow::fuzz::detail

@@ -1,0 +1,124 @@
+// The kernel grammar of reference/LOWERING.md ("Kernel-level program"), checked once, at the end
+// of `kernelize`: everything after it (schedule, the renderer, the kernel evaluator) may then
+// assume the grammar instead of re-checking it. A kernel that breaks it is outerworld's bug, so
+// it is an InternalError naming the node by its line in the kernel's print.
+#include <set>
+#include <string>
+
+#include "uop/args.h"
+#include "uop/error.h"
+#include "uop/text.h"
+#include "uop/verify.h"
+
+namespace ow {
+
+namespace {
+
+// The first node of one kernel that breaks the grammar, with the rule it breaks.
+class KernelGrammar {
+ public:
+  explicit KernelGrammar(UOp kernel) : kernel_(kernel) {}
+
+  // Empty when the kernel is well formed; else (node, message).
+  std::pair<UOp, std::string> first_problem() {
+    if (kernel_->op != Ops::KERNEL || kernel_->src.empty() || !kernel_->arg.tuple() || kernel_->arg.tuple()->empty() ||
+        !kernel_->arg.tuple()->at(0).is<std::string>())
+      return {kernel_, "a kernel is KERNEL void (ast, buffer..., bind...) (\"name\",)"};
+    if (auto p = sources(); p.first) return p;
+    UOp ast = kernel_->src[0];
+    if (ast->op != Ops::SINK) return {ast, "a kernel's ast is a SINK of stores"};
+    for (UOp s : ast->src)
+      if (auto p = store(s); p.first) return p;
+    for (UOp u : toposort(ast))
+      if (!stores_.count(u.get()) && u != ast)
+        if (auto p = value(u); p.first) return p;
+    return {};
+  }
+
+ private:
+  UOp kernel_;
+  size_t buffers_ = 0;               // KERNEL sources 1..buffers_ are the DEFINE_GLOBAL slots
+  std::set<std::string> bound_;      // variables the KERNEL's BINDs bind
+  std::set<const UOpNode*> stores_;  // the store forms (END, STORE) directly under the SINK
+
+  // buffer... then bind...: a buffer seen through AFTERs, then BINDs of DEFINE_VARs.
+  std::pair<UOp, std::string> sources() {
+    size_t i = 1;
+    for (; i < kernel_->src.size() && kernel_->src[i]->op != Ops::BIND; ++i) {
+      UOp b = kernel_->src[i];
+      while (b->op == Ops::AFTER) b = b->src[0];
+      if (b->op != Ops::BUFFER) return {kernel_->src[i], "a kernel's buffer source is a BUFFER or AFTER(BUFFER, dep...)"};
+    }
+    buffers_ = i - 1;
+    for (; i < kernel_->src.size(); ++i) {
+      UOp b = kernel_->src[i];
+      if (b->op != Ops::BIND || b->src.size() != 2 || b->src[0]->op != Ops::DEFINE_VAR)
+        return {b, "after the buffers a kernel's sources are BIND(DEFINE_VAR, value)"};
+      bound_.insert(var_name(b->src[0]));
+    }
+    return {};
+  }
+
+  // END(STORE(ptr, value), range...) or STORE(ptr, value).
+  std::pair<UOp, std::string> store(UOp s) {
+    stores_.insert(s.get());
+    if (s->op == Ops::END) {
+      for (size_t i = 1; i < s->src.size(); ++i)
+        if (s->src[i]->op != Ops::RANGE) return {s, "an END in a kernel closes RANGEs"};
+      s = s->src[0];
+      stores_.insert(s.get());
+    }
+    if (s->op != Ops::STORE || s->src.size() != 2) return {s, "a kernel's ast holds STORE(ptr, value), possibly under an END"};
+    if (!pointer(s->src[0])) return {s, "a STORE writes through INDEX(DEFINE_GLOBAL, linear[, gate])"};
+    return {};
+  }
+
+  bool pointer(UOp p) const {
+    return p->op == Ops::INDEX && p->dtype.ptr && (p->src.size() == 2 || p->src.size() == 3) && p->src[0]->op == Ops::DEFINE_GLOBAL;
+  }
+
+  // What a value may be: CONST, DEFINE_VAR, RANGE, elementwise ops, LOAD, REDUCE, and the
+  // pointers (INDEX of DEFINE_GLOBAL) loads and stores go through.
+  std::pair<UOp, std::string> value(UOp u) const {
+    switch (u->op) {
+      case Ops::CONST: return {};
+      case Ops::DEFINE_VAR:
+        if (!bound_.count(var_name(u))) return {u, "a DEFINE_VAR no BIND of the kernel binds"};
+        return {};
+      case Ops::RANGE:
+        if (range_axis(u) == AxisType::OUTER) return {u, "an OUTER range in a kernel (it is a host loop: a DEFINE_VAR bound by the KERNEL)"};
+        return {};
+      case Ops::DEFINE_GLOBAL:
+        if (!u->arg.is<int64_t>() || u->arg.as<int64_t>() < 0 || static_cast<size_t>(u->arg.as<int64_t>()) >= buffers_)
+          return {u, "DEFINE_GLOBAL's slot names no buffer source of the kernel"};
+        return {};
+      case Ops::INDEX:
+        if (!pointer(u)) return {u, "an INDEX in a kernel is a pointer INDEX(DEFINE_GLOBAL, linear[, gate])"};
+        return {};
+      case Ops::LOAD:
+        if (u->src.size() != 1 || !pointer(u->src[0])) return {u, "a LOAD reads through INDEX(DEFINE_GLOBAL, linear[, gate])"};
+        return {};
+      case Ops::REDUCE: return {};
+      default:
+        if (is_elementwise(u->op)) return {};
+        return {u, std::string(op_name(u->op)) + " is not a kernel-level op (tensor-level forms must be gone after kernelize)"};
+    }
+  }
+};
+
+}  // namespace
+
+void verify_kernel(UOp kernel) {
+  auto [node, message] = KernelGrammar(kernel).first_problem();
+  if (!node) return;
+  std::string name = kernel->op == Ops::KERNEL && kernel->arg.tuple() && !kernel->arg.tuple()->empty() && kernel->arg.tuple()->at(0).is<std::string>()
+                         ? kernel_name(kernel) : "?";
+  throw InternalError("kernel " + name + ": " + message + ", at " + number_graph(kernel).line(node));
+}
+
+void verify_kernels(UOp root) {
+  for (UOp u : toposort(root))
+    if (u->op == Ops::KERNEL) verify_kernel(u);
+}
+
+}  // namespace ow

@@ -1,0 +1,200 @@
+#include "fuzz_run/outcome.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+
+#include "backends/program.h"
+#include "grad/gradient.h"
+#include "interp/compare.h"
+#include "interp/inputs.h"
+#include "uop/error.h"
+
+namespace ow::cli::fuzz_run {
+
+Outcome failed(const std::string& error, Kind kind, const std::string& label) { return {false, error, kind, label}; }
+
+namespace {
+
+// Inside a catch (...): the exception in flight as an Outcome, by its type.
+Outcome caught() {
+  try {
+    throw;
+  } catch (const Unsupported& e) {
+    return failed(e.what(), Kind::Unsupported);
+  } catch (const UninitializedRead& e) {
+    return failed(e.what(), Kind::Uninitialized);
+  } catch (const BudgetExceeded& e) {
+    return failed(e.what(), Kind::Budget);
+  } catch (const grad::NotDifferentiable& e) {
+    return failed(e.what(), Kind::NotDifferentiable);
+  } catch (const backend::CheckMismatch& e) {
+    return failed(e.what(), e.where == backend::CheckMismatch::Where::Kernel ? Kind::KernelDiverges : Kind::OutputMismatch);
+  } catch (const backend::KernelFailed& e) {
+    return failed(e.what(), Kind::KernelFailed);
+  } catch (const Error& e) {
+    return failed(e.what());
+  } catch (const InternalError& e) {
+    return failed(std::string("internal: ") + e.what(), Kind::Internal);
+  } catch (const std::exception& e) {
+    return failed(std::string("internal: ") + e.what(), Kind::Internal);
+  }
+}
+
+// An error of no specific type: the start of its message without numbers, a label to group by.
+std::string message_head(const std::string& msg) {
+  std::string c;
+  for (char ch : msg.substr(0, std::min({msg.find(':'), msg.find('\n'), size_t{40}})))
+    if (!std::isdigit(static_cast<unsigned char>(ch))) c += ch;
+  return "other:" + c;
+}
+
+}  // namespace
+
+std::string category(const Outcome& o) {
+  if (!o.label.empty()) return o.label;
+  switch (o.kind) {
+    case Kind::KernelDiverges: return "kernel-diverges";
+    case Kind::OutputMismatch: return "output-mismatch";
+    case Kind::KernelFailed: return "kernel-error";
+    case Kind::Internal: return "internal";
+    case Kind::Unsupported: return "unsupported";
+    case Kind::Uninitialized: return "uninitialized";
+    case Kind::Budget: return "budget";
+    case Kind::NotDifferentiable: return "gradient-refused";
+    default: return message_head(o.error);
+  }
+}
+
+std::string refusal_kind(const std::string& msg) {
+  std::string m = msg.substr(0, msg.find(" (at ")), out;
+  bool quoted = false;
+  for (size_t i = 0; i < m.size(); ++i) {
+    char c = m[i];
+    if (c == '\'' && (quoted || i == 0 || m[i - 1] == ' ')) quoted = !quoted, out += quoted ? "'" : "";  // a quoted name, not "loop's"
+    else if (!quoted && !std::isdigit(static_cast<unsigned char>(c))) out += c;
+  }
+  return out;
+}
+
+interp::BufferMap only_inputs(UOp g, const interp::BufferMap& all) {
+  interp::BufferMap in;
+  for (const interp::BufferSpec& s : interp::graph_buffers(g))
+    if (s.input && all.count(s.name)) in.emplace(s.name, all.at(s.name));
+  return in;
+}
+
+Outcome interpret(UOp g, const interp::BufferMap& inputs) {
+  try {
+    interp::BufferMap b = interp::copy_buffers(inputs);
+    interp::run(g, b);
+    return {};
+  } catch (...) {
+    return caught();
+  }
+}
+
+Outcome expansion(UOp g, const interp::BufferMap& inputs) {
+  std::vector<UOp> losses;
+  ArgTuple names;
+  for (UOp u : toposort(g))
+    if (u->op == Ops::GRADIENT && std::find(losses.begin(), losses.end(), u->src[0]) == losses.end())
+      losses.push_back(u->src[0]), names.emplace_back("loss" + std::to_string(names.size()));
+  if (losses.empty() || !interpret(UOp::sink(losses, Arg(names)), inputs).ok) return {};
+  Outcome o = interpret(g, inputs);
+  if (o.ok || o.kind == Kind::NotDifferentiable) return {};
+  return failed("gradient expansion: " + o.error, o.kind, "gradient-expansion");
+}
+
+Outcome finite_differences(UOp g, const interp::BufferMap& inputs, uint64_t seed, fuzz::FdCheck* stats) {
+  try {
+    fuzz::FdCheck c = fuzz::check_finite_differences(g, inputs, seed);
+    if (stats) *stats = c;
+    return c.ok ? Outcome{} : failed(c.error, Kind::User, "gradient-vs-fd");
+  } catch (const Error& e) {
+    return failed(std::string("finite differences: ") + e.what(), Kind::User, "fd-error");
+  }
+}
+
+namespace {
+
+Outcome compiled_here(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, bool direct) {
+  try {
+    backend::RunOptions ro;
+    ro.backend = direct ? tier : "check";
+    ro.compiler = tier;
+    ro.bounds_check = bounds_check;
+    interp::BufferMap b = interp::copy_buffers(inputs);
+    backend::run_graph(g, b, ro);
+    return {};
+  } catch (...) {
+    return caught();
+  }
+}
+
+void write_all(int fd, const std::string& msg) {
+  for (size_t off = 0; off < msg.size();) {
+    ssize_t n = write(fd, msg.data() + off, msg.size() - off);
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+}
+
+// The child: default signal handlers (a crash kills it, the parent sees the signal), an alarm
+// for hangs, and the outcome written back as its kind's character followed by the message.
+[[noreturn]] void child(int fd, UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct) {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
+  if (how.timeout_s > 0) alarm(static_cast<unsigned>(how.timeout_s));
+  Outcome o = compiled_here(g, inputs, tier, how.bounds_check, direct);
+  write_all(fd, static_cast<char>(o.kind) + o.error);
+  close(fd);
+  _exit(0);
+}
+
+// The parent: the child's outcome, or its death by a signal (a crash, or the alarm: a hang).
+Outcome wait_for(pid_t pid, int fd, const CompiledRun& how) {
+  std::string msg;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
+  close(fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    if (sig == SIGALRM) return failed("hang: the compiled path took more than " + std::to_string(how.timeout_s) + " s", Kind::Internal, "hang");
+    return failed("crash: the compiled path died of signal " + std::to_string(sig) + " (" + strsignal(sig) + ")", Kind::Internal,
+                  "crash:signal " + std::to_string(sig));
+  }
+  if (msg.empty()) return failed("crash: the compiled path exited without a result", Kind::Internal, "crash");
+  return {msg[0] == '1', msg.substr(1), static_cast<Kind>(msg[0])};
+}
+
+}  // namespace
+
+// In a child process, so a crash or a hang of the lowering or of a compiled kernel is a finding
+// like any other instead of ending the run.
+Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct) {
+  if (!how.fork) return compiled_here(g, inputs, tier, how.bounds_check, direct);
+  std::cout << std::flush;
+  std::cerr << std::flush;
+  int fd[2];
+  if (pipe(fd) != 0) return compiled_here(g, inputs, tier, how.bounds_check, direct);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    return compiled_here(g, inputs, tier, how.bounds_check, direct);
+  }
+  if (pid == 0) {
+    close(fd[0]);
+    child(fd[1], g, inputs, tier, how, direct);
+  }
+  close(fd[1]);
+  return wait_for(pid, fd[0], how);
+}
+
+}  // namespace ow::cli::fuzz_run
