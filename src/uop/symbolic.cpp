@@ -325,6 +325,19 @@ std::optional<Linear> join_div_mod(const Linear& L, DType d) {
   return std::nullopt;
 }
 
+// (c*q) // c is q when c divides every coefficient and the constant.
+UOp exact_division(const Match& m) {
+  UOp x = m["x"];
+  int64_t c = is_int_const(m["c"]) ? int_value(m["c"]) : 0;
+  if (!divisible_int(x->dtype) || c <= 0) return UOp();
+  Linear L = collect(x);
+  auto divides = [&](uint64_t k) { return static_cast<int64_t>(k) % c == 0; };
+  if (!divides(L.c) || !std::all_of(L.terms.begin(), L.terms.end(), [&](auto& t) { return divides(t.second); })) return UOp();
+  for (auto& t : L.terms) t.second = static_cast<uint64_t>(static_cast<int64_t>(t.second) / c);
+  L.c = static_cast<uint64_t>(static_cast<int64_t>(L.c) / c);
+  return rebuild(x->dtype, L);
+}
+
 UOp join_div_mod_rule(const Match& m) {
   UOp u = m.node;
   if (!divisible_int(u->dtype) || !int_srcs(u)) return {};
@@ -421,18 +434,7 @@ const PatternMatcher& symbolic_rules() {
          if (!intlike(x->dtype) || x->dtype.is_bool() || !is_int_const(m["c"])) return UOp();
          return x.vmin() >= 0 && x.vmax() < int_value(m["c"]) ? x : UOp();
        }},
-      {"exact division", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}),
-       [](const Match& m) {
-         UOp x = m["x"];
-         int64_t c = is_int_const(m["c"]) ? int_value(m["c"]) : 0;
-         if (!divisible_int(x->dtype) || c <= 0) return UOp();
-         Linear L = collect(x);
-         auto divides = [&](uint64_t k) { return static_cast<int64_t>(k) % c == 0; };
-         if (!divides(L.c) || !std::all_of(L.terms.begin(), L.terms.end(), [&](auto& t) { return divides(t.second); })) return UOp();
-         for (auto& t : L.terms) t.second = static_cast<uint64_t>(static_cast<int64_t>(t.second) / c);
-         L.c = static_cast<uint64_t>(static_cast<int64_t>(L.c) / c);
-         return rebuild(x->dtype, L);
-       }},
+      {"exact division", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}), exact_division},
       // (g*q + r) // c == q // (c/g) for g dividing c, 0 <= r < g and a sum >= 0 (split_div_mod)
       {"split a division by its multiples", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}),
        [](const Match& m) { return split_div_mod(m["x"], m["c"], true); }},
