@@ -42,7 +42,7 @@ TEST_CASE("symbolic_rules has the documented rules in order", "[symbolic]") {
   Names want{"fold constants",          "bounds are a single value", "collect linear terms",
              "order the factors of a product", "max of ordered operands", "where on a constant condition", "where with equal branches",
              "mod below the divisor",   "exact division",            "split a division by its multiples",
-             "split a modulo by its multiples", "compare a value with itself",
+             "split a modulo by its multiples", "join a quotient and its remainder", "compare a value with itself",
              "and/or with an identity"};
   Names got;
   for (const Rule& r : symbolic_rules().rules()) got.push_back(r.name);

@@ -177,7 +177,7 @@ class KernelBuilder {
       base = temp_view(base, ctx_)->src[0];  // AFTER(temp, kernel)
     }
     UOp g = global(base);
-    std::vector<UOp> src{g, conv(simplify(lin))};
+    std::vector<UOp> src{g, conv(simplify_given(lin, p.gate))};  // read only where the gate holds
     if (p.gate) src.push_back(conv(p.gate));
     return UOp::make(Ops::INDEX, g->dtype, src);
   }

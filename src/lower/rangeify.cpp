@@ -184,6 +184,28 @@ UOp through_reduce(const IndexParts& p, Context&) {
   return zero_unless(p.gate, elem.reduce(ranges, p.x->arg.as<Ops>()));
 }
 
+// A gated INDEX reads nothing where its gate is false, so its indices only matter where the gate
+// holds: simplified under it, a PAD's bounds let the div/mod of a RESHAPE behind it fold away.
+// An index is replaced only by a simpler one (fewer div/mod, else fewer nodes), so the rule and
+// the unconditional rules cannot undo each other forever.
+std::pair<size_t, size_t> index_cost(UOp i) {
+  std::vector<UOp> nodes = toposort(i);
+  size_t divmod = std::count_if(nodes.begin(), nodes.end(), [](UOp u) { return u->op == Ops::IDIV || u->op == Ops::MOD; });
+  return {divmod, nodes.size()};
+}
+
+UOp index_under_gate(const Match& m) {
+  auto p = index_parts(m.node);
+  if (!p || !p->gate) return UOp();
+  std::vector<UOp> src{p->x};
+  for (UOp i : p->idx) {
+    UOp g = simplify(simplify_given(i, p->gate));
+    src.push_back(index_cost(g) < index_cost(i) ? g : i);
+  }
+  src.push_back(p->gate);
+  return src == m.node->src ? UOp() : m.node.replace_src(src);
+}
+
 Rule push_rule(const std::string& name, std::vector<Ops> ops, Push push) {
   return Rule{name, Pat::op(Ops::INDEX, {Pat::ops(ops)}).any_len(), [push](const Match& m) {
                 auto p = index_parts(m.node);
@@ -202,6 +224,7 @@ std::vector<Ops> elementwise_ops() {
 
 const PatternMatcher& index_rules() {
   static const PatternMatcher pm = PatternMatcher({
+      {"index math under its gate", Pat::ops({Ops::INDEX}), index_under_gate},
       push_rule("index through RESHAPE", {Ops::RESHAPE}, through_reshape),
       push_rule("index through PERMUTE", {Ops::PERMUTE}, through_permute),
       push_rule("index through EXPAND", {Ops::EXPAND}, through_expand),

@@ -4,8 +4,11 @@
 //  - reductions that something else reads (else every reader would recompute them);
 //  - the value of a STORE that reads the buffer it writes (a kernel must not read what it
 //    overwrites: the value is computed into a temporary first, then copied).
+//  - an input a reduction reads strided (a transposed copy), and a costly value a reduction
+//    reads broadcast along an output axis (computed once, not once per output element).
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
@@ -26,9 +29,18 @@ bool whole_buffer(UOp x) {
   return x->op == Ops::BUFFER;
 }
 
+// Does `value` read `buffer` in the kernel that computes it? A realized value (CONTIGUOUS) inside
+// is computed by a kernel of its own, which the schedule runs before the store's kernel writes.
 bool reads_buffer(UOp value, UOp buffer) {
-  for (UOp u : toposort(value))
+  std::vector<UOp> stack{value};
+  std::set<const UOpNode*> seen;
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.get()).second || u->op == Ops::CONTIGUOUS) continue;
     if (u->op == Ops::BUFFER && u->arg == buffer->arg) return true;
+    stack.insert(stack.end(), u->src.begin(), u->src.end());
+  }
   return false;
 }
 
@@ -146,6 +158,69 @@ UOp reduce_reads_transposed(const Match& m) {
   return swap.empty() ? UOp() : red.replace_src({substitute(body, swap)});
 }
 
+// ---- a reduction reads a costly broadcast value through a copy ----
+//
+// `sum_k f[k] * W[j, k]` with `f` broadcast along j computes f again for every j. When f is
+// long elementwise work (a convolution's im2col: nine gated taps, each with its bias and relu),
+// that is most of the kernel: realized once, every j reads it back. Each element of the copy is
+// computed by the same ops in the same order, so results stay bit for bit.
+
+// The ops an element of `v` costs: its ALU ops counted once per path (a tap read through nine
+// pads costs nine times); views are free but a PAD's gate costs one, constants nothing, and
+// reading a buffer or a realized value costs one.
+size_t element_cost(UOp v, std::unordered_map<const UOpNode*, size_t>& memo) {
+  if (auto it = memo.find(v.get()); it != memo.end()) return it->second;
+  size_t c = 0;
+  if (v->op == Ops::CONTIGUOUS || v->op == Ops::REDUCE_AXIS || v->op == Ops::REDUCE || v->op == Ops::BUFFER) c = 1;
+  else if (is_alu(v->op) || is_movement(v->op) || v->op == Ops::AFTER) {
+    c = is_alu(v->op) || v->op == Ops::PAD ? 1 : 0;
+    size_t n = is_alu(v->op) ? v->src.size() : 1;  // a view's other sources are its arguments
+    for (size_t i = 0; i < n; ++i)
+      if (v->src[i]->op != Ops::CONST) c += element_cost(v->src[i], memo);
+  }
+  return memo[v.get()] = std::min<size_t>(c, 1 << 20);
+}
+
+// `v` realized under the RESHAPEs on top of it: a row-major copy reads back the same through
+// them, and its kernel loops over the value's own axes (8 x 9 taps, not 72 split by div/mod).
+UOp realized_below_reshapes(UOp v) {
+  if (v->op != Ops::RESHAPE || v->src[0]->op == Ops::CONTIGUOUS || !is_shaped(v->src[0])) return contiguous(v);
+  std::vector<UOp> src = v->src;
+  src[0] = realized_below_reshapes(v->src[0]);
+  return v.replace_src(src);
+}
+
+constexpr size_t kCostlyElement = 16;  // well above reading the copy back (one load)
+
+UOp reduce_reads_costly_broadcast(const Match& m) {
+  UOp red = m.node, body = red->src[0];
+  std::vector<int64_t> reduced;
+  for (const Arg& a : *red->arg.tuple()->at(1).tuple()) reduced.push_back(a.as<int64_t>());
+  std::unordered_map<const UOpNode*, size_t> memo;
+  std::vector<std::pair<UOp, UOp>> swap;
+  for (UOp s : body->src) {
+    if (s->op != Ops::EXPAND || dims_of(s) != dims_of(body)) continue;
+    UOp src = s->src[0];
+    auto in = static_dims(dims_of(src)), out = static_dims(dims_of(s));
+    if (!in || !out || src->op == Ops::CONTIGUOUS || runs_effect(src)) continue;
+    bool kept_broadcast = false;  // the value is recomputed for every binding of an output axis
+    for (size_t i = 0; i < in->size(); ++i)
+      if ((*in)[i] == 1 && (*out)[i] > 1 && std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) == reduced.end()) kept_broadcast = true;
+    if (kept_broadcast && element_cost(src, memo) >= kCostlyElement) swap.push_back({s, s.replace_src([&] {
+      std::vector<UOp> v = s->src;
+      v[0] = realized_below_reshapes(src);
+      return v;
+    }())});
+  }
+  return swap.empty() ? UOp() : red.replace_src({body.replace_src([&] {
+    std::vector<UOp> v = body->src;
+    for (UOp& x : v)
+      for (auto& [from, to] : swap)
+        if (x == from) x = to;
+    return v;
+  }())});
+}
+
 // Does an effect that `out` does not reach write the buffer `out` views? Then the host, reading
 // the buffer after the whole program, would see that write, which the output is not ordered
 // after (SEMANTICS S5.5): the output is copied where it is computed instead.
@@ -171,6 +246,7 @@ const PatternMatcher& realize_rules() {
          return m.node.replace_src(src);
        }},
       {"a reduction reads a strided, reused input through a transposed copy", Pat::ops({Ops::REDUCE_AXIS}), reduce_reads_transposed},
+      {"a reduction reads a costly broadcast value through a copy", Pat::ops({Ops::REDUCE_AXIS}), reduce_reads_costly_broadcast},
       {"reductions are realized where they are read", Pat::any(),
        [](const Match& m) {
          Ops op = m.node->op;

@@ -9,7 +9,8 @@
 //
 // With ADD and a contribution PAD(y) only the padded box changes: `acc[box] += y`, and the
 // target's box is updated (the pad's zeros leave every other element as it was, S4.2).
-// Other ASSIGNs become `AFTER(target, STORE(target, value))`.
+// When each iteration's box is its own slot, the target's box gets `identity + y` in place and
+// there is no acc (in_place_steps). Other ASSIGNs become `AFTER(target, STORE(target, value))`.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -405,6 +406,53 @@ UOp outer_reduce(const Match& m) {
   return acc.after({group(steps(init, f, body))});
 }
 
+// ---- an assign scan whose iterations each add into their own slot writes the target in place ----
+//
+// With ADD and a contribution PAD(y) that gives iteration r its own slot (a SlotMap: no two
+// iterations' boxes overlap) and no effects in y, acc's box holds the identity until iteration
+// r adds y(r) into it, and nothing changes it afterwards. So the target's box can get
+// `identity + y(r)` directly, the value acc's box would have had and copied into it: the loop
+// needs no acc. Everything the target holds during the loop is as before: earlier slots their
+// results, the rest what they held before the loop. The final `target = acc` then only changes
+// the elements outside every slot (to the identity): a store of where(in a slot, target,
+// identity), made only when such elements exist.
+std::vector<UOp> in_place_steps(UOp target, UOp red, const Fold& f) {
+  auto map = slot_map(red);
+  std::map<const UOpNode*, UOp> memo;
+  if (f.op != Ops::ADD || !map || !f.before.empty() || !f.each.empty() || f.ranges.size() != 1 || f.x->op != Ops::PAD ||
+      footprint(f.x->src[0], memo))
+    return {};
+  UOp y = f.x->src[0];
+  UOp slot = shrink(target, pad_box(f.x));
+  std::vector<UOp> out{slot.store(fold(Ops::ADD, broadcast(reduce_identity(Ops::ADD, red->dtype), dims_of(y)), y)).end(f.ranges)};
+  // the union of the slots: along the map's axis [before, before + slots), elsewhere the box
+  std::vector<UOp> pads{broadcast(UOp::cnst(dtypes::bool_, 1), {})};
+  std::vector<UOp> dims = dims_of(target), inside;
+  bool everything = true;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    UOp b = i == map->axis ? UOp::index(map->before) : f.x->src[1 + 2 * i];
+    UOp n = i == map->axis ? map->range->src[0] : dim_extent(dims_of(y)[i]);
+    UOp e = simplify(dim_extent(dims[i]) - b - n);
+    everything = everything && b->op == Ops::CONST && b.const_value() == 0 && e->op == Ops::CONST && e.const_value() == 0;
+    inside.push_back(n);
+    pads.insert(pads.end(), {b, e});
+  }
+  if (everything) return out;
+  pads[0] = broadcast(UOp::cnst(dtypes::bool_, 1), inside);
+  UOp in_slots = UOp::make(Ops::PAD, dtypes::bool_, pads);
+  out.push_back(target.store(in_slots.where(target, reduce_identity(Ops::ADD, red->dtype))));
+  return out;
+}
+
+UOp assign_scan_in_place(const Match& m) {
+  UOp target = m.node->src[0], red = m.node->src[1];
+  if (red->op != Ops::REDUCE || !has_outer(red)) return UOp();
+  Fold f = fold_of(red);
+  f.x = name_loop_ranges(f.x, f.ranges, {base_buffer(target).get()});
+  std::vector<UOp> steps = in_place_steps(target, red, f);
+  return steps.empty() ? UOp() : target.after({group(steps)});
+}
+
 UOp assign_scan(const Match& m) {
   UOp target = m.node->src[0], red = m.node->src[1];
   if (red->op != Ops::REDUCE || !has_outer(red)) return UOp();
@@ -435,6 +483,7 @@ UOp name_end_ranges(const Match& m) {
 const PatternMatcher& scan_rules() {
   static const PatternMatcher pm({
       {"a fold in a sequential loop that reads what the loop writes is folded in every iteration", Pat::ops({Ops::END}), name_end_ranges},
+      {"an assign scan of one slot per step writes the target in place", Pat::ops({Ops::ASSIGN}), assign_scan_in_place},
       {"assign scan becomes a loop", Pat::ops({Ops::ASSIGN}), assign_scan},
       {"assign becomes a store", Pat::ops({Ops::ASSIGN}), plain_assign},
       {"a REDUCE with effects in every iteration runs on the host", Pat::ops({Ops::REDUCE}), host_reduce_with_effects},

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <numeric>
+#include <optional>
 
 #include "uop/shape.h"
 
@@ -248,24 +250,99 @@ UOp point_bounds(const Match& m) {
   return int_const_of(u->dtype, u.vmin());
 }
 
-// x = c*q + r with r the terms whose coefficients c does not divide: when 0 <= r < c and x >= 0,
-// x // c is q and x % c is r (truncating division agrees with floor division there).
-UOp split_div_mod(UOp x, UOp cu, bool div) {
-  int64_t c = is_int_const(cu) ? int_value(cu) : 0;
-  if (!divisible_int(x->dtype) || c <= 1 || x.vmin() < 0) return {};
-  Linear L = collect(x), q, r;
+// x = g*q + r: q from the terms whose coefficients g divides (and the constant's quotient), r
+// the other terms (and the constant's remainder, in [0, g)).
+std::pair<Linear, Linear> split_by(const Linear& L, int64_t g) {
+  Linear q, r;
   for (auto& t : L.terms) {
     int64_t k = static_cast<int64_t>(t.second);
-    if (k % c == 0) q.terms.push_back({t.first, static_cast<uint64_t>(k / c)});
+    if (k % g == 0) q.terms.push_back({t.first, static_cast<uint64_t>(k / g)});
     else r.terms.push_back(t);
   }
   int64_t k0 = static_cast<int64_t>(L.c);
-  q.c = static_cast<uint64_t>(k0 >= 0 ? k0 / c : -((-k0 + c - 1) / c));
-  r.c = static_cast<uint64_t>(k0 - static_cast<int64_t>(q.c) * c);
-  if (q.terms.empty() && q.c == 0) return {};  // nothing to split off
-  UOp rest = rebuild(x->dtype, r);
-  if (rest.vmin() < 0 || rest.vmax() >= c) return {};
-  return div ? rebuild(x->dtype, q) : rest;
+  q.c = static_cast<uint64_t>(k0 >= 0 ? k0 / g : -((-k0 + g - 1) / g));
+  r.c = static_cast<uint64_t>(k0 - static_cast<int64_t>(q.c) * g);
+  return {q, r};
+}
+
+// The factors g of c worth splitting x by: c itself, then gcd(c, coefficient) of each term,
+// largest first (the largest g whose remainder fits leaves the least behind).
+std::vector<int64_t> split_factors(const Linear& L, int64_t c) {
+  std::vector<int64_t> gs{c};
+  for (auto& t : L.terms) {
+    int64_t k = static_cast<int64_t>(t.second), g = std::gcd(k == kMin ? c : (k < 0 ? -k : k), c);
+    if (g > 1 && std::find(gs.begin(), gs.end(), g) == gs.end()) gs.push_back(g);
+  }
+  std::sort(gs.begin() + 1, gs.end(), std::greater<>());
+  return gs;
+}
+
+// x = g*q + r with g dividing c, 0 <= r < g and x >= 0 (so q >= 0, and truncating division
+// agrees with floor division): x // c is q // (c/g) and x % c is (q % (c/g))*g + r, because
+// r/g < 1 cannot carry past a multiple of c/g. With g == c that is q and r: the index math of
+// a RESHAPE (linearize, then split again) folds back to the original indices.
+UOp split_div_mod(UOp x, UOp cu, bool div) {
+  int64_t c = is_int_const(cu) ? int_value(cu) : 0;
+  if (!divisible_int(x->dtype) || c <= 1 || x.vmin() < 0) return {};
+  Linear L = collect(x);
+  for (int64_t g : split_factors(L, c)) {
+    auto [q, r] = split_by(L, g);
+    if (q.terms.empty() && q.c == 0) continue;  // nothing to split off
+    UOp rest = rebuild(x->dtype, r);
+    if (rest.vmin() < 0 || rest.vmax() >= g) continue;
+    UOp quot = rebuild(x->dtype, q);
+    if (g == c) return div ? quot : rest;
+    if (div) return quot.idiv(c / g);
+    return rest.vmax() == 0 ? quot.mod(c / g) * g : quot.mod(c / g) * g + rest;
+  }
+  return {};
+}
+
+// (x // c)*(k*c) + (x % c)*k is x*k for any x and c > 0 (C's division: x == (x/c)*c + x%c), and
+// ((x // c) % d)*(k*c) + (x % c)*k is (x % (c*d))*k when x >= 0: the index math that splits a
+// linear index and joins it again. Returns the linear form with each such pair joined.
+std::optional<Linear> join_div_mod(const Linear& L, DType d) {
+  auto divisor = [&](UOp u, Ops op) { return u->op == op && u->dtype == d && is_int_const(u->src[1]) ? int_value(u->src[1]) : 0; };
+  for (size_t i = 0; i < L.terms.size(); ++i) {
+    UOp m = L.terms[i].first;
+    int64_t c = divisor(m, Ops::MOD);
+    if (c <= 1) continue;
+    UOp x = m->src[0];
+    for (size_t j = 0; j < L.terms.size(); ++j) {
+      UOp h = L.terms[j].first;
+      UOp joined;
+      if (divisor(h, Ops::IDIV) == c && h->src[0] == x) joined = x;
+      else if (int64_t e = divisor(h, Ops::MOD); e > 1 && x.vmin() >= 0 && divisor(h->src[0], Ops::IDIV) == c && h->src[0]->src[0] == x &&
+                                                  e <= kMax / c)
+        joined = x.mod(e * c);
+      if (!joined || L.terms[j].second != L.terms[i].second * static_cast<uint64_t>(c)) continue;
+      Linear out = L;
+      out.terms[i] = {joined, L.terms[i].second};
+      out.terms.erase(out.terms.begin() + static_cast<long>(j));
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+// (c*q) // c is q when c divides every coefficient and the constant.
+UOp exact_division(const Match& m) {
+  UOp x = m["x"];
+  int64_t c = is_int_const(m["c"]) ? int_value(m["c"]) : 0;
+  if (!divisible_int(x->dtype) || c <= 0) return UOp();
+  Linear L = collect(x);
+  auto divides = [&](uint64_t k) { return static_cast<int64_t>(k) % c == 0; };
+  if (!divides(L.c) || !std::all_of(L.terms.begin(), L.terms.end(), [&](auto& t) { return divides(t.second); })) return UOp();
+  for (auto& t : L.terms) t.second = static_cast<uint64_t>(static_cast<int64_t>(t.second) / c);
+  L.c = static_cast<uint64_t>(static_cast<int64_t>(L.c) / c);
+  return rebuild(x->dtype, L);
+}
+
+UOp join_div_mod_rule(const Match& m) {
+  UOp u = m.node;
+  if (!divisible_int(u->dtype) || !int_srcs(u)) return {};
+  auto L = join_div_mod(collect(u), u->dtype);
+  return L ? rebuild(u->dtype, *L) : UOp();
 }
 
 }  // namespace
@@ -357,24 +434,13 @@ const PatternMatcher& symbolic_rules() {
          if (!intlike(x->dtype) || x->dtype.is_bool() || !is_int_const(m["c"])) return UOp();
          return x.vmin() >= 0 && x.vmax() < int_value(m["c"]) ? x : UOp();
        }},
-      {"exact division", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}),
-       [](const Match& m) {
-         UOp x = m["x"];
-         int64_t c = is_int_const(m["c"]) ? int_value(m["c"]) : 0;
-         if (!divisible_int(x->dtype) || c <= 0) return UOp();
-         Linear L = collect(x);
-         auto divides = [&](uint64_t k) { return static_cast<int64_t>(k) % c == 0; };
-         if (!divides(L.c) || !std::all_of(L.terms.begin(), L.terms.end(), [&](auto& t) { return divides(t.second); })) return UOp();
-         for (auto& t : L.terms) t.second = static_cast<uint64_t>(static_cast<int64_t>(t.second) / c);
-         L.c = static_cast<uint64_t>(static_cast<int64_t>(L.c) / c);
-         return rebuild(x->dtype, L);
-       }},
-      // (c*q + r) // c == q and (c*q + r) % c == r when 0 <= r < c and the sum is >= 0: the
-      // index math of a RESHAPE (linearize, then split again) folds back to the original indices.
+      {"exact division", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}), exact_division},
+      // (g*q + r) // c == q // (c/g) for g dividing c, 0 <= r < g and a sum >= 0 (split_div_mod)
       {"split a division by its multiples", Pat::op(Ops::IDIV, {Pat::var("x"), Pat::cvar("c")}),
        [](const Match& m) { return split_div_mod(m["x"], m["c"], true); }},
       {"split a modulo by its multiples", Pat::op(Ops::MOD, {Pat::var("x"), Pat::cvar("c")}),
        [](const Match& m) { return split_div_mod(m["x"], m["c"], false); }},
+      {"join a quotient and its remainder", Pat::ops({Ops::ADD}), join_div_mod_rule},
       {"compare a value with itself", Pat::ops({Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ}),
        [](const Match& m) {
          UOp u = m.node;

@@ -19,6 +19,10 @@ std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n);
 // The rule table (named rules, in order) and its application to a graph.
 const PatternMatcher& symbolic_rules();
 UOp simplify(UOp u);
+// `expr` simplified where the bool `cond` holds (its value elsewhere is not kept): the nodes cond
+// bounds (`0 < p`, `p < 2`) are read with those bounds, so `(p*196 - 196) // 196` under
+// `0 < p < 2` is 0. For an index read only under its gate. Both must be pure index math.
+UOp simplify_given(UOp expr, UOp cond);
 
 // Infix text of an index expression for messages: simplified `3-a-1` prints as `((rm1*-1)+2)`.
 // Text longer than max_chars is cut and ends in "...".
