@@ -3,6 +3,7 @@
 #include "child_process.h"
 
 #include <filesystem>
+#include <regex>
 
 TEST_CASE("ow bench --scaling prints the sweeps and the compiled scan with their ratios", "[cli][bench]") {
   Result r = run_ow({"bench", "--scaling", "--repeat", "1"});
@@ -32,4 +33,16 @@ TEST_CASE("ow bench: numpy's OpenBLAS kernel is chosen, overridable, and reporte
   CHECK(r.out.find("numpy's OpenBLAS kernel: Haswell (--openblas-coretype Haswell;") != std::string::npos);
   CHECK(r.out.find("openblas core: Haswell (OpenBLAS ") != std::string::npos);
   CHECK(r.out.find("env: OPENBLAS_CORETYPE=Haswell") != std::string::npos);
+}
+
+TEST_CASE("ow bench runs any reference case on the engines; numpy only those it has a recipe for", "[cli][bench]") {
+  Result bad = run_ow({"bench", "--cases", "vmap_convs", "--backends", "interp,numpy"});
+  CHECK(bad.rc == 1);
+  CHECK(bad.err == "ow bench: no numpy recipe for case 'vmap_convs' (known: scan_big_SxD, vmap_mlp_RxD; without numpy: --backends interp,tcc,cc)\n");
+  Result r = run_ow({"bench", "--cases", "vmap_convs", "--backends", "interp,tcc", "--repeat", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("vmap_convs         interp") != std::string::npos);
+  std::smatch m;
+  CHECK(std::regex_search(r.out, m, std::regex("\n                   tcc .* bit-exact\n")));  // random inputs, checked against the interpreter
 }
