@@ -122,6 +122,25 @@ Outcome finite_differences(UOp g, const interp::BufferMap& inputs, uint64_t seed
 
 namespace {
 
+// The tier again with no hook watching: check mode keeps every host loop on the walk, a plain run
+// compiles loops of launches into C (backends/c/host_loop.cpp), so that is checked too: its
+// outputs must be the checked run's (which are the interpreter's) bit for bit.
+Outcome unwatched(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, const std::vector<interp::Output>& want) {
+  backend::RunOptions ro;
+  ro.backend = tier;
+  ro.bounds_check = bounds_check;
+  interp::BufferMap b = interp::copy_buffers(inputs);
+  std::vector<interp::Output> got = backend::run_graph(g, b, ro);
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::optional<interp::Difference> d = i < got.size() ? interp::first_difference(want[i].value, got[i].value) : interp::Difference{-1, 0, 0};
+    if (d)
+      return failed("output '" + want[i].name + "' element " + std::to_string(d->index) + " differs between the checked run and a plain " + tier +
+                        " run (host loops in C): " + std::to_string(d->a) + " vs " + std::to_string(d->b),
+                    Kind::OutputMismatch, "unwatched-mismatch");
+  }
+  return {};
+}
+
 Outcome compiled_here(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, bool direct) {
   try {
     backend::RunOptions ro;
@@ -129,8 +148,8 @@ Outcome compiled_here(UOp g, const interp::BufferMap& inputs, const std::string&
     ro.compiler = tier;
     ro.bounds_check = bounds_check;
     interp::BufferMap b = interp::copy_buffers(inputs);
-    backend::run_graph(g, b, ro);
-    return {};
+    std::vector<interp::Output> want = backend::run_graph(g, b, ro);
+    return direct ? Outcome{} : unwatched(g, inputs, tier, bounds_check, want);
   } catch (...) {
     return caught();
   }
