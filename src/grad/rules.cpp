@@ -16,6 +16,7 @@
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/symbolic.h"
+#include "uop/text.h"
 #include "uop/verify.h"
 
 namespace ow::grad {
@@ -28,6 +29,28 @@ std::vector<int64_t> axes_of(UOp reduce_axis) {
   std::vector<int64_t> axes;
   for (const Arg& a : *reduce_axis->arg.tuple()->at(1).tuple()) axes.push_back(a.as<int64_t>());
   return axes;
+}
+
+// The gradient of a shrink is the pad back to full size. On an axis that collects range r
+// (size r, whether or not the values depend on r), the only window is row r, and its adjoint
+// is collecting again: EXPAND to r.
+UOp shrink_grad(UOp ret, UOp g, const std::vector<UOp>& xs) {
+  std::vector<std::pair<UOp, UOp>> w;
+  bool collects = false;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    UOp b = ret->src[1 + 2 * i], e = ret->src[2 + 2 * i];
+    bool range_axis = xs[i]->op == Ops::RANGE;
+    if (range_axis && (simplify(b) != xs[i] || simplify(e) != simplify(xs[i] + 1)))
+      throw NotDifferentiable("a SHRINK of an axis that collects range " + range_name(xs[i]) + " to a window other than its own row (at " +
+                              number_graph(ret).line(ret) + ")");
+    w.push_back(range_axis ? std::make_pair(UOp::index(0), UOp::index(0)) : std::make_pair(b, xs[i] - e));
+    collects = collects || range_axis;
+  }
+  UOp padded = pad(g, w);
+  if (!collects) return padded;
+  std::vector<UOp> full = dims_of(padded);
+  for (size_t i = 0; i < xs.size(); ++i) if (xs[i]->op == Ops::RANGE) full[i] = xs[i];
+  return expand(padded, full);
 }
 
 Grads movement_grad(UOp ret, UOp g, const std::vector<UOp>& x_free) {
@@ -55,12 +78,7 @@ Grads movement_grad(UOp ret, UOp g, const std::vector<UOp>& x_free) {
       out[0] = shrink(g, b);
       break;
     }
-    case Ops::SHRINK: {  // ... and of a shrink, the pad back to full size
-      std::vector<std::pair<UOp, UOp>> w;
-      for (size_t i = 0; i < xs.size(); ++i) w.push_back({ret->src[1 + 2 * i], xs[i] - ret->src[2 + 2 * i]});
-      out[0] = pad(g, w);
-      break;
-    }
+    case Ops::SHRINK: out[0] = shrink_grad(ret, g, xs); break;
     default: {  // EXPAND: sum over broadcast axes; a collected range axis un-collects to row r
       std::vector<int64_t> summed;
       std::vector<bool> collected;
