@@ -842,3 +842,19 @@ TEST_CASE("a WHERE whose condition is a WHERE of equal constants compiles right 
     CHECK(interp::get_element(out, 1) == 4.0);
   }
 }
+
+// Fuzz seed 501500: GCC 12.2 with -march=znver3 placed the kernel's accumulator array
+// (double acc[10], one per output row) in the red zone, misaligned for the vmovapd that fills
+// it, and the cc kernel died of SIGSEGV. Expected values by hand: a product over a range of 2
+// of a value that does not depend on it, starting from 1, is x * x.
+TEST_CASE("a REDUCE MUL over a LOOP range with a row of accumulators runs on cc", "[compiled][fuzz]") {
+  UOp root = repro("fuzz-501500.uop");
+  auto s = std::make_shared<interp::Storage>(dtypes::float64, 30);
+  for (int i = 0; i < 30; ++i) s->as<double>()[i] = 0.25 * i - 3.0;
+  for (const char* tier : {"tcc", "cc"}) {
+    INFO(tier);
+    auto outs = run_on(tier, root, {{"tgt0", interp::BufferData{dtypes::float64, s, nullptr}}});
+    REQUIRE(outs.size() == 1);
+    for (int i = 0; i < 30; ++i) CHECK(interp::get_element(outs[0].value, i) == (0.25 * i - 3.0) * (0.25 * i - 3.0));
+  }
+}
