@@ -64,18 +64,6 @@ UOp uop_scan_matmul() {
   return outputs({{"out", out.after({store.uop()})}});
 }
 
-// test_scan_with_assign (the seed): the same scan as the assign of an OUTER-range REDUCE.
-UOp scan_with_assign(int64_t n, int64_t d, AxisType axis = AxisType::OUTER) {
-  Tensor vec = input({1, d}, "vec"), mats = input({n, d, d}, "mats");
-  UOp a = UOp::range(n, -1, axis);
-  Tensor buf_out = input({n, 1, d}, "out");
-  Tensor phi(a.eq(0).where(vec.uop(), buf_out[(a - 1).maximum(0)].uop()));
-  Tensor out = phi.matmul(mats.reduce_backward({a}, Ops::ADD)[a]);
-  out = out.reshape({1, 1, d}).pad({std::make_pair(Dim(a), Dim(n - a - 1)), std::nullopt, std::nullopt});
-  out = out.reduce({a}, Ops::ADD);
-  return outputs({{"out", buf_out.assign(out)}});
-}
-
 // test_range_plus_1 (and _transpose): a LOOP range as a dimension collects t[a] + 1.
 UOp range_plus_1(bool transpose) {
   Tensor t = input({10, 10}, "t");
@@ -215,6 +203,29 @@ const std::map<std::string, F>& table() {
 }
 
 }  // namespace
+
+// (cases.h) test_scan_with_assign (the seed): the same scan as the assign of an OUTER-range REDUCE.
+UOp scan_with_assign(int64_t n, int64_t d, AxisType axis) {
+  Tensor vec = input({1, d}, "vec"), mats = input({n, d, d}, "mats");
+  UOp a = UOp::range(n, -1, axis);
+  Tensor buf_out = input({n, 1, d}, "out");
+  Tensor phi(a.eq(0).where(vec.uop(), buf_out[(a - 1).maximum(0)].uop()));
+  Tensor out = phi.matmul(mats.reduce_backward({a}, Ops::ADD)[a]);
+  out = out.reshape({1, 1, d}).pad({std::make_pair(Dim(a), Dim(n - a - 1)), std::nullopt, std::nullopt});
+  out = out.reduce({a}, Ops::ADD);
+  return outputs({{"out", buf_out.assign(out)}});
+}
+
+// (cases.h)
+std::string axpb_text(int64_t n) {
+  std::string size = std::to_string(n);
+  return "%0 = BUFFER float32 () (\"a\", " + size + ")\n"
+         "%1 = BUFFER float32 () (\"b\", " + size + ")\n"
+         "%2 = MUL float32 (%0, %1)\n"
+         "%3 = CONST float32 () 1.0\n"
+         "%4 = ADD float32 (%2, %3)\n"
+         "%5 = SINK void (%4) (\"c\",)\n";
+}
 
 std::vector<std::string> names() {
   std::vector<std::string> out;

@@ -11,6 +11,7 @@
 #include "test_support.h"
 
 #include "backends/program.h"
+#include "cases.h"
 #include "interp/poison_flow.h"
 #include "lower/lower.h"
 #include "uop/text.h"
@@ -20,13 +21,7 @@ using ow::test::error_of;
 
 namespace {
 
-const char* kAxpb = R"(%0 = BUFFER float32 () ("a", 1000)
-%1 = BUFFER float32 () ("b", 1000)
-%2 = MUL float32 (%0, %1)
-%3 = CONST float32 () 1.0
-%4 = ADD float32 (%2, %3)
-%5 = SINK void (%4) ("c",)
-)";
+const std::string kAxpb = cases::axpb_text(1000);
 
 // Row sums of a 4x8 matrix: the lowered program accumulates in a private temporary.
 const char* kRowSums = R"(%0 = BUFFER float32 () ("m", 32)
@@ -58,7 +53,7 @@ void require_axpb(const interp::Value& c, const interp::BufferMap& in) {
   CHECK(bad == -1);
 }
 
-UOp lowered(const char* text) { return lower::lower(parse_graph(text, "<test>").root); }
+UOp lowered(const std::string& text) { return lower::lower(parse_graph(text, "<test>").root); }
 
 const char* kBackends[] = {"interp", "tcc", "cc", "check", "auto"};
 
@@ -252,7 +247,7 @@ TEST_CASE("poison_follows_data: addresses and conditions computed from loads, no
   bool gather = false;
   for (const HostLaunch& l : host_program(lowered(kGatherHalfWritten)).launches) gather |= interp::poison_follows_data(l.kernel->src[0]);
   CHECK(gather);  // the WHERE's condition compares a loaded idx
-  for (const char* text : {kAxpb, kRowSums})
+  for (const std::string& text : {kAxpb, std::string(kRowSums)})
     for (const HostLaunch& l : host_program(lowered(text)).launches) CHECK_FALSE(interp::poison_follows_data(l.kernel->src[0]));
   UOp scan = lower::lower(parse_graph(ow::test::slurp(ow::test::source_root() / "reference" / "cases" / "scan_big_16x256.uop"), "scan").root);
   for (const HostLaunch& l : host_program(scan).launches) CHECK_FALSE(interp::poison_follows_data(l.kernel->src[0]));

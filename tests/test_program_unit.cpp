@@ -14,8 +14,8 @@
 #include "backends/program.h"
 #include "interp/compare.h"
 #include "lower/lower.h"
-#include "tensor/tensor.h"
 #include "uop/text.h"
+#include "cases.h"
 
 using namespace ow;
 using ow::test::error_of;
@@ -164,22 +164,11 @@ TEST_CASE("an error in the second kernel of a translation unit names that kernel
 
 namespace {
 
-// reference/cases.cpp's scan_with_assign with n steps of width d: out[k] = vec @ M0 @ ... @ Mk.
-UOp scan(int64_t n, int64_t d) {
-  Tensor vec = Tensor::empty({1, d}, dtypes::float32, "vec"), mats = Tensor::empty({n, d, d}, dtypes::float32, "mats");
-  UOp a = UOp::range(n, -1, AxisType::OUTER);
-  Tensor buf_out = Tensor::empty({n, 1, d}, dtypes::float32, "out");
-  Tensor phi(a.eq(0).where(vec.uop(), buf_out[(a - 1).maximum(0)].uop()));
-  Tensor out = phi.matmul(mats.reduce_backward({a}, Ops::ADD)[a]);
-  out = out.reshape({1, 1, d}).pad({std::make_pair(Dim(a), Dim(n - a - 1)), std::nullopt, std::nullopt});
-  return UOp::sink({buf_out.assign(out.reduce({a}, Ops::ADD)).uop()}, Arg(ArgTuple{Arg("out")}));
-}
-
 // Allocations of one run of a prepared scan of n steps (every buffer given: nothing else runs).
 long run_allocations(int64_t n, const char* tier) {
   backend::RunOptions o;
   o.backend = tier;
-  UOp g = scan(n, 4);
+  UOp g = cases::scan_with_assign(n, 4);
   backend::CompiledGraph prepared(g, o);
   interp::BufferMap b;
   for (const char* name : {"vec", "mats", "out"}) {
@@ -214,7 +203,7 @@ struct ScanProgram {
   UOp program;
   interp::BufferMap inputs;
   explicit ScanProgram(int64_t n) {
-    UOp g = scan(n, 4);
+    UOp g = cases::scan_with_assign(n, 4);
     program = lower::lower(g);
     for (const char* name : {"vec", "mats"}) {
       int64_t size = name[0] == 'v' ? 4 : n * 16;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "interp/format.h"
@@ -33,6 +34,22 @@ bool parse_options(const std::string& cmd, const std::string& usage, po::options
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& data);
+
+// "a,,b" -> {"a", "b"}: the non-empty comma-separated items of an option's value.
+std::vector<std::string> split_commas(const std::string& s);
+
+// The number `text` starts with, in std::stod's (T floating) or std::stoll's syntax, into
+// `value`; returns how many characters it took: 0 for none, or one out of range.
+template <class T> size_t leading_number(const std::string& text, T& value) {
+  size_t used = 0;
+  try {
+    if constexpr (std::is_floating_point_v<T>) value = std::stod(text, &used);
+    else value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  return used;
+}
 
 // Reads, parses and verifies a .uop file; throws ParseError at the first problem.
 ParsedGraph load_graph(const std::string& path, bool strict = false);

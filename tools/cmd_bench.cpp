@@ -7,15 +7,9 @@
 // (the warm-up run compiles; the timed runs get fresh copies of the inputs), then spawns
 // tools/bench/bench_numpy.py once, which times the natural numpy version on the same .npy files and saves
 // its result. The compiled outputs must equal the interpreter's bit for bit; numpy's must be within
-// --tolerance. The other modes (--compile, --first-result, --micro) are in bench/bench_compiled.cpp;
-// what every mode shares (inputs, timing, the numpy subprocess) in bench/common.cpp.
-#include <glob.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// --tolerance. The other modes are in bench/ (--compile and --first-result in bench_compiled.cpp,
+// the others a file each); what every mode shares (inputs, timing, child processes) in bench/common.cpp.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,8 +18,6 @@
 #include <iostream>
 #include <optional>
 #include <regex>
-#include <sstream>
-#include <thread>
 
 #include "backends/program.h"
 #include "bench/bench.h"
@@ -35,8 +27,6 @@
 #include "interp/npy.h"
 #include "uop/args.h"
 #include "uop/error.h"
-
-extern char** environ;
 
 namespace ow::cli::bench {
 
@@ -76,6 +66,9 @@ void require_recipe(const std::string& name) {
 
 const char* kDefaultCases = "scan_big_64x128,vmap_mlp_32x128,scan_big_16x256";
 
+// --micro, and the steady-state table with numpy among its backends, spawn the numpy script.
+bool needs_numpy(const Settings& s, const std::string& mode) { return mode == "micro" || (mode.empty() && has_backend(s, "numpy")); }
+
 }  // namespace
 
 // ---------- the steady-state table: one case on every backend ----------
@@ -96,32 +89,31 @@ struct Row {
   std::vector<Result> results;  // in --backends order
 };
 
-Row bench_case(const std::string& name, const Settings& s, bool init_outputs, std::vector<std::string>& numpy_info) {
-  Row row{name, {}};
-  CaseSpec spec = case_spec(name);
-  fs::path file = s.cases_dir / (name + ".uop");
-  ParsedGraph g = load_graph(file.string());
-
-  fs::path dir = s.tmp / name;
-  fs::create_directories(dir);
+// The case's inputs: numpy's recipe (also written as .npy for it to read) or random data for
+// the graph's buffers; with `init_outputs` the buffers the graph writes too, zero-filled.
+interp::BufferMap case_inputs(const CaseSpec& spec, UOp root, const fs::path& dir, const Settings& s, bool init_outputs) {
   interp::BufferMap inputs;
   for (const InputSpec& in : spec.inputs) {
-    interp::Value v = random_input(in, name, s.seed);
+    interp::Value v = random_input(in, spec.name, s.seed);
     interp::save_npy((dir / (in.name + ".npy")).string(), v);
     inputs[in.name] = interp::BufferData{dtypes::float32, v.data, nullptr};
   }
-  if (spec.kind.empty()) fill_random_inputs(g.root, inputs, s.seed);
+  if (spec.kind.empty()) fill_random_inputs(root, inputs, s.seed);
   if (init_outputs)  // zero-filled instead of uninitialized: no poison masks to track
-    for (UOp u : number_graph(g.root).order)
+    for (UOp u : number_graph(root).order)
       if (u->op == Ops::BUFFER) {
         const std::string& bname = buffer_name(u);
         if (!inputs.count(bname)) inputs[bname] = interp::BufferData{u->dtype, std::make_shared<interp::Storage>(u->dtype, buffer_size(u)), nullptr};
       }
+  return inputs;
+}
 
-  // The interpreter: timed if asked for, run once anyway (its output is the reference).
+// The interpreter's output (the reference of every check) and, when --backends has interp, its
+// timing (1 warm-up + --repeat runs).
+interp::Value interpreter_reference(const CaseSpec& spec, const ParsedGraph& g, const interp::BufferMap& inputs, const Settings& s, bool init_outputs,
+                                    Timing& timing) {
   bool time_interp = has_backend(s, "interp");
-  int interp_runs = time_interp ? s.repeat : 0;
-  std::cerr << "[bench] " << name << ": interpreter, " << (time_interp ? "1 warm-up + " + std::to_string(s.repeat) + " runs" : "1 run (reference)") << std::flush;
+  std::cerr << "[bench] " << spec.name << ": interpreter, " << (time_interp ? "1 warm-up + " + std::to_string(s.repeat) + " runs" : "1 run (reference)") << std::flush;
   interp::Options o;
   o.describe = [&](UOp u) {
     auto it = g.where.find(u.get());
@@ -138,74 +130,84 @@ Row bench_case(const std::string& name, const Settings& s, bool init_outputs, st
   };
   std::vector<interp::Output> outs = once();
   std::vector<double> times;
-  for (int i = 0; i < interp_runs; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; time_interp && i < s.repeat; ++i) {
+    auto t0 = Clock::now();
     outs = once();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    times.push_back(seconds_since(t0));
   }
-  if (outs.empty()) throw Error("ow bench: " + file.string() + " has no outputs to compare");
-  const interp::Value ref = outs[0].value;
-  Timing ti = time_interp ? summarize(times) : Timing{};
-  std::cerr << (time_interp ? ": median " + fmt_time(ti.median) : std::string()) << "\n";
-
-  for (const std::string& b : s.backends) {
-    Result r{b, {}, false, {}, "", false};
-    if (b == "interp") {
-      r.t = ti, r.timed = true, r.check = "reference";
-    } else if (b == "tcc" || b == "cc") {
-      std::cerr << "[bench] " << name << ": " << b << ", lower + 1 warm-up (compiles) + " << s.repeat << " runs" << std::flush;
-      try {
-        UOp program = lower::lower(g.root);
-        std::vector<interp::Output> got;
-        r.t = time_compiled(program, inputs, b, s.repeat, got), r.timed = true;
-        r.overhead = render_and_lookup(program, b, s.repeat);
-        std::cerr << ": median " << fmt_time(r.t.median) << "\n";
-        std::optional<Difference> d = got.empty() ? std::optional<Difference>(Difference{-1, 0, 0}) : first_difference(ref, got[0].value);
-        if (!d) r.check = "bit-exact";
-        else {
-          char buf[160];
-          if (d->index < 0) std::snprintf(buf, sizeof buf, "WRONG: output shape differs");
-          else std::snprintf(buf, sizeof buf, "WRONG: element %lld interp %.9g %s %.9g", (long long)d->index, d->a, b.c_str(), d->b);
-          r.check = buf, r.bad = true;
-        }
-      } catch (const Error& e) {
-        std::cerr << ": failed\n" << e.what() << "\n";
-        r.check = "failed: " + std::string(e.what()).substr(0, 60), r.bad = true;
-      }
-    } else if (b == "numpy") {
-      std::cerr << "[bench] " << name << ": numpy (" << s.python << "), 1 warm-up + " << s.repeat << " runs" << std::flush;
-      fs::path ref_path = dir / "numpy_out.npy";
-      try {
-        NumpyRun nr = run_numpy(s, spec.kind, dir, ref_path);
-        r.t = nr.t, r.timed = true;
-        std::cerr << ": median " << fmt_time(nr.t.median) << "\n";
-        merge_info(numpy_info, nr.info);
-        interp::NpyArray np = interp::load_npy(ref_path.string());
-        if (np.data->size != ref.numel()) {
-          r.check = "WRONG: numpy gave " + std::to_string(np.data->size) + " elements, the interpreter " + std::to_string(ref.numel()), r.bad = true;
-        } else {
-          double e = rel_err(ref, np.data->as<float>());
-          char buf[64];
-          bool wrong = !(e <= s.tolerance);
-          std::snprintf(buf, sizeof buf, "%srel err %.2e", wrong ? "WRONG: " : "", e);
-          r.check = buf, r.bad = wrong;
-        }
-      } catch (const Error& e) {
-        std::cerr << ": failed\n" << e.what() << "\n";
-        r.check = "numpy failed", r.bad = true;
-      }
-    }
-    row.results.push_back(r);
-  }
-  return row;
+  if (outs.empty()) throw Error("ow bench: " + g.file + " has no outputs to compare");
+  timing = time_interp ? summarize(times) : Timing{};
+  std::cerr << (time_interp ? ": median " + fmt_time(timing.median) : std::string()) << "\n";
+  return outs[0].value;
 }
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');)
-    if (!t.empty()) out.push_back(t);
-  return out;
+// tcc or cc: lowered once, a prepared Program timed, its output bit for bit against `ref`.
+Result compiled_result(const std::string& b, const std::string& name, UOp root, const interp::BufferMap& inputs, const interp::Value& ref, const Settings& s) {
+  Result r{b, {}, false, {}, "", false};
+  std::cerr << "[bench] " << name << ": " << b << ", lower + 1 warm-up (compiles) + " << s.repeat << " runs" << std::flush;
+  try {
+    UOp program = lower::lower(root);
+    std::vector<interp::Output> got;
+    r.t = time_compiled(program, inputs, b, s.repeat, got), r.timed = true;
+    r.overhead = render_and_lookup(program, b, s.repeat);
+    std::cerr << ": median " << fmt_time(r.t.median) << "\n";
+    std::optional<Difference> d = got.empty() ? std::optional<Difference>(Difference{-1, 0, 0}) : first_difference(ref, got[0].value);
+    if (!d) r.check = "bit-exact";
+    else {
+      char buf[160];
+      if (d->index < 0) std::snprintf(buf, sizeof buf, "WRONG: output shape differs");
+      else std::snprintf(buf, sizeof buf, "WRONG: element %lld interp %.9g %s %.9g", (long long)d->index, d->a, b.c_str(), d->b);
+      r.check = buf, r.bad = true;
+    }
+  } catch (const Error& e) {
+    std::cerr << ": failed\n" << e.what() << "\n";
+    r.check = "failed: " + std::string(e.what()).substr(0, 60), r.bad = true;
+  }
+  return r;
+}
+
+// numpy's recipe on the .npy inputs in `dir`, its output within --tolerance of `ref`.
+Result numpy_result(const CaseSpec& spec, const fs::path& dir, const interp::Value& ref, const Settings& s, std::vector<std::string>& numpy_info) {
+  Result r{"numpy", {}, false, {}, "", false};
+  std::cerr << "[bench] " << spec.name << ": numpy (" << s.python << "), 1 warm-up + " << s.repeat << " runs" << std::flush;
+  fs::path ref_path = dir / "numpy_out.npy";
+  try {
+    NumpyRun nr = run_numpy(s, spec.kind, dir, ref_path);
+    r.t = nr.t, r.timed = true;
+    std::cerr << ": median " << fmt_time(nr.t.median) << "\n";
+    merge_info(numpy_info, nr.info);
+    interp::NpyArray np = interp::load_npy(ref_path.string());
+    if (np.data->size != ref.numel()) {
+      r.check = "WRONG: numpy gave " + std::to_string(np.data->size) + " elements, the interpreter " + std::to_string(ref.numel()), r.bad = true;
+    } else {
+      double e = rel_err(ref, np.data->as<float>());
+      char buf[64];
+      bool wrong = !(e <= s.tolerance);
+      std::snprintf(buf, sizeof buf, "%srel err %.2e", wrong ? "WRONG: " : "", e);
+      r.check = buf, r.bad = wrong;
+    }
+  } catch (const Error& e) {
+    std::cerr << ": failed\n" << e.what() << "\n";
+    r.check = "numpy failed", r.bad = true;
+  }
+  return r;
+}
+
+Row bench_case(const std::string& name, const Settings& s, bool init_outputs, std::vector<std::string>& numpy_info) {
+  CaseSpec spec = case_spec(name);
+  ParsedGraph g = load_graph((s.cases_dir / (name + ".uop")).string());
+  fs::path dir = s.tmp / name;
+  fs::create_directories(dir);
+  interp::BufferMap inputs = case_inputs(spec, g.root, dir, s, init_outputs);
+  Timing interp_timing;
+  const interp::Value ref = interpreter_reference(spec, g, inputs, s, init_outputs, interp_timing);
+  Row row{name, {}};
+  for (const std::string& b : s.backends) {
+    if (b == "interp") row.results.push_back({b, interp_timing, true, {}, "reference", false});
+    else if (b == "tcc" || b == "cc") row.results.push_back(compiled_result(b, name, g.root, inputs, ref, s));
+    else if (b == "numpy") row.results.push_back(numpy_result(spec, dir, ref, s, numpy_info));
+  }
+  return row;
 }
 
 void print_table(const std::vector<Row>& rows, const Settings& s) {
@@ -245,7 +247,7 @@ void print_table(const std::vector<Row>& rows, const Settings& s) {
           if (r.backend == "numpy" && r.timed) np = &r;
         }
         if (x && np && np->t.median > 0)
-          std::printf("target %s %s within %gx of numpy: %s (%s)\n", row.name.c_str(), b, limit, x->t.median / np->t.median <= limit ? "MET" : "NOT MET",
+          std::printf("target %s %s within %gx of numpy: %s (%s)\n", row.name.c_str(), b, limit, met(x->t.median / np->t.median <= limit),
                       fmt_ratio(x->t.median / np->t.median).c_str());
       }
     }
@@ -295,10 +297,7 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
                   steady state; tinygrad's output checked against the interpreter's.
 )";
 
-}  // namespace
-
-int cmd_bench(const Args& args) {
-  po::options_description opts("options");
+void add_bench_options(po::options_description& opts) {
   opts.add_options()("cases", po::value<std::string>(),
                      (std::string("comma-separated case names (reference/cases/NAME.uop); default ") + kDefaultCases +
                       " (steady state), every reference case (--compile, --first-result)").c_str())(
@@ -322,16 +321,24 @@ int cmd_bench(const Args& args) {
       "interp-only", "time only the interpreter (same as --backends interp; for profiling)")(
       "init-outputs", "interpreter: bind the buffers the graph writes zero-filled instead of leaving them uninitialized (no poison tracking)")(
       "keep", "keep the temporary directory of .npy inputs and outputs");
-  po::positional_options_description pos;
-  po::variables_map vm;
-  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory | --scaling | --tinygrad] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
-                     args, vm)) {
-    std::cout << "\n" << kHelp;
-    return 0;
-  }
-  int modes = int(vm.count("compile") + vm.count("first-result") + vm.count("micro") + vm.count("grad-memory") + vm.count("scaling") + vm.count("tinygrad"));
-  if (modes > 1) throw Error("ow bench: --compile, --first-result, --micro, --grad-memory, --scaling and --tinygrad are separate modes: pick one");
+}
 
+const char* const kModes[] = {"compile", "first-result", "micro", "grad-memory", "scaling", "tinygrad"};
+
+// The mode named on the command line ("" for the steady-state table); at most one.
+std::string chosen_mode(const po::variables_map& vm) {
+  std::string mode;
+  for (const char* m : kModes)
+    if (vm.count(m)) {
+      if (!mode.empty()) throw Error("ow bench: --compile, --first-result, --micro, --grad-memory, --scaling and --tinygrad are separate modes: pick one");
+      mode = m;
+    }
+  return mode;
+}
+
+// The settings from the options (the temporary directory aside); `core` says which OpenBLAS
+// kernel numpy gets, and why.
+Settings settings_from(const po::variables_map& vm, const std::string& mode, CoreType& core) {
   Settings s;
   s.repeat = vm["repeat"].as<int>();
   if (s.repeat < 1) throw Error("ow bench: --repeat must be at least 1");
@@ -340,44 +347,78 @@ int cmd_bench(const Args& args) {
   s.tolerance = vm["tolerance"].as<double>();
   if (vm.count("numpy-threads")) s.threads = vm["numpy-threads"].as<int>();
   s.blas_dirs = blas_dirs(vm["numpy-blas"].as<std::string>());
-  CoreType core = openblas_coretype(vm["openblas-coretype"].as<std::string>());
+  core = openblas_coretype(vm["openblas-coretype"].as<std::string>());
   s.coretype = core.name;
   s.backends = split_commas(vm.count("interp-only") ? std::string("interp") : vm["backends"].as<std::string>());
   for (const std::string& b : s.backends)
     if (b != "interp" && b != "tcc" && b != "cc" && b != "numpy") throw Error("ow bench: unknown backend '" + b + "' (known: interp, tcc, cc, numpy)");
   if (s.backends.empty()) throw Error("ow bench: --backends names no backend");
   s.cases_dir = vm.count("cases-dir") ? fs::path(vm["cases-dir"].as<std::string>()) : find_in_repo("reference/cases", true, "the reference cases", "--cases-dir");
-  bool need_numpy = vm.count("micro") || (!modes && has_backend(s, "numpy"));
-  if (need_numpy) s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench/bench_numpy.py", false, "the numpy script", "--script");
+  if (needs_numpy(s, mode))
+    s.script = vm.count("script") ? fs::path(vm["script"].as<std::string>()) : find_in_repo("tools/bench/bench_numpy.py", false, "the numpy script", "--script");
   if (vm.count("cases")) {
     s.cases = split_commas(vm["cases"].as<std::string>());
     if (s.cases.empty()) throw Error("ow bench: --cases names no case");
-  } else if (!modes) {
+  } else if (mode.empty()) {
     s.cases = split_commas(kDefaultCases);
   }
-  if (!modes)
-    for (const std::string& n : s.cases)
-      if (has_backend(s, "numpy")) require_recipe(n);  // fail early on a case numpy cannot run
+  if (mode.empty() && has_backend(s, "numpy"))
+    for (const std::string& n : s.cases) require_recipe(n);  // fail early on a case numpy cannot run
+  return s;
+}
 
-  std::string tmpl = (fs::temp_directory_path() / "ow-bench-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw Error(std::string("ow bench: cannot create a temporary directory: ") + std::strerror(errno));
-  s.tmp = tmpl;
-  struct Cleanup {
-    fs::path dir;
-    bool keep;
-    ~Cleanup() {
-      std::error_code ec;
-      if (keep) std::cerr << "[bench] inputs and outputs kept in " << dir.string() << "\n";
-      else fs::remove_all(dir, ec);
-    }
-  } cleanup{s.tmp, vm.count("keep") > 0};
+// A fresh directory under the system's temporary one, removed at the end unless kept.
+class TempDir {
+ public:
+  explicit TempDir(bool keep) : keep_(keep) {
+    std::string tmpl = (fs::temp_directory_path() / "ow-bench-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw Error(std::string("ow bench: cannot create a temporary directory: ") + std::strerror(errno));
+    dir_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (keep_) std::cerr << "[bench] inputs and outputs kept in " << dir_.string() << "\n";
+    else fs::remove_all(dir_, ec);
+  }
+  const fs::path& path() const { return dir_; }
+
+ private:
+  fs::path dir_;
+  bool keep_;
+};
+
+int run_mode(const std::string& mode, const Settings& s, bool init_outputs) {
+  if (mode == "compile") return bench_compile(s);
+  if (mode == "first-result") return bench_first_result(s);
+  if (mode == "micro") return bench_micro(s);
+  if (mode == "grad-memory") return bench_grad_memory(s);
+  if (mode == "scaling") return bench_scaling(s);
+  if (mode == "tinygrad") return bench_tinygrad(s);
+  return steady_state(s, init_outputs);
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  po::options_description opts("options");
+  add_bench_options(opts);
+  po::positional_options_description pos;
+  po::variables_map vm;
+  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory | --scaling | --tinygrad] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
+                     args, vm)) {
+    std::cout << "\n" << kHelp;
+    return 0;
+  }
+  std::string mode = chosen_mode(vm);
+  CoreType core;
+  Settings s = settings_from(vm, mode, core);
+  TempDir tmp(vm.count("keep") > 0);
+  s.tmp = tmp.path();
 
   std::printf("ow bench: %s\n", load_line().c_str());
-  if (need_numpy) std::printf("numpy's OpenBLAS kernel: %s (%s; bench_numpy.py says which ran)\n", core.name.empty() ? "not set" : core.name.c_str(), core.why.c_str());
+  if (needs_numpy(s, mode)) std::printf("numpy's OpenBLAS kernel: %s (%s; bench_numpy.py says which ran)\n", core.name.empty() ? "not set" : core.name.c_str(), core.why.c_str());
   std::fflush(stdout);
-  int rc = vm.count("compile") ? bench_compile(s) : vm.count("first-result") ? bench_first_result(s) : vm.count("micro") ? bench_micro(s)
-         : vm.count("grad-memory") ? bench_grad_memory(s) : vm.count("scaling") ? bench_scaling(s) : vm.count("tinygrad") ? bench_tinygrad(s)
-         : steady_state(s, vm.count("init-outputs") > 0);
+  int rc = run_mode(mode, s, vm.count("init-outputs") > 0);
   std::printf("%s (at the end)\n", load_line().c_str());
   return rc;
 }

@@ -1,7 +1,6 @@
 // ow grad: a graph with the gradients of one output added as outputs <NAME>_grad.
 #include <algorithm>
 #include <iostream>
-#include <sstream>
 
 #include "cli.h"
 #include "grad/gradient.h"
@@ -11,14 +10,6 @@
 namespace ow::cli {
 
 namespace {
-
-std::vector<std::string> split_names(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string n; std::getline(ss, n, ',');)
-    if (!n.empty()) out.push_back(n);
-  return out;
-}
 
 // The buffer as the graph first views it (the RESHAPE the Tensor API reads it through), or the
 // BUFFER itself: the variable `--wrt NAME` means (SEMANTICS S9: its contents as given).
@@ -61,7 +52,7 @@ int cmd_grad(const Args& args) {
   }
   UOp loss = src[of];
   if (loss->dtype.is_void() || !loss->dtype.is_float()) throw Error("output '" + names[of].as<std::string>() + "' is not a float value: it has no gradient");
-  for (const std::string& n : split_names(vm["wrt"].as<std::string>())) {
+  for (const std::string& n : split_commas(vm["wrt"].as<std::string>())) {
     UOp x = variable(root, n);
     src.push_back(UOp::make(Ops::GRADIENT, x->dtype, {loss, x}));
     names.emplace_back(n + "_grad");

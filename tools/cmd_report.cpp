@@ -308,14 +308,31 @@ void write_random_inputs(Json& j, const Inputs& in) {
   if (!random.empty()) j.field("random_inputs", "random inputs (seed " + std::to_string(*in.seed) + "): " + random);
 }
 
-int cmd_report(const Args& args) {
-  po::options_description opts("options");
+void add_report_options(po::options_description& opts) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "output,o", po::value<std::string>(), "the HTML file to write (default: the graph file's name with .html, in the current directory)")(
       "timings", "print how long each phase took (stderr)");
   add_input_options(opts);
   add_budget_options(opts, false);
   add_report_budget_options(opts);
+}
+
+// The inputs the user gave (not random): the timeline's heat maps mark the others.
+std::set<std::string> given_inputs(const Inputs& in) {
+  std::set<std::string> given;
+  for (auto& [name, b] : in.buffers)
+    if (!std::count(in.randomized.begin(), in.randomized.end(), name)) given.insert(name);
+  return given;
+}
+
+// Stages with a drawing, their own or the identical stage's they point to.
+size_t drawn_stages(const std::vector<Stage>& stages) {
+  return std::count_if(stages.begin(), stages.end(), [&](const Stage& s) { return !stages[s.same_as >= 0 ? s.same_as : &s - stages.data()].svg.empty(); });
+}
+
+int cmd_report(const Args& args) {
+  po::options_description opts("options");
+  add_report_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -331,9 +348,7 @@ int cmd_report(const Args& args) {
   apply_budgets(vm);
   Inputs in = load_inputs(vm, root, "report");
   interp::BufferMap& inputs = in.buffers;
-  std::set<std::string> given;
-  for (auto& [name, b] : inputs)
-    if (!std::count(in.randomized.begin(), in.randomized.end(), name)) given.insert(name);
+  std::set<std::string> given = given_inputs(in);  // now: a run may add the buffers it writes
 
   // The input graph's values, per range binding.
   auto values = std::make_unique<ValueRecorder>(root);
@@ -365,8 +380,7 @@ int cmd_report(const Args& args) {
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : default_output(file);
   write_file(out, report_page(file, j.text()));
   cuts.tell(std::cerr);
-  size_t drawn = std::count_if(stages.begin(), stages.end(), [&](const Stage& s) { return !stages[s.same_as >= 0 ? s.same_as : &s - stages.data()].svg.empty(); });
-  std::cout << out << ": " << stages.size() << " stages (" << drawn << " drawn), " << kernels.size() << " kernel(s); " << check << " (" << clock.seconds() << " s)\n";
+  std::cout << out << ": " << stages.size() << " stages (" << drawn_stages(stages) << " drawn), " << kernels.size() << " kernel(s); " << check << " (" << clock.seconds() << " s)\n";
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // Pieces shared by the modes of `ow bench` (tools/cmd_bench.cpp: options, the steady-state
-// table; tools/bench/bench_compiled.cpp: --compile, --first-result, --micro). Benchmarks, not tests.
+// table; tools/bench/bench_compiled.cpp: --compile, --first-result; the other modes one file
+// each). Benchmarks, not tests.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -13,13 +15,20 @@ namespace ow::cli::bench {
 
 namespace fs = std::filesystem;
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0);
+
 struct Timing {
   double median = 0, min = 0;  // seconds
 };
 Timing summarize(std::vector<double> t);
+double median_or_nan(std::vector<double> t);  // NaN for no samples (a side that failed)
 double percentile(std::vector<double> t, double p);  // nearest-rank, p in [0, 1]
 std::string fmt_time(double seconds);
 std::string fmt_ratio(double r);  // "12.3x", "0.45x"
+const char* met(bool target_met);  // "MET", "NOT MET"
+// Rounds of a cc measurement that tcc gets `repeat` of: cc compiles ~100x slower, so at most 3.
+int cc_rounds(int repeat);
 
 struct InputSpec {
   std::string name;
@@ -41,11 +50,25 @@ struct NumpyRun {
 // --numpy-blas (auto, system, openblas, reference) as the directories to put first in numpy's
 // library path ("": the system's BLAS).
 std::string blas_dirs(const std::string& which);
-// Spawns `python script --kind KIND --dir DIR --repeat N --out OUT`; throws ow::Error on failure.
 struct Settings;
 // max|got - ref| / max|ref| (NaN when one has a NaN where the other has not).
 double rel_err(const interp::Value& got, const float* ref);
+// Spawns `python script --kind KIND --dir DIR --repeat N --out OUT`; throws ow::Error on failure.
 NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out);
+
+// A child process: how it ended (waitpid's status) and what it wrote to stdout.
+struct Captured {
+  int status = 0;
+  std::string out;
+  bool ok() const;                   // exited with status 0
+  std::string how_it_ended() const;  // "exit status N", "killed by signal N"
+};
+// Runs argv without a shell (argv[0] looked up in PATH when it has no '/'), with environment
+// `env` ("KEY=VALUE" each), its stdout captured and its stderr ours; throws ow::Error when it
+// cannot start.
+Captured spawn_and_capture(std::vector<std::string> argv, std::vector<std::string> env);
+// This process's environment without the variables named in `drop` or set by `add`, plus `add`.
+std::vector<std::string> child_environment(const std::vector<std::string>& drop, const std::vector<std::string>& add);
 
 // Everything the modes share, from the command line.
 struct Settings {
@@ -82,11 +105,14 @@ std::vector<UOp> kernels_of(UOp program);  // the KERNELs of a lowered program
 UOp rename_kernels(UOp program, const std::string& suffix);
 int bench_compile(const Settings& s);
 int bench_first_result(const Settings& s);
-int bench_micro(const Settings& s);
+int bench_micro(const Settings& s);        // bench_micro.cpp
 int bench_grad_memory(const Settings& s);  // bench_grad.cpp
 int bench_scaling(const Settings& s);      // bench_scaling.cpp
-// scan_with_assign with n steps of width d (bench_scaling.cpp): out[k] = vec @ M0 @ ... @ Mk.
-UOp scan(int64_t n, int64_t d);
+// A scan's compiled cost per step (bench_scaling.cpp): a prepared Program of `program` (a scan of
+// `steps` steps) on `tier`, after one warm-up run (`outs`: its outputs); wall seconds per step,
+// median of `repeat`. `walked`: the host loop walked on the host instead of compiled into the unit.
+double compiled_seconds_per_step(UOp program, int64_t steps, const interp::BufferMap& inputs, const std::string& tier, bool walked, int repeat,
+                                 std::vector<interp::Output>& outs);
 // A vmapped MLP of `depth` linear + relu layers (bench_scaling.cpp); buffer names end in `tag`.
 UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag);
 // cc's first result with every kernel compiled alone vs the whole program in one translation

@@ -14,6 +14,7 @@
 
 #include "backends/program.h"
 #include "bench.h"
+#include "cases.h"
 #include "cli.h"
 #include "interp/compare.h"
 #include "lower/lower.h"
@@ -22,8 +23,6 @@
 namespace ow::cli::bench {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
 
 // OW_CACHE_DIR=off while it lives; the caller's value back afterwards.
 class DiskCacheOff {
@@ -50,7 +49,7 @@ const char* const kModes[2] = {"kernel", "program"};
 
 // One round of one mode: lower (timed apart), fresh kernel names, then Program + run.
 void round_of(UOp graph, const interp::BufferMap& inputs, const std::vector<interp::Output>& want, int mode, ModeRow& row) {
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = Clock::now();
   UOp program = lower::lower(graph);
   row.lower.push_back(seconds_since(t0));
   UOp fresh = rename_kernels(program, "cm" + nonce());
@@ -59,7 +58,7 @@ void round_of(UOp graph, const interp::BufferMap& inputs, const std::vector<inte
   ro.backend = "cc";
   ro.compile_mode = kModes[mode];
   interp::BufferMap b = copy_buffers(inputs);
-  auto t1 = std::chrono::steady_clock::now();
+  auto t1 = Clock::now();
   std::vector<interp::Output> got = backend::run_program(fresh, b, ro);
   row.first[mode].push_back(seconds_since(t1));
   for (size_t o = 0; o < want.size(); ++o)
@@ -83,26 +82,13 @@ ModeRow measure(const std::string& name, UOp graph, int rounds, uint64_t seed) {
   return row;
 }
 
-double med(std::vector<double> v) { return v.empty() ? NAN : summarize(std::move(v)).median; }
-
-// Seconds per step of a prepared run of the scan (D = 16, n steps) on `tier`: its loop compiled
-// into the unit (one call), or walked on the host (an on_launch hook keeps it there).
+// Seconds per step of the scan (D = 16, n steps) on `tier`, walked on the host or compiled.
 double per_step(int64_t n, const std::string& tier, bool walked, int repeat, uint64_t seed) {
-  UOp g = scan(n, 16);
+  UOp g = cases::scan_with_assign(n, 16);
   interp::BufferMap inputs;
   fill_random_inputs(g, inputs, seed);
-  backend::RunOptions ro;
-  ro.backend = tier;
-  if (walked) ro.on_launch = [](UOp, const auto&) {};
-  backend::Program p(lower::lower(g), ro);
-  std::vector<double> t;
-  for (int i = 0; i <= repeat; ++i) {
-    interp::BufferMap b = copy_buffers(inputs);
-    auto t0 = std::chrono::steady_clock::now();
-    p.run(b);
-    if (i) t.push_back(seconds_since(t0) / double(n));  // the first run warms up
-  }
-  return med(t);
+  std::vector<interp::Output> outs;
+  return compiled_seconds_per_step(lower::lower(g), n, inputs, tier, walked, repeat, outs);
 }
 
 // The host loop of a scan compiled into the unit against the host walk of the same kernels.
@@ -120,7 +106,7 @@ void scan_steps(const Settings& s) {
 
 int bench_compile_modes(const Settings& s) {
   DiskCacheOff off;
-  int rounds = std::max(1, std::min(s.repeat, 3));
+  int rounds = cc_rounds(s.repeat);
   std::vector<ModeRow> rows;
   rows.push_back(measure("scan_big_64x128", load_graph((s.cases_dir / "scan_big_64x128.uop").string()).root, rounds, s.seed));
   rows.push_back(measure("vmap_mlp_depth64", deep_mlp(64, 4, 16, "_cm"), 1, s.seed));
@@ -128,13 +114,13 @@ int bench_compile_modes(const Settings& s) {
   std::printf("  same run, disk cache off, fresh kernel names; 1st run = render + compile + run; total = lower + 1st run; medians of %d round(s)\n", rounds);
   std::printf("%-20s %4s | %9s | %11s %11s | %11s %11s | %9s  %s\n", "case", "kern", "lower", "kernel 1st", "program 1st", "kernel TOT", "program TOT", "ratio", "check vs interp");
   for (const ModeRow& r : rows) {
-    double lo = med(r.lower), k = med(r.first[0]), p = med(r.first[1]);
+    double lo = median_or_nan(r.lower), k = median_or_nan(r.first[0]), p = median_or_nan(r.first[1]);
     std::printf("%-20s %4zu | %9s | %11s %11s | %11s %11s | %9s  %s\n", r.name.c_str(), r.kernels, fmt_time(lo).c_str(), fmt_time(k).c_str(), fmt_time(p).c_str(),
                 fmt_time(lo + k).c_str(), fmt_time(lo + p).c_str(), std::isnan(k + p) ? "-" : fmt_ratio((lo + k) / (lo + p)).c_str(), r.check.c_str());
   }
   const ModeRow& scan = rows[0];
-  double ratio = (med(scan.lower) + med(scan.first[0])) / (med(scan.lower) + med(scan.first[1]));
-  std::printf("target cc first result of scan_big_64x128, whole program >= 3x faster than per kernel: %s (%s)\n", ratio >= 3 ? "MET" : "NOT MET",
+  double ratio = (median_or_nan(scan.lower) + median_or_nan(scan.first[0])) / (median_or_nan(scan.lower) + median_or_nan(scan.first[1]));
+  std::printf("target cc first result of scan_big_64x128, whole program >= 3x faster than per kernel: %s (%s)\n", met(ratio >= 3),
               std::isnan(ratio) ? "-" : fmt_ratio(ratio).c_str());
   scan_steps(s);
   return std::any_of(rows.begin(), rows.end(), [](const ModeRow& r) { return r.bad; }) ? 1 : 0;

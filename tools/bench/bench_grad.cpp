@@ -46,9 +46,9 @@ double time_interp(UOp g, const interp::BufferMap& in, int repeat, std::vector<i
   std::vector<double> t;
   for (int k = 0; k < repeat; ++k) {
     interp::BufferMap b = copy_buffers(in);
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = Clock::now();
     outs = interp::run(g, b);
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    t.push_back(seconds_since(t0));
   }
   return summarize(t).median;
 }

@@ -8,8 +8,6 @@
 //   steady        tinygrad: the graph built and realized again (kernels cached in memory);
 //                 ow: a prepared Program run again (compile excluded), as the default mode times it.
 // tinygrad's output is compared with the interpreter's (max|diff|/max|ref|), ow's bit for bit.
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -29,7 +27,6 @@ namespace ow::cli::bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 const char* kTinygradCases[] = {"scan_with_assign", "scan_big_16x256", "scan_big_64x128", "vmap_mlp_32x128"};
 
 // The tinygrad checkout to import: $OW_TINYGRAD, else shared/tinygrad above the executable or the
@@ -43,24 +40,22 @@ std::string tinygrad_dir() {
   }
 }
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // Seconds of one `ow run` process with a cold compile cache (median of `n`); throws on failure.
 double ow_process(const fs::path& file, const interp::BufferMap& in, const fs::path& dir, const std::string& backend, int n) {
-  std::string cmd = quoted(fs::read_symlink("/proc/self/exe").string()) + " run " + quoted(file.string()) + " --flat-inputs --backend " + backend;
-  for (auto& [name, b] : in) cmd += " --in " + quoted(name + "=" + (dir / (name + ".npy")).string());
+  std::vector<std::string> argv = {fs::read_symlink("/proc/self/exe").string(), "run", file.string(), "--flat-inputs", "--backend", backend};
+  for (auto& [name, b] : in) argv.insert(argv.end(), {"--in", name + "=" + (dir / (name + ".npy")).string()});
   std::vector<double> t;
   for (int i = 0; i < n; ++i) {
-    fs::path cache = dir / ("cache-" + backend + std::to_string(i));
-    std::string env = "OW_CACHE_DIR=" + quoted(cache.string()) + " XDG_CACHE_HOME=" + quoted(cache.string()) + " ";
+    std::string cache = (dir / ("cache-" + backend + std::to_string(i))).string();
+    std::vector<std::string> env = child_environment({}, {"OW_CACHE_DIR=" + cache, "XDG_CACHE_HOME=" + cache});
     auto t0 = Clock::now();
-    int rc = std::system((env + cmd + " >/dev/null").c_str());
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    if (rc != 0) throw Error("ow run on " + backend + " failed: " + cmd);
+    Captured run = spawn_and_capture(argv, env);  // its printed outputs are not needed
+    t.push_back(seconds_since(t0));
+    if (!run.ok()) {
+      std::string cmd;
+      for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+      throw Error("ow run on " + backend + " failed (" + run.how_it_ended() + "): " + cmd);
+    }
   }
   return summarize(t).median;
 }
@@ -90,8 +85,7 @@ Side tinygrad_side(const Settings& s, const fs::path& file, const interp::Value&
     double e = a.data->size == want.numel() && a.dtype == dtypes::float32 ? rel_err(want, a.data->as<float>()) : NAN;
     std::snprintf(buf, sizeof buf, "%srel err %.1e", e <= s.tolerance ? "" : "WRONG: ", e);
     side.check = buf;
-  } catch (const Error& e) {
-    std::string m = e.what();
+  } catch (const Error&) {
     side.check = "tinygrad could not run it (its reason is above)";
   }
   return side;

@@ -92,6 +92,10 @@ fs::path find_in_repo(const fs::path& rel, bool dir, const std::string& what, co
 
 // ---------- timing ----------
 
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median_or_nan(std::vector<double> t) { return t.empty() ? NAN : summarize(std::move(t)).median; }
+
 Timing summarize(std::vector<double> t) {
   std::sort(t.begin(), t.end());
   size_t n = t.size();
@@ -112,6 +116,10 @@ double percentile(std::vector<double> t, double p) {
   size_t k = size_t(std::ceil(p * double(t.size())));
   return t[k == 0 ? 0 : std::min(k, t.size()) - 1];
 }
+
+const char* met(bool target_met) { return target_met ? "MET" : "NOT MET"; }
+
+int cc_rounds(int repeat) { return std::max(1, std::min(repeat, 3)); }
 
 std::string fmt_ratio(double r) {
   char buf[32];
@@ -181,35 +189,46 @@ double rel_err(const interp::Value& got, const float* ref) {
   return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
 
-NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out) {
-  const std::string& python = s.python;
-  const std::optional<int>& threads = s.threads;
-  std::vector<std::string> argv_s = {python, s.script.string(), "--kind", kind, "--dir", dir.string(), "--repeat", std::to_string(s.repeat), "--out", out.string()};
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
+// ---------- child processes ----------
 
-  // The child's environment: ours without the OpenBLAS overrides that can slow numpy down.
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    if (key == "OPENBLAS_CORETYPE" || key == "OPENBLAS_L2_SIZE") continue;
-    if (threads && (key == "OPENBLAS_NUM_THREADS" || key == "OMP_NUM_THREADS" || key == "MKL_NUM_THREADS")) continue;
-    if (!s.blas_dirs.empty() && key == "LD_LIBRARY_PATH") continue;
-    env_s.push_back(kv);
-  }
-  if (!s.coretype.empty()) env_s.push_back("OPENBLAS_CORETYPE=" + s.coretype);
-  if (!s.blas_dirs.empty()) {
-    const char* old = std::getenv("LD_LIBRARY_PATH");
-    env_s.push_back("LD_LIBRARY_PATH=" + s.blas_dirs + (old && *old ? std::string(":") + old : ""));
-  }
-  if (threads)
-    for (const char* k : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env_s.push_back(std::string(k) + "=" + std::to_string(*threads));
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
+std::vector<std::string> child_environment(const std::vector<std::string>& drop, const std::vector<std::string>& add) {
+  auto key_of = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  auto listed = [&](const std::vector<std::string>& list, const std::string& key) {
+    return std::any_of(list.begin(), list.end(), [&](const std::string& x) { return key_of(x) == key; });
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::string kv = *e; !listed(drop, key_of(kv)) && !listed(add, key_of(kv))) env.push_back(kv);
+  env.insert(env.end(), add.begin(), add.end());
+  return env;
+}
 
+namespace {
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& x : v) out.push_back(x.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string read_all(int fd) {
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    text.append(buf, size_t(n));
+  }
+  return text;
+}
+
+}  // namespace
+
+Captured spawn_and_capture(std::vector<std::string> argv, std::vector<std::string> env) {
+  std::vector<char*> args = c_strings(argv), envp = c_strings(env);
   int fds[2];
   if (pipe(fds) != 0) throw Error(std::string("ow bench: pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t fa;
@@ -218,33 +237,50 @@ NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& d
   posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_addclose(&fa, fds[1]);
   pid_t pid = 0;
+  const std::string& program = argv[0];
   // A bare name ("python3") is looked up in PATH, like a shell would.
-  int rc = python.find('/') == std::string::npos ? posix_spawnp(&pid, python.c_str(), &fa, nullptr, argv.data(), envp.data())
-                                                 : posix_spawn(&pid, python.c_str(), &fa, nullptr, argv.data(), envp.data());
+  int rc = program.find('/') == std::string::npos ? posix_spawnp(&pid, program.c_str(), &fa, nullptr, args.data(), envp.data())
+                                                  : posix_spawn(&pid, program.c_str(), &fa, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
-    throw Error("ow bench: cannot start '" + python + "': " + std::strerror(rc) + " (pass --numpy /path/to/python3 with numpy installed)");
+    throw Error("ow bench: cannot start '" + program + "': " + std::strerror(rc));
   }
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    text.append(buf, size_t(n));
-  }
+  Captured c;
+  c.out = read_all(fds[0]);
   close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (waitpid(pid, &c.status, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("ow bench: '" + python + " " + s.script.string() + "' failed (" +
-                (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : "killed by signal " + std::to_string(WTERMSIG(status))) +
-                "); is numpy installed for that interpreter? (choose one with --numpy)");
+  return c;
+}
 
+bool Captured::ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+std::string Captured::how_it_ended() const {
+  return WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : "killed by signal " + std::to_string(WTERMSIG(status));
+}
+
+// ---------- the numpy subprocess ----------
+
+namespace {
+
+// Ours without the OpenBLAS overrides that can slow numpy down, with the BLAS and thread count
+// the command line asks for.
+std::vector<std::string> numpy_environment(const Settings& s) {
+  std::vector<std::string> add;
+  if (!s.coretype.empty()) add.push_back("OPENBLAS_CORETYPE=" + s.coretype);
+  if (!s.blas_dirs.empty()) {
+    const char* old = std::getenv("LD_LIBRARY_PATH");
+    add.push_back("LD_LIBRARY_PATH=" + s.blas_dirs + (old && *old ? std::string(":") + old : ""));
+  }
+  if (s.threads)
+    for (const char* k : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}) add.push_back(std::string(k) + "=" + std::to_string(*s.threads));
+  return child_environment({"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}, add);
+}
+
+// The script's stdout: "OW_BENCH_RESULT key=value ..." and lines of information.
+NumpyRun parse_numpy_output(const Settings& s, const std::string& text) {
   NumpyRun r;
   bool found = false;
   std::istringstream lines(text);
@@ -268,6 +304,21 @@ NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& d
   }
   if (!found) throw Error("ow bench: " + s.script.string() + " printed no OW_BENCH_RESULT line; its output was:\n" + text);
   return r;
+}
+
+}  // namespace
+
+NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& dir, const fs::path& out) {
+  Captured c;
+  try {
+    c = spawn_and_capture({s.python, s.script.string(), "--kind", kind, "--dir", dir.string(), "--repeat", std::to_string(s.repeat), "--out", out.string()},
+                          numpy_environment(s));
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (pass --numpy /path/to/python3 with numpy installed)");
+  }
+  if (!c.ok())
+    throw Error("ow bench: '" + s.python + " " + s.script.string() + "' failed (" + c.how_it_ended() + "); is numpy installed for that interpreter? (choose one with --numpy)");
+  return parse_numpy_output(s, c.out);
 }
 
 }  // namespace ow::cli::bench

@@ -13,13 +13,8 @@ namespace {
 // "4G", "512M", "1.5GiB", "1000000" (bytes); "0" or "none" for no limit.
 uint64_t parse_size(const std::string& text) {
   if (text == "none") return 0;
-  size_t used = 0;
   double x = 0;
-  try {
-    x = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  size_t used = leading_number(text, x);
   std::string unit = text.substr(used);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const std::pair<const char*, double> units[] = {{"", 1}, {"B", 1}, {"K", 1024.0}, {"KB", 1024.0}, {"KIB", 1024.0}, {"M", 1048576.0}, {"MB", 1048576.0}, {"MIB", 1048576.0},

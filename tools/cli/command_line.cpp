@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cli.h"
 #include "uop/error.h"
@@ -37,6 +38,14 @@ bool parse_options(const std::string& cmd, const std::string& usage, po::options
     throw;
   }
   return true;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');)
+    if (!t.empty()) out.push_back(t);
+  return out;
 }
 
 // PATH "-" is stdin, which can be read once per command.

@@ -1,4 +1,5 @@
-// A minimal JSON writer for `ow report`'s data blob: objects, arrays, strings, numbers, booleans.
+// A minimal JSON writer for `ow report`'s data blob (objects, arrays, strings, numbers, booleans),
+// and the one JSON string escaper (`ow run --trace=json` writes its lines with it too).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -8,6 +9,23 @@
 #include <vector>
 
 namespace ow::cli {
+
+// s as a JSON string literal, quotes included. '<', '>' and '&' are escaped too, so the text can
+// sit inside a <script> element.
+inline std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
+    else if (c == '\n') o += "\\n";
+    else if (c == '\t') o += "\\t";
+    else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else o += static_cast<char>(c);
+  }
+  return o + "\"";
+}
 
 class Json {
  public:
@@ -82,20 +100,7 @@ class Json {
     first_.pop_back();
     return *this;
   }
-  // '<' is escaped too, so the blob can sit inside a <script> element.
-  void quote(const std::string& s) {
-    os_ << '"';
-    for (unsigned char c : s) {
-      if (c == '"' || c == '\\') os_ << '\\' << c;
-      else if (c == '\n') os_ << "\\n";
-      else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        os_ << buf;
-      } else os_ << c;
-    }
-    os_ << '"';
-  }
+  void quote(const std::string& s) { os_ << json_string(s); }
 };
 
 }  // namespace ow::cli

@@ -84,31 +84,33 @@ class Reader {
     return d;
   }
 
+  // `open`, then `item()` for each of the comma-separated items, then `close`.
+  template <class F> void items(char open, char close, F&& item) {
+    expect(open);
+    if (eat(close)) return;
+    do item();
+    while (eat(','));
+    expect(close);
+  }
+
   JsonValue array(int depth) {
     JsonValue v;
     v.kind = JsonValue::Kind::Array;
-    expect('[');
-    if (eat(']')) return v;
-    do v.items.push_back(value(depth + 1));
-    while (eat(','));
-    expect(']');
+    items('[', ']', [&] { v.items.push_back(value(depth + 1)); });
     return v;
   }
 
   JsonValue object(int depth) {
     JsonValue v;
     v.kind = JsonValue::Kind::Object;
-    expect('{');
-    if (eat('}')) return v;
-    do {
+    items('{', '}', [&] {
       space();
       if (i_ >= s_.size() || s_[i_] != '"') fail("a member name in double quotes");
       std::string key = string();
       expect(':');
       v.keys.push_back(key);
       v.items.push_back(value(depth + 1));
-    } while (eat(','));
-    expect('}');
+    });
     return v;
   }
 

@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "backends/program.h"
+#include "cli.h"
 #include "session.h"
 #include "uop/args.h"
 #include "uop/error.h"
@@ -49,13 +50,8 @@ void Session::range_break(const std::string& arg, Break& b) {
   }
   if (!range_names_.count(name))
     throw Error("break: no range named '" + printable(name) + "' (ranges: " + join({range_names_.begin(), range_names_.end()}) + ")");
-  size_t used = 0;
   int64_t v = 0;
-  try {
-    v = std::stoll(val, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  size_t used = leading_number(val, v);
   if (val.empty() || used != val.size()) throw Error("break: '" + printable(val) + "' is not an integer (break RANGE=VALUE, e.g. break m1=2)");
   b.kind = Break::Range;
   if (name != arg.substr(0, eq)) b.text = name + "=" + val + " (" + arg + ")";

@@ -59,62 +59,69 @@ std::optional<std::string> LineEditor::read_line(const std::string& prompt) {
   refresh();
   char c;
   while (read_byte(c)) {
-    bool tab = false;
     if (c == '\r' || c == '\n') {
       write("\n");
       add_history(buf_);
       return buf_;
-    } else if (c == ctrl('D')) {
-      if (buf_.empty()) {
-        write("\n");
-        return std::nullopt;
-      }
-      if (pos_ < buf_.size()) buf_.erase(pos_, 1);
-    } else if (c == ctrl('C')) {  // abandon the line, as a shell does
-      write("^C\n");
-      buf_.clear();
-      pos_ = 0;
-      hist_pos_ = history_.size();
-    } else if (c == '\t') {
-      tab = true;
-      complete();
-    } else if (c == 0x7f || c == ctrl('H')) {
-      if (pos_ > 0) buf_.erase(--pos_, 1);
-    } else if (c == ctrl('A')) pos_ = 0;
-    else if (c == ctrl('E')) pos_ = buf_.size();
-    else if (c == ctrl('B')) pos_ -= pos_ > 0;
-    else if (c == ctrl('F')) pos_ += pos_ < buf_.size();
-    else if (c == ctrl('K')) buf_.erase(pos_);
-    else if (c == ctrl('U')) {
-      buf_.erase(0, pos_);
-      pos_ = 0;
-    } else if (c == ctrl('W')) {
-      size_t start = pos_;
-      while (start > 0 && buf_[start - 1] == ' ') --start;
-      while (start > 0 && buf_[start - 1] != ' ') --start;
-      buf_.erase(start, pos_ - start);
-      pos_ = start;
-    } else if (c == ctrl('P')) walk_history(-1);
-    else if (c == ctrl('N')) walk_history(+1);
-    else if (c == '\x1b') {
-      switch (read_escape()) {
-        case Key::Up: walk_history(-1); break;
-        case Key::Down: walk_history(+1); break;
-        case Key::Left: pos_ -= pos_ > 0; break;
-        case Key::Right: pos_ += pos_ < buf_.size(); break;
-        case Key::Home: pos_ = 0; break;
-        case Key::End: pos_ = buf_.size(); break;
-        case Key::Delete:
-          if (pos_ < buf_.size()) buf_.erase(pos_, 1);
-          break;
-        case Key::Other: break;  // an unknown key is ignored, never inserted as text
-      }
-    } else if (static_cast<unsigned char>(c) >= 0x20) insert(std::string(1, c));
-    tabbed_ = tab;
+    }
+    if (c == ctrl('D') && buf_.empty()) break;  // end of input, as a shell takes it
+    edit(c);
+    tabbed_ = c == '\t';
     refresh();
   }
   write("\n");
   return std::nullopt;
+}
+
+// Every key but Enter and Ctrl-D on an empty line.
+void LineEditor::edit(char c) {
+  if (c == ctrl('D')) {
+    if (pos_ < buf_.size()) buf_.erase(pos_, 1);
+  } else if (c == ctrl('C')) {  // abandon the line, as a shell does
+    write("^C\n");
+    buf_.clear();
+    pos_ = 0;
+    hist_pos_ = history_.size();
+  } else if (c == '\t') complete();
+  else if (c == 0x7f || c == ctrl('H')) {
+    if (pos_ > 0) buf_.erase(--pos_, 1);
+  } else if (c == ctrl('A')) pos_ = 0;
+  else if (c == ctrl('E')) pos_ = buf_.size();
+  else if (c == ctrl('B')) pos_ -= pos_ > 0;
+  else if (c == ctrl('F')) pos_ += pos_ < buf_.size();
+  else if (c == ctrl('K')) buf_.erase(pos_);
+  else if (c == ctrl('U')) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  } else if (c == ctrl('W')) erase_word();
+  else if (c == ctrl('P')) walk_history(-1);
+  else if (c == ctrl('N')) walk_history(+1);
+  else if (c == '\x1b') edit(read_escape());
+  else if (static_cast<unsigned char>(c) >= 0x20) insert(std::string(1, c));
+}
+
+void LineEditor::edit(Key k) {
+  switch (k) {
+    case Key::Up: walk_history(-1); break;
+    case Key::Down: walk_history(+1); break;
+    case Key::Left: pos_ -= pos_ > 0; break;
+    case Key::Right: pos_ += pos_ < buf_.size(); break;
+    case Key::Home: pos_ = 0; break;
+    case Key::End: pos_ = buf_.size(); break;
+    case Key::Delete:
+      if (pos_ < buf_.size()) buf_.erase(pos_, 1);
+      break;
+    case Key::Other: break;  // an unknown key is ignored, never inserted as text
+  }
+}
+
+// Ctrl-W: the word before the cursor, and the spaces between them.
+void LineEditor::erase_word() {
+  size_t start = pos_;
+  while (start > 0 && buf_[start - 1] == ' ') --start;
+  while (start > 0 && buf_[start - 1] != ' ') --start;
+  buf_.erase(start, pos_ - start);
+  pos_ = start;
 }
 
 bool LineEditor::read_byte(char& c) {

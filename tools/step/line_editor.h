@@ -55,6 +55,9 @@ class LineEditor {
 
   bool read_byte(char& c);
   Key read_escape();
+  void edit(char c);  // one key typed
+  void edit(Key k);   // one key after ESC
+  void erase_word();
   void write(const std::string& s);
   void refresh();
   void insert(const std::string& s);

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "interp/value.h"
+#include "json/json.h"
 
 namespace ow::cli {
 
@@ -44,22 +45,6 @@ ValueStats value_stats(const interp::Value& v) {
   return s;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"') o += "\\\"";
-    else if (c == '\\') o += "\\\\";
-    else if (c == '\n') o += "\\n";
-    else if (c == '\t') o += "\\t";
-    else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else o += static_cast<char>(c);
-  }
-  return o + "\"";
-}
-
 std::string json_number(double x) {
   if (std::isnan(x)) return "\"nan\"";
   if (std::isinf(x)) return x > 0 ? "\"inf\"" : "\"-inf\"";
@@ -87,12 +72,12 @@ std::string index_text(const std::vector<int64_t>& shape, int64_t flat) {
 
 std::string trace_json(const interp::Step& s, const Printed& numbering, uint64_t step) {
   ValueStats st = value_stats(*s.value);
-  std::string j = "{\"step\":" + std::to_string(step) + ",\"node\":" + json_escape(node_name(numbering, s.node)) +
-                  ",\"op\":" + json_escape(std::string(op_name(s.node->op))) + ",\"dtype\":" + json_escape(to_string(s.value->dtype)) + ",\"shape\":[";
+  std::string j = "{\"step\":" + std::to_string(step) + ",\"node\":" + json_string(node_name(numbering, s.node)) +
+                  ",\"op\":" + json_string(std::string(op_name(s.node->op))) + ",\"dtype\":" + json_string(to_string(s.value->dtype)) + ",\"shape\":[";
   const auto& shape = s.value->shape();
   for (size_t i = 0; i < shape.size(); ++i) j += (i ? "," : "") + std::to_string(shape[i]);
   j += "],\"bindings\":{";
-  for (size_t i = 0; i < s.bindings.size(); ++i) j += (i ? "," : "") + json_escape(range_name(s.bindings[i].first)) + ":" + std::to_string(s.bindings[i].second);
+  for (size_t i = 0; i < s.bindings.size(); ++i) j += (i ? "," : "") + json_string(range_name(s.bindings[i].first)) + ":" + std::to_string(s.bindings[i].second);
   j += "},\"count\":" + std::to_string(st.count) + ",\"poison\":" + std::to_string(st.poison);
   if (st.clean) j += ",\"min\":" + json_number(st.min) + ",\"max\":" + json_number(st.max) + ",\"mean\":" + json_number(st.mean);
   else j += ",\"min\":null,\"max\":null,\"mean\":null";

@@ -18,8 +18,7 @@ struct ValueStats {
 };
 ValueStats value_stats(const interp::Value& v);
 
-std::string json_escape(const std::string& s);          // a JSON string literal, quotes included
-std::string json_number(double x);                      // finite: %.9g; NaN/inf: "nan", "inf", "-inf"
+std::string json_number(double x);  // finite: %.9g; NaN/inf: "nan", "inf", "-inf"
 
 // One line of `ow run --trace=json` (no newline): an object with the keys
 //   step (1, 2, ...), node ("%N"), op, dtype, shape (array), bindings (object range -> value,
