@@ -37,6 +37,11 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
   if (counting) ++allocations;
   return std::malloc(n ? n : 1);
 }
+// GCC sees operator new's standard declaration, not this file's malloc-based definition, and
+// warns that free() frees what new returned; here it is exactly what new returned.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
