@@ -300,7 +300,7 @@ class Scheduler {
       for (const Step& t : frames_[path_[p]].steps)
         for (const std::string& b : s.writes)
           if (t.reads.count(b) || t.writes.count(b))
-            throw unsupported("kernel " + kernel_name(k) + " runs once but is reached inside a host loop after a step that uses buffer '" + b + "'");
+            throw unsupported(Reason::RunOnceInLoop, "kernel " + kernel_name(k) + " runs once but is reached inside a host loop after a step that uses buffer '" + b + "'");
   }
 
   Ref place(const std::vector<const void*>& key, size_t f, Step s, const std::vector<Ref>& deps) {
@@ -393,7 +393,7 @@ class Scheduler {
         if (r == w || st[r].before.count(w) || st[w].before.count(r)) continue;
         for (const std::string& b : st[w].writes) {
           if (st[r].writes.count(b) && r < w)
-            throw unsupported("two steps write buffer '" + b + "' without an order between them (" + step_name(st[r]) + " and " + step_name(st[w]) + ": a race, SEMANTICS S5.5)");
+            throw unsupported(Reason::UnorderedWrites, "two steps write buffer '" + b + "' without an order between them (" + step_name(st[r]) + " and " + step_name(st[w]) + ": a race, SEMANTICS S5.5)");
           if (st[r].reads.count(b)) edges[w].insert(r);  // the unordered read sees the contents before the write
         }
       }
@@ -403,7 +403,7 @@ class Scheduler {
       size_t pick = n;
       for (size_t i = 0; i < n && pick == n; ++i)
         if (!placed[i] && std::all_of(edges[i].begin(), edges[i].end(), [&](size_t j) { return placed[j]; })) pick = i;
-      if (pick == n) throw unsupported("steps that each read a buffer the other writes, with no order between them (the reads would need copies)");
+      if (pick == n) throw unsupported(Reason::ReadWriteCycle, "steps that each read a buffer the other writes, with no order between them (the reads would need copies)");
       placed[pick] = true;
       out.push_back(st[pick].node);
     }
