@@ -231,18 +231,25 @@ class Scheduler {
     size_t f = hint;
     for (const Ref& d : deps) f = deeper(f, d.frame);
     std::set<size_t> context = visible(f, {});  // what the kernel's place follows, not its own reads
-    Renames renames;
-    for (UOp v : values) {
-      Placed p = value(v, f, context);
-      deps.push_back(p.ref);
-      renames.push_back({temp_of(v), p.temp});
-    }
+    Renames renames = place_values(values, f, context, deps);
     std::vector<const void*> key{k.get(), frame_id(f)};
     if (step) key.push_back(reinterpret_cast<const void*>(++steps_));  // every listed step runs
     if (auto it = done_.find(key); it != done_.end()) return it->second;
     Step s = make_step(k, renames);
     check_hoist(k, f, s);
     return place(key, f, std::move(s), deps);
+  }
+
+  // The value kernels a kernel placed in frame f reads, each placed for it (after `context`):
+  // their places join deps, and the kernel's temporaries are renamed to theirs.
+  Renames place_values(const std::vector<UOp>& values, size_t f, const std::set<size_t>& context, std::vector<Ref>& deps) {
+    Renames renames;
+    for (UOp v : values) {
+      Placed p = value(v, f, context);
+      deps.push_back(p.ref);
+      renames.push_back({temp_of(v), p.temp});
+    }
+    return renames;
   }
 
   // A value kernel read by a kernel in frame `reader` placed after `context` there: it sees that
@@ -258,12 +265,7 @@ class Scheduler {
     std::set<size_t> outer = f == reader ? context : visible(f, {}), mine = outer;
     for (const Ref& d : deps)
       if (d.frame == f) mine.insert(d.step), mine.insert(frames_[f].steps[d.step].before.begin(), frames_[f].steps[d.step].before.end());
-    Renames renames;
-    for (UOp v : values) {
-      Placed p = value(v, f, outer);
-      deps.push_back(p.ref);
-      renames.push_back({temp_of(v), p.temp});
-    }
+    Renames renames = place_values(values, f, outer, deps);
     // One placement per set of writes of its inputs it sees (the steps of its frame it follows
     // that write them), and per temporaries of its own inputs.
     std::vector<const void*> key{k.get(), frame_id(f)};
