@@ -232,9 +232,7 @@ bool Fuzzer::check_tiers(uint64_t seed, UOp root, const interp::BufferMap& input
     if (got.ok) continue;
     if (got.kind == Kind::Unsupported) {
       ++unsupported_;
-      // the refusal's reason (Unsupported's fixed suffix cut), its empty-dimension forms as one
-      std::string kind = got.error.substr(0, got.error.find(" (not supported"));
-      unsupported_kinds_[kind.find("empty dimension") != std::string::npos ? "an empty dimension" : kind].push_back(seed);
+      unsupported_kinds_[category(got)].push_back(seed);  // Unsupported's reason
       return false;
     }
     report(seed, root, tier, got, [&](UOp g, const interp::BufferMap& in) { return interpret(g, in).ok ? run_compiled(g, in, tier) : Outcome{}; },

@@ -42,10 +42,15 @@ struct Symbol {
   const void* address;
 };
 
-template <class R, class... A>
-const void* fn(R (*f)(A...)) {
+// The address of f, of the overload whose type is Sig: fn<float(float)>(::expf).
+template <class Sig>
+const void* fn(Sig* f) {
   return reinterpret_cast<const void*>(f);
 }
+
+// A C math function in both widths: float (name##f) and double (name), one or two arguments.
+#define OW_MATH1(name) {#name "f", fn<float(float)>(::name##f)}, {#name, fn<double(double)>(::name)}
+#define OW_MATH2(name) {#name "f", fn<float(float, float)>(::name##f)}, {#name, fn<double(double, double)>(::name)}
 
 // Everything generated code may call. Each one is what the interpreter calls (SEMANTICS S2.1:
 // "the C library's function in the dtype").
@@ -54,41 +59,19 @@ const Symbol symbols[] = {
     {"__fixunsdfdi", fn(fixunsdfdi)},
     {"__floatundisf", fn(floatundisf)},
     {"__floatundidf", fn(floatundidf)},
-    {"memset", fn(static_cast<void* (*)(void*, int, size_t)>(::memset))},
-    {"memcpy", fn(static_cast<void* (*)(void*, const void*, size_t)>(::memcpy))},
-    {"memmove", fn(static_cast<void* (*)(void*, const void*, size_t)>(::memmove))},
-    {"expf", fn(static_cast<float (*)(float)>(::expf))},
-    {"exp2f", fn(static_cast<float (*)(float)>(::exp2f))},
-    {"logf", fn(static_cast<float (*)(float)>(::logf))},
-    {"log2f", fn(static_cast<float (*)(float)>(::log2f))},
-    {"sinf", fn(static_cast<float (*)(float)>(::sinf))},
-    {"cosf", fn(static_cast<float (*)(float)>(::cosf))},
-    {"sqrtf", fn(static_cast<float (*)(float)>(::sqrtf))},
-    {"powf", fn(static_cast<float (*)(float, float)>(::powf))},
-    {"fabsf", fn(static_cast<float (*)(float)>(::fabsf))},
-    {"floorf", fn(static_cast<float (*)(float)>(::floorf))},
-    {"ceilf", fn(static_cast<float (*)(float)>(::ceilf))},
-    {"truncf", fn(static_cast<float (*)(float)>(::truncf))},
-    {"fmaxf", fn(static_cast<float (*)(float, float)>(::fmaxf))},
-    {"fminf", fn(static_cast<float (*)(float, float)>(::fminf))},
-    {"exp", fn(static_cast<double (*)(double)>(::exp))},
-    {"exp2", fn(static_cast<double (*)(double)>(::exp2))},
-    {"log", fn(static_cast<double (*)(double)>(::log))},
-    {"log2", fn(static_cast<double (*)(double)>(::log2))},
-    {"sin", fn(static_cast<double (*)(double)>(::sin))},
-    {"cos", fn(static_cast<double (*)(double)>(::cos))},
-    {"sqrt", fn(static_cast<double (*)(double)>(::sqrt))},
-    {"pow", fn(static_cast<double (*)(double, double)>(::pow))},
-    {"fabs", fn(static_cast<double (*)(double)>(::fabs))},
-    {"floor", fn(static_cast<double (*)(double)>(::floor))},
-    {"ceil", fn(static_cast<double (*)(double)>(::ceil))},
-    {"trunc", fn(static_cast<double (*)(double)>(::trunc))},
-    {"fmax", fn(static_cast<double (*)(double, double)>(::fmax))},
-    {"fmin", fn(static_cast<double (*)(double, double)>(::fmin))},
+    {"memset", fn<void*(void*, int, size_t)>(::memset)},
+    {"memcpy", fn<void*(void*, const void*, size_t)>(::memcpy)},
+    {"memmove", fn<void*(void*, const void*, size_t)>(::memmove)},
+    OW_MATH1(exp), OW_MATH1(exp2), OW_MATH1(log), OW_MATH1(log2), OW_MATH1(sin), OW_MATH1(cos), OW_MATH1(sqrt),
+    OW_MATH1(fabs), OW_MATH1(floor), OW_MATH1(ceil), OW_MATH1(trunc),
+    OW_MATH2(pow), OW_MATH2(fmax), OW_MATH2(fmin),
     // Vectorized loops (vector_loops.h): the renderer calls them under #ifdef __TINYC__.
     {"ow_axpy_f32", fn(ow_axpy_f32)},
     {"ow_axpy_f64", fn(ow_axpy_f64)},
 };
+
+#undef OW_MATH1
+#undef OW_MATH2
 
 void on_error(void* opaque, const char* msg) {
   std::string& out = *static_cast<std::string*>(opaque);

@@ -151,9 +151,7 @@ Tensor Gen::scan(const Shape& s, DType, int depth) {
   DType d = effect_dtype();
   std::optional<Rows> rows = rows_target(s, d, "scan-store-outer", "scan-store-parallel");
   if (!rows) return expr(s, d, depth);
-  Tensor out = rows->target;
-  Range R = rows->range;
-  int64_t n = rows->n;
+  auto [out, R, n] = *rows;
   UOp i = R.r;
   bool rev = chance(0.3);
   UOp prev_i = simplify((i - 1).maximum(0));
@@ -175,71 +173,78 @@ Tensor Gen::scan(const Shape& s, DType, int depth) {
 Tensor Gen::assign_form(const Shape& s, DType, int depth) {
   DType d = effect_dtype();
   uint64_t k = pick(100);
-  if (k < 45) {  // rows: iteration r contributes row r, reading rows r-1 (and r-2)
-    std::optional<Rows> rows = rows_target(s, d, "assign-scan-rows", "assign-rows-parallel");
-    if (!rows) return expr(s, d, depth);
-    Tensor tgt = rows->target;
-    Range R = rows->range;
-    int64_t n = rows->n;
-    UOp r = R.r;
-    scope_.push_back(R);
-    std::vector<Tensor> sp;
-    if (chance(0.7)) {
-      Tensor init = expr(s, d, 1);
-      sp.push_back(Tensor(r.eq(0).where(init.uop(), tgt.at({Dim(simplify((r - 1).maximum(0)))}).uop())));
-      if (chance(0.3)) {
-        form("assign-read-two-back");
-        sp.push_back(Tensor(r.lt(2).where(init.uop(), tgt.at({Dim(simplify((r - 2).maximum(0)))}).uop())));
-      }
-    }
-    special_ = sp;
-    Tensor f = expr(s, d, depth);
-    special_.clear();
-    if (!sp.empty() && !mentions(f.uop(), sp[0].uop())) f = combine(f, sp[0]);
-    f = ensure_dep(f, s, d, R);
-    scope_.pop_back();
-    Shape one{1};
-    one.insert(one.end(), s.begin(), s.end());
-    std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size() + 1);
-    w[0] = std::make_pair(Dim(r), Dim(simplify(UOp::index(n - 1) - r)));
-    Ops op = rand_reduce_op(true);
-    return Tensor(tgt.uop()).assign(f.reshape(dims(one)).pad(w).reduce({r}, op));
-  }
-  if (k < 65) {  // overlapping windows: iteration r contributes rows r .. r+w-1
-    int64_t w = 1 + static_cast<int64_t>(pick(3)), n = 1 + static_cast<int64_t>(pick(4)), m = n + w - 1;
-    Shape big{m}, win{w};
-    big.insert(big.end(), s.begin(), s.end());
-    win.insert(win.end(), s.begin(), s.end());
-    if (numel(big) > o_.max_elems) return expr(s, d, depth);
-    Tensor tgt = target(big, d);
-    Range R = new_range(n, true);
-    form("assign-overlap-window");
-    scope_.push_back(R);
-    special_ = {tgt.shrink(window_bounds(big.size(), R.r, w))};
-    Tensor f = ensure_dep(expr(win, d, depth), win, d, R);
-    special_.clear();
-    scope_.pop_back();
-    std::vector<std::optional<std::pair<Dim, Dim>>> pw(big.size());
-    pw[0] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
-    return Tensor(tgt.uop()).assign(f.pad(pw).reduce({R.r}, rand_reduce_op(true)));
-  }
-  if (k < 85) {  // whole-target contributions: every iteration adds to every element
-    Tensor tgt = target(s, d);
-    Range R = new_range(range_extent(), true);
-    form("assign-overlap-whole");
-    scope_.push_back(R);
-    special_ = {tgt};
-    Tensor f = ensure_dep(expr(s, d, depth), s, d, R);
-    special_.clear();
-    scope_.pop_back();
-    return Tensor(tgt.uop()).assign(f.reduce({R.r}, rand_reduce_op(false)));
-  }
+  if (k < 45) return assign_rows(s, d, depth);
+  if (k < 65) return assign_overlap_window(s, d, depth);
+  if (k < 85) return assign_overlap_whole(s, d, depth);
   form("assign-plain");  // no range: evaluates the value (reading the old target), then writes
   Tensor tgt = target(s, d);
   special_ = {tgt};
   Tensor v = expr(s, d, depth);
   special_.clear();
   return Tensor(tgt.uop()).assign(v);
+}
+
+// Iteration r contributes row r, reading rows r-1 (and r-2).
+Tensor Gen::assign_rows(const Shape& s, DType d, int depth) {
+  std::optional<Rows> rows = rows_target(s, d, "assign-scan-rows", "assign-rows-parallel");
+  if (!rows) return expr(s, d, depth);
+  auto [tgt, R, n] = *rows;
+  UOp r = R.r;
+  scope_.push_back(R);
+  std::vector<Tensor> sp;
+  if (chance(0.7)) {
+    Tensor init = expr(s, d, 1);
+    sp.push_back(Tensor(r.eq(0).where(init.uop(), tgt.at({Dim(simplify((r - 1).maximum(0)))}).uop())));
+    if (chance(0.3)) {
+      form("assign-read-two-back");
+      sp.push_back(Tensor(r.lt(2).where(init.uop(), tgt.at({Dim(simplify((r - 2).maximum(0)))}).uop())));
+    }
+  }
+  special_ = sp;
+  Tensor f = expr(s, d, depth);
+  special_.clear();
+  if (!sp.empty() && !mentions(f.uop(), sp[0].uop())) f = combine(f, sp[0]);
+  f = ensure_dep(f, s, d, R);
+  scope_.pop_back();
+  Shape one{1};
+  one.insert(one.end(), s.begin(), s.end());
+  std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size() + 1);
+  w[0] = std::make_pair(Dim(r), Dim(simplify(UOp::index(n - 1) - r)));
+  Ops op = rand_reduce_op(true);
+  return Tensor(tgt.uop()).assign(f.reshape(dims(one)).pad(w).reduce({r}, op));
+}
+
+// Overlapping windows: iteration r contributes rows r .. r+w-1.
+Tensor Gen::assign_overlap_window(const Shape& s, DType d, int depth) {
+  int64_t w = 1 + static_cast<int64_t>(pick(3)), n = 1 + static_cast<int64_t>(pick(4)), m = n + w - 1;
+  Shape big{m}, win{w};
+  big.insert(big.end(), s.begin(), s.end());
+  win.insert(win.end(), s.begin(), s.end());
+  if (numel(big) > o_.max_elems) return expr(s, d, depth);
+  Tensor tgt = target(big, d);
+  Range R = new_range(n, true);
+  form("assign-overlap-window");
+  scope_.push_back(R);
+  special_ = {tgt.shrink(window_bounds(big.size(), R.r, w))};
+  Tensor f = ensure_dep(expr(win, d, depth), win, d, R);
+  special_.clear();
+  scope_.pop_back();
+  std::vector<std::optional<std::pair<Dim, Dim>>> pw(big.size());
+  pw[0] = std::make_pair(Dim(R.r), Dim(simplify(UOp::index(n - 1) - R.r)));
+  return Tensor(tgt.uop()).assign(f.pad(pw).reduce({R.r}, rand_reduce_op(true)));
+}
+
+// Whole-target contributions: every iteration adds to every element.
+Tensor Gen::assign_overlap_whole(const Shape& s, DType d, int depth) {
+  Tensor tgt = target(s, d);
+  Range R = new_range(range_extent(), true);
+  form("assign-overlap-whole");
+  scope_.push_back(R);
+  special_ = {tgt};
+  Tensor f = ensure_dep(expr(s, d, depth), s, d, R);
+  special_.clear();
+  scope_.pop_back();
+  return Tensor(tgt.uop()).assign(f.reduce({R.r}, rand_reduce_op(false)));
 }
 
 std::vector<std::optional<std::pair<Dim, Dim>>> Gen::window_bounds(size_t n, UOp r, int64_t w) {

@@ -133,7 +133,14 @@ class Gen {
 
   Tensor cast(const Shape& s, DType d, int depth);
 
+  // A movement op whose result has shape s, of an expression of the shape it needs.
   Tensor movement(const Shape& s, DType d, int depth);
+  Tensor reshape_to(const Shape& s, DType d, int depth);
+  Tensor permute_to(const Shape& s, DType d, int depth);
+  Tensor expand_to(const Shape& s, DType d, int depth);
+  Tensor pad_to(const Shape& s, DType d, int depth);
+  Tensor shrink_to(const Shape& s, DType d, int depth);
+  Tensor flip_of(const Shape& s, DType d, int depth);
 
   Ops rand_reduce_op(bool bias_add);
 
@@ -186,7 +193,12 @@ class Gen {
   std::optional<Rows> rows_target(const Shape& s, DType d, const char* outer_form, const char* parallel_form);
   Tensor scan(const Shape& s, DType, int depth);
 
+  // target.assign(value), with the value folded over a range (rows, overlapping windows, the
+  // whole target) or not (a plain assign reading the old target).
   Tensor assign_form(const Shape& s, DType, int depth);
+  Tensor assign_rows(const Shape& s, DType d, int depth);
+  Tensor assign_overlap_window(const Shape& s, DType d, int depth);
+  Tensor assign_overlap_whole(const Shape& s, DType d, int depth);
 
   static std::vector<std::optional<std::pair<Dim, Dim>>> window_bounds(size_t n, UOp r, int64_t w);
 

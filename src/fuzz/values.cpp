@@ -134,75 +134,94 @@ Tensor Gen::cast(const Shape& s, DType d, int depth) {
 Tensor Gen::movement(const Shape& s, DType d, int depth) {
   size_t n = s.size();
   uint64_t k = pick(6);
-  if (k == 0 || n == 0) {  // RESHAPE from another factorization of the same count
-    form("RESHAPE");
-    int64_t total = numel(s);
-    Shape s2;
-    if (total == 0) {
-      s2 = rand_shape(3, 64);
-      if (numel(s2) != 0) s2.insert(s2.begin() + static_cast<std::ptrdiff_t>(pick(s2.size() + 1)), 0);
-    } else {
-      int64_t rest = total;
-      for (int64_t f = 2; f <= rest && s2.size() < 3;)
-        if (rest % f == 0 && chance(0.6)) {
-          s2.push_back(f);
-          rest /= f;
-        } else {
-          ++f;
-        }
-      if (rest > 1 || s2.empty()) s2.push_back(rest);
-      if (chance(0.3)) s2.insert(s2.begin() + static_cast<std::ptrdiff_t>(pick(s2.size() + 1)), 1);
-      for (size_t i = s2.size(); i > 1; --i) std::swap(s2[i - 1], s2[pick(i)]);
-    }
-    return expr(s2, d, depth - 1).reshape(dims(s));
+  if (k == 0 || n == 0) return reshape_to(s, d, depth);
+  if (k == 1 && n >= 2) return permute_to(s, d, depth);
+  if (k == 2) return expand_to(s, d, depth);
+  if (k == 3) return pad_to(s, d, depth);
+  if (k == 4) return shrink_to(s, d, depth);
+  return flip_of(s, d, depth);
+}
+
+// RESHAPE from another factorization of the same count (an empty one: any shape with a 0).
+Tensor Gen::reshape_to(const Shape& s, DType d, int depth) {
+  form("RESHAPE");
+  int64_t total = numel(s);
+  Shape s2;
+  if (total == 0) {
+    s2 = rand_shape(3, 64);
+    if (numel(s2) != 0) s2.insert(s2.begin() + static_cast<std::ptrdiff_t>(pick(s2.size() + 1)), 0);
+  } else {
+    int64_t rest = total;
+    for (int64_t f = 2; f <= rest && s2.size() < 3;)
+      if (rest % f == 0 && chance(0.6)) {
+        s2.push_back(f);
+        rest /= f;
+      } else {
+        ++f;
+      }
+    if (rest > 1 || s2.empty()) s2.push_back(rest);
+    if (chance(0.3)) s2.insert(s2.begin() + static_cast<std::ptrdiff_t>(pick(s2.size() + 1)), 1);
+    for (size_t i = s2.size(); i > 1; --i) std::swap(s2[i - 1], s2[pick(i)]);
   }
-  if (k == 1 && n >= 2) {
-    form("PERMUTE");
-    std::vector<int64_t> p(n);
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(i);
-    for (size_t i = n - 1; i > 0; --i) std::swap(p[i], p[pick(i + 1)]);
-    Shape s2(n);
-    for (size_t i = 0; i < n; ++i) s2[static_cast<size_t>(p[i])] = s[i];
-    return expr(s2, d, depth - 1).permute(p);
+  return expr(s2, d, depth - 1).reshape(dims(s));
+}
+
+Tensor Gen::permute_to(const Shape& s, DType d, int depth) {
+  form("PERMUTE");
+  size_t n = s.size();
+  std::vector<int64_t> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(i);
+  for (size_t i = n - 1; i > 0; --i) std::swap(p[i], p[pick(i + 1)]);
+  Shape s2(n);
+  for (size_t i = 0; i < n; ++i) s2[static_cast<size_t>(p[i])] = s[i];
+  return expr(s2, d, depth - 1).permute(p);
+}
+
+// EXPAND of some axes set to 1, and sometimes of fewer leading axes.
+Tensor Gen::expand_to(const Shape& s, DType d, int depth) {
+  form("EXPAND");
+  Shape s2 = s;
+  for (int64_t& x : s2)
+    if (chance(0.5)) x = 1;
+  if (chance(0.3)) s2.erase(s2.begin(), s2.begin() + static_cast<std::ptrdiff_t>(pick(s.size() + 1)));
+  return expr(s2, d, depth - 1).expand(dims(s));
+}
+
+// PAD of up to 3 elements on each side of each axis.
+Tensor Gen::pad_to(const Shape& s, DType d, int depth) {
+  form("PAD");
+  Shape s2 = s;
+  std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t b = static_cast<int64_t>(pick(static_cast<uint64_t>(std::min<int64_t>(s[i], 3) + 1)));
+    int64_t e = static_cast<int64_t>(pick(static_cast<uint64_t>(std::min<int64_t>(s[i] - b, 3) + 1)));
+    s2[i] = s[i] - b - e;
+    w[i] = std::make_pair(Dim(b), Dim(e));
   }
-  if (k == 2) {
-    form("EXPAND");
-    Shape s2 = s;
-    for (int64_t& x : s2)
-      if (chance(0.5)) x = 1;
-    if (chance(0.3)) s2.erase(s2.begin(), s2.begin() + static_cast<std::ptrdiff_t>(pick(n + 1)));
-    return expr(s2, d, depth - 1).expand(dims(s));
+  return expr(s2, d, depth - 1).pad(w);
+}
+
+// SHRINK of a value up to 3 larger on each axis (not at all once it is large).
+Tensor Gen::shrink_to(const Shape& s, DType d, int depth) {
+  form("SHRINK");
+  Shape s2 = s;
+  std::vector<std::optional<std::pair<Dim, Dim>>> b(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t extra = static_cast<int64_t>(pick(4));
+    if (numel(s2) > o_.max_elems / 4) extra = 0;
+    int64_t lo = static_cast<int64_t>(pick(static_cast<uint64_t>(extra + 1)));
+    s2[i] = s[i] + extra;
+    b[i] = std::make_pair(Dim(lo), Dim(lo + s[i]));
   }
-  if (k == 3) {
-    form("PAD");
-    Shape s2 = s;
-    std::vector<std::optional<std::pair<Dim, Dim>>> w(n);
-    for (size_t i = 0; i < n; ++i) {
-      int64_t b = static_cast<int64_t>(pick(static_cast<uint64_t>(std::min<int64_t>(s[i], 3) + 1)));
-      int64_t e = static_cast<int64_t>(pick(static_cast<uint64_t>(std::min<int64_t>(s[i] - b, 3) + 1)));
-      s2[i] = s[i] - b - e;
-      w[i] = std::make_pair(Dim(b), Dim(e));
-    }
-    return expr(s2, d, depth - 1).pad(w);
-  }
-  if (k == 4) {
-    form("SHRINK");
-    Shape s2 = s;
-    std::vector<std::optional<std::pair<Dim, Dim>>> b(n);
-    for (size_t i = 0; i < n; ++i) {
-      int64_t extra = static_cast<int64_t>(pick(4));
-      if (numel(s2) > o_.max_elems / 4) extra = 0;
-      int64_t lo = static_cast<int64_t>(pick(static_cast<uint64_t>(extra + 1)));
-      s2[i] = s[i] + extra;
-      b[i] = std::make_pair(Dim(lo), Dim(lo + s[i]));
-    }
-    return expr(s2, d, depth - 1).shrink(b);
-  }
+  return expr(s2, d, depth - 1).shrink(b);
+}
+
+Tensor Gen::flip_of(const Shape& s, DType d, int depth) {
   form("FLIP");
   std::vector<int64_t> axes;
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < s.size(); ++i)
     if (chance(0.5)) axes.push_back(static_cast<int64_t>(i));
-  if (axes.empty()) axes.push_back(static_cast<int64_t>(pick(n)));
+  if (axes.empty()) axes.push_back(static_cast<int64_t>(pick(s.size())));
   return expr(s, d, depth - 1).flip(axes);
 }
 

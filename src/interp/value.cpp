@@ -64,7 +64,9 @@ Value alloc(DType dtype, const std::vector<int64_t>& shape) {
   return v;
 }
 
-Value scalar(DType dtype, double x, bool unshaped) {
+namespace {
+// From a double or (exactly, for integer dtypes) an int64, by dispatch.h's conversion rule.
+template <class X> Value scalar_of(DType dtype, X x, bool unshaped) {
   Value v = alloc(dtype, {});
   v.unshaped = unshaped;
   dispatch(dtype, [&](auto tag) {
@@ -73,16 +75,10 @@ Value scalar(DType dtype, double x, bool unshaped) {
   });
   return v;
 }
+}  // namespace
 
-Value int_scalar(DType dtype, int64_t x) {
-  Value v = alloc(dtype, {});
-  v.unshaped = true;
-  dispatch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    v.data->as<T>()[0] = convert<T>(x);
-  });
-  return v;
-}
+Value scalar(DType dtype, double x, bool unshaped) { return scalar_of(dtype, x, unshaped); }
+Value int_scalar(DType dtype, int64_t x) { return scalar_of(dtype, x, true); }
 
 Value index_scalar(int64_t x) {
   Value v = alloc(dtypes::index, {});

@@ -99,7 +99,7 @@ const PatternMatcher& empty_rules() {
 void check_supported(UOp root) {
   for (UOp u : toposort(root))
     if (has_empty_dim(u) && u->op != Ops::BUFFER && !is_broadcast_const(u))
-      throw unsupported(std::string(op_name(u->op)) + " of shape " + render_shape(u->shape.dims) +
+      throw unsupported(Reason::EmptyDimension, std::string(op_name(u->op)) + " of shape " + render_shape(u->shape.dims) +
                               " has an empty dimension and reaches an effect");
 }
 

@@ -82,7 +82,7 @@ UOp make_index(UOp x, std::vector<UOp> idx, UOp gate) {
   // A value without a valid shape is not a scalar: indexing it as one would leave a tensor op
   // in a kernel (a BUFFERIZE there crashed kernelize), so it is a refusal naming the node. (A
   // slice of a collected range dimension, which gradients take, gets here once the range is bound.)
-  if (x->shape.kind == ShapeInfo::Kind::Invalid) throw unsupported("an index into " + value_text(x) + ", whose shape is invalid once its ranges are bound");
+  if (x->shape.kind == ShapeInfo::Kind::Invalid) throw unsupported(Reason::InvalidShape, "an index into " + value_text(x) + ", whose shape is invalid once its ranges are bound");
   UOp zero = UOp::cnst(x->dtype, 0);
   if (gate) gate = simplify(gate);
   if (gate && gate->op == Ops::CONST) {

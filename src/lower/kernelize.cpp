@@ -137,7 +137,7 @@ class KernelBuilder {
       for (size_t i = 0; i < views.size(); ++i) {
         if (versions[i] == versions[newest]) continue;
         if (!includes(versions[newest], versions[i]) || views[i] == address || index_parts(address)->x == views[i])
-          throw unsupported("a kernel reads buffer '" + buffer_name(UOp(buf)) + "' after two different sets of its writes");
+          throw unsupported(Reason::MixedBufferVersions, "a kernel reads buffer '" + buffer_name(UOp(buf)) + "' after two different sets of its writes");
         snapshot_[views[i].get()] = copy_of(views[i]);
       }
     }

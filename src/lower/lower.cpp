@@ -35,7 +35,7 @@ UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string&
   return graph_rewrite(root, pm, opts);
 }
 
-Unsupported unsupported(const std::string& what) { return Unsupported("lowering: " + what); }
+Unsupported unsupported(Reason reason, const std::string& what) { return Unsupported(reason, "lowering: " + what); }
 
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
   ctx.take_names(root);

@@ -49,8 +49,10 @@ struct Pass {
 // The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule.
 const std::vector<Pass>& passes();
 
-// The error for a graph the compiled path does not handle yet: `throw unsupported("...")`.
-Unsupported unsupported(const std::string& what);
+// The error for a graph the compiled path does not handle yet:
+// `throw unsupported(Reason::SymbolicShape, "a STORE into ...")`.
+using Reason = Unsupported::Reason;
+Unsupported unsupported(Reason reason, const std::string& what);
 
 // Runs the whole pipeline; after_each(pass, graph) sees every intermediate graph.
 UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each = {});

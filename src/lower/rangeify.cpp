@@ -63,7 +63,7 @@ UOp store_bufferize(const Match& m) {
   UOp target = m.node->src[0], value = m.node->src[1];
   if (is_store_value(value) || !is_shaped(target)) return UOp();
   for (UOp d : dims_of(target))
-    if (!static_size(d)) throw unsupported("a STORE into a view of symbolic shape " + render_shape(dims_of(target)));
+    if (!static_size(d)) throw unsupported(Reason::SymbolicShape, "a STORE into a view of symbolic shape " + render_shape(dims_of(target)));
   Loops l = loops_over(dims_of(target), m.context<Context>(), AxisType::LOOP);
   std::vector<UOp> src{make_index(value, l.ranges, UOp())};
   src.insert(src.end(), l.ranges.begin(), l.ranges.end());

@@ -240,7 +240,7 @@ const PatternMatcher& realize_rules() {
        [](const Match& m) {
          std::vector<UOp> src = m.node->src;
          for (UOp& s : src) {
-           if (!s->dtype.is_void() && !is_shaped(s)) throw unsupported("an unshaped (scalar) output " + std::string(op_name(s->op)));
+           if (!s->dtype.is_void() && !is_shaped(s)) throw unsupported(Reason::UnshapedValue, "an unshaped (scalar) output " + std::string(op_name(s->op)));
            if (!s->dtype.is_void() && (!whole_buffer(s) || written_elsewhere(m.node, s))) s = contiguous(s);
          }
          return m.node.replace_src(src);

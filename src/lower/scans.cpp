@@ -36,12 +36,12 @@ UOp buffer(Context& ctx, const std::string& prefix, DType dt, int64_t n) {
 
 // A fresh buffer viewed with the static shape of `like`.
 UOp scratch(Context& ctx, const std::string& prefix, DType dt, UOp like) {
-  if (!is_shaped(like)) throw unsupported("a scan or OUTER reduce of an unshaped value");
+  if (!is_shaped(like)) throw unsupported(Reason::UnshapedValue, "a scan or OUTER reduce of an unshaped value");
   std::vector<UOp> src{UOp()};
   int64_t n = 1;
   for (UOp d : dims_of(like)) {
     auto s = static_size(d);
-    if (!s) throw unsupported("a scan or OUTER reduce of symbolic shape " + render_shape(dims_of(like)));
+    if (!s) throw unsupported(Reason::SymbolicShape, "a scan or OUTER reduce of symbolic shape " + render_shape(dims_of(like)));
     n *= *s;
     src.push_back(UOp::index(*s));
   }
@@ -133,7 +133,7 @@ void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
     auto uses = [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); };
     if (std::any_of(ranges.begin(), ranges.end(), uses)) {
       if (!reruns_every_iteration(uses, ranges))
-        throw unsupported(std::string("an effect (") + std::string(op_name(e->op)) + ") inside an OUTER fold that depends on some of its ranges but not on the innermost one: it runs only in some iterations");
+        throw unsupported(Reason::EffectInOuterFold, std::string("an effect (") + std::string(op_name(e->op)) + ") inside an OUTER fold that depends on some of its ranges but not on the innermost one: it runs only in some iterations");
       f.each.insert(f.each.begin(), e);
     } else {
       f.before.insert(f.before.begin(), e);
@@ -148,7 +148,7 @@ void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
     if (std::find(f.each.begin(), f.each.end(), e) != f.each.end()) touched.merge(buffers_in(e));
     if (std::find(f.before.begin(), f.before.end(), e) == f.before.end()) continue;
     for (const UOpNode* b : buffers_in(e))
-      if (touched.count(b)) throw unsupported("an effect (" + std::string(op_name(e->op)) + ") inside an OUTER fold that runs once but after an effect of the first iteration on the same buffer");
+      if (touched.count(b)) throw unsupported(Reason::EffectInOuterFold, "an effect (" + std::string(op_name(e->op)) + ") inside an OUTER fold that runs once but after an effect of the first iteration on the same buffer");
   }
 }
 
@@ -208,7 +208,7 @@ Fold fold_of(UOp reduce) {
   // A host loop runs once per program, not once per binding of a kernel's loop: an OUTER fold
   // whose value also depends on a non-OUTER range would need one accumulator per binding.
   std::vector<UOp> inner = free_loop_ranges(reduce);
-  if (!inner.empty()) throw unsupported("an OUTER loop inside the non-OUTER range " + range_name(inner[0]));
+  if (!inner.empty()) throw unsupported(Reason::OuterInsideLoop, "an OUTER loop inside the non-OUTER range " + range_name(inner[0]));
   // Effects inside a fold's value run as the interpreter's memo runs them: one that depends on
   // the fold's ranges once per iteration, before that iteration's contribution is read; one that
   // does not once in all, as a step before the loop (the scheduler runs a kernel where it is
@@ -383,7 +383,7 @@ UOp collect_as_map(const Match& m) {
     if (d->op != Ops::RANGE || !has_free_range(src, d)) continue;
     for (UOp u : toposort(src))
       if ((is_effect(u) || (u->op == Ops::REDUCE && has_outer(u))) && has_free_range(u, d))
-        throw unsupported(std::string(op_name(u->op)) + " inside a collecting EXPAND over the range " + range_name(d) + " that depends on it");
+        throw unsupported(Reason::DependentCollect, std::string(op_name(u->op)) + " inside a collecting EXPAND over the range " + range_name(d) + " that depends on it");
     if (range_axis(d) == AxisType::OUTER) return substitute(ex, {{d, twin(d, AxisType::LOOP)}});
   }
   return UOp();

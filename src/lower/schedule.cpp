@@ -231,18 +231,25 @@ class Scheduler {
     size_t f = hint;
     for (const Ref& d : deps) f = deeper(f, d.frame);
     std::set<size_t> context = visible(f, {});  // what the kernel's place follows, not its own reads
-    Renames renames;
-    for (UOp v : values) {
-      Placed p = value(v, f, context);
-      deps.push_back(p.ref);
-      renames.push_back({temp_of(v), p.temp});
-    }
+    Renames renames = place_values(values, f, context, deps);
     std::vector<const void*> key{k.get(), frame_id(f)};
     if (step) key.push_back(reinterpret_cast<const void*>(++steps_));  // every listed step runs
     if (auto it = done_.find(key); it != done_.end()) return it->second;
     Step s = make_step(k, renames);
     check_hoist(k, f, s);
     return place(key, f, std::move(s), deps);
+  }
+
+  // The value kernels a kernel placed in frame f reads, each placed for it (after `context`):
+  // their places join deps, and the kernel's temporaries are renamed to theirs.
+  Renames place_values(const std::vector<UOp>& values, size_t f, const std::set<size_t>& context, std::vector<Ref>& deps) {
+    Renames renames;
+    for (UOp v : values) {
+      Placed p = value(v, f, context);
+      deps.push_back(p.ref);
+      renames.push_back({temp_of(v), p.temp});
+    }
+    return renames;
   }
 
   // A value kernel read by a kernel in frame `reader` placed after `context` there: it sees that
@@ -258,12 +265,7 @@ class Scheduler {
     std::set<size_t> outer = f == reader ? context : visible(f, {}), mine = outer;
     for (const Ref& d : deps)
       if (d.frame == f) mine.insert(d.step), mine.insert(frames_[f].steps[d.step].before.begin(), frames_[f].steps[d.step].before.end());
-    Renames renames;
-    for (UOp v : values) {
-      Placed p = value(v, f, outer);
-      deps.push_back(p.ref);
-      renames.push_back({temp_of(v), p.temp});
-    }
+    Renames renames = place_values(values, f, outer, deps);
     // One placement per set of writes of its inputs it sees (the steps of its frame it follows
     // that write them), and per temporaries of its own inputs.
     std::vector<const void*> key{k.get(), frame_id(f)};
@@ -300,7 +302,7 @@ class Scheduler {
       for (const Step& t : frames_[path_[p]].steps)
         for (const std::string& b : s.writes)
           if (t.reads.count(b) || t.writes.count(b))
-            throw unsupported("kernel " + kernel_name(k) + " runs once but is reached inside a host loop after a step that uses buffer '" + b + "'");
+            throw unsupported(Reason::RunOnceInLoop, "kernel " + kernel_name(k) + " runs once but is reached inside a host loop after a step that uses buffer '" + b + "'");
   }
 
   Ref place(const std::vector<const void*>& key, size_t f, Step s, const std::vector<Ref>& deps) {
@@ -393,7 +395,7 @@ class Scheduler {
         if (r == w || st[r].before.count(w) || st[w].before.count(r)) continue;
         for (const std::string& b : st[w].writes) {
           if (st[r].writes.count(b) && r < w)
-            throw unsupported("two steps write buffer '" + b + "' without an order between them (" + step_name(st[r]) + " and " + step_name(st[w]) + ": a race, SEMANTICS S5.5)");
+            throw unsupported(Reason::UnorderedWrites, "two steps write buffer '" + b + "' without an order between them (" + step_name(st[r]) + " and " + step_name(st[w]) + ": a race, SEMANTICS S5.5)");
           if (st[r].reads.count(b)) edges[w].insert(r);  // the unordered read sees the contents before the write
         }
       }
@@ -403,7 +405,7 @@ class Scheduler {
       size_t pick = n;
       for (size_t i = 0; i < n && pick == n; ++i)
         if (!placed[i] && std::all_of(edges[i].begin(), edges[i].end(), [&](size_t j) { return placed[j]; })) pick = i;
-      if (pick == n) throw unsupported("steps that each read a buffer the other writes, with no order between them (the reads would need copies)");
+      if (pick == n) throw unsupported(Reason::ReadWriteCycle, "steps that each read a buffer the other writes, with no order between them (the reads would need copies)");
       placed[pick] = true;
       out.push_back(st[pick].node);
     }

@@ -29,9 +29,44 @@ struct Error : std::runtime_error {
 
 // A graph that is valid but that the compiled path (lowering, C backends) does not handle yet;
 // the interpreter defines its meaning, so this is a limit of outerworld, not the user's error.
+// `reason` says which limit, the same for every graph that meets it (the message names the
+// node and buffers), so refusals are counted by it.
 struct Unsupported : Error {
-  explicit Unsupported(const std::string& what) : Error(what + " (not supported by the compiled path yet)") {}
+  enum class Reason {
+    EmptyDimension,         // an empty tensor that an effect still reaches
+    SymbolicShape,          // a scan, OUTER reduce or STORE target of symbolic shape
+    UnshapedValue,          // a scan, OUTER reduce or output of an unshaped (scalar) value
+    InvalidShape,           // an index into a value whose shape is invalid once its ranges are bound
+    MixedBufferVersions,    // a kernel reads a buffer after two different sets of its writes
+    RunOnceInLoop,          // a kernel run once but reached inside a host loop after a use of its buffer
+    UnorderedWrites,        // two steps write a buffer with no order between them
+    ReadWriteCycle,         // steps that each read a buffer the other writes
+    EffectInOuterFold,      // an effect inside an OUTER fold that runs in only some of its iterations
+    OuterInsideLoop,        // an OUTER loop inside a non-OUTER range
+    DependentCollect,       // an effect or OUTER fold in a collecting EXPAND over a range it depends on
+  };
+  Unsupported(Reason reason, const std::string& what) : Error(what + " (not supported by the compiled path yet)"), reason(reason) {}
+  Reason reason;
 };
+
+// The reason as a short stable name ("empty-dimension"), for summaries and machine output.
+constexpr const char* reason_name(Unsupported::Reason r) {
+  using R = Unsupported::Reason;
+  switch (r) {
+    case R::EmptyDimension: return "empty-dimension";
+    case R::SymbolicShape: return "symbolic-shape";
+    case R::UnshapedValue: return "unshaped-value";
+    case R::InvalidShape: return "invalid-shape";
+    case R::MixedBufferVersions: return "mixed-buffer-versions";
+    case R::RunOnceInLoop: return "run-once-in-loop";
+    case R::UnorderedWrites: return "unordered-writes";
+    case R::ReadWriteCycle: return "read-write-cycle";
+    case R::EffectInOuterFold: return "effect-in-outer-fold";
+    case R::OuterInsideLoop: return "outer-inside-loop";
+    case R::DependentCollect: return "dependent-collect";
+  }
+  return "unknown";
+}
 
 // --max-steps or --max-memory ran out.
 struct BudgetExceeded : Error {

@@ -51,6 +51,11 @@ class Parser {
   // ---- positions and errors ----
   int col() const { return static_cast<int>(pos_ - line_start_) + 1; }
   [[noreturn]] void error(const std::string& msg) const { throw ParseError(file_, line_, col(), msg); }
+  // The error pointing at an earlier position of the line: the start of the word it is about.
+  [[noreturn]] void error_at(size_t at, const std::string& msg) {
+    pos_ = at;
+    error(msg);
+  }
   char peek() const { return pos_ < t_.size() ? t_[pos_] : '\n'; }
 
   void skip_ws() {
@@ -106,25 +111,17 @@ class Parser {
   std::pair<std::string, UOp> statement() {
     stmt_start_ = pos_;
     std::string name = ref();
-    if (defined_.count(name)) {
-      pos_ -= name.size() + 1;
-      error("%" + clip(name) + " is already defined at line " + std::to_string(defined_.at(name).first));
-    }
+    if (defined_.count(name)) error_at(pos_ - name.size() - 1, "%" + clip(name) + " is already defined at line " + std::to_string(defined_.at(name).first));
     expect('=', "'='");
     size_t op_pos = (skip_ws(), pos_);
     std::string opname = word("an op name such as ADD");
     auto op = op_from_name(opname);
-    if (!op) {
-      pos_ = op_pos;
-      error("unknown op '" + clip(opname) + "'");
-    }
+    if (!op) error_at(op_pos, "unknown op '" + clip(opname) + "'");
     size_t dt_pos = (skip_ws(), pos_);
     std::string dtname = word("a dtype such as float32");
     auto dtype = dtype_from_string(dtname);
-    if (!dtype) {
-      pos_ = dt_pos;
-      error("unknown dtype '" + clip(dtname) + "' (expected void, bool, int32, int64, index, float16, float32, float64, or a pointer like float32*10)");
-    }
+    if (!dtype)
+      error_at(dt_pos, "unknown dtype '" + clip(dtname) + "' (expected void, bool, int32, int64, index, float16, float32, float64, or a pointer like float32*10)");
     std::vector<UOp> src = sources();
     Arg arg, tag;
     skip_ws();
@@ -142,8 +139,7 @@ class Parser {
     try {
       node = UOp::make(*op, *dtype, std::move(src), std::move(arg), std::move(tag));
     } catch (const Error& e) {  // building ran an analysis that refused the node
-      pos_ = stmt_start_;
-      error(e.what());
+      error_at(stmt_start_, e.what());
     }
     defined_.emplace(name, std::make_pair(line_, node));
     return {name, node};
@@ -285,14 +281,8 @@ class Parser {
     }
     int64_t v = 0;
     auto [p, ec] = std::from_chars(b, e, v);
-    if (ec == std::errc::result_out_of_range) {
-      pos_ = s;
-      error("integer '" + tok.substr(0, 40) + (tok.size() > 40 ? "..." : "") + "' does not fit in 64 bits");
-    }
-    if (ec != std::errc() || p != e) {
-      pos_ = s;
-      error("malformed number '" + tok.substr(0, 40) + "'");
-    }
+    if (ec == std::errc::result_out_of_range) error_at(s, "integer '" + tok.substr(0, 40) + (tok.size() > 40 ? "..." : "") + "' does not fit in 64 bits");
+    if (ec != std::errc() || p != e) error_at(s, "malformed number '" + tok.substr(0, 40) + "'");
     return Arg(v);
   }
 
@@ -309,8 +299,7 @@ class Parser {
       if (auto op = op_from_name(w.substr(4))) return Arg(*op);
     if (w.rfind("AxisType.", 0) == 0)
       if (auto ax = axis_from_name(w.substr(9))) return Arg(*ax);
-    pos_ = s;
-    error("unknown name '" + w.substr(0, 40) + "' in an arg (expected true, false, None, inf, nan, Ops.X or AxisType.X)");
+    error_at(s, "unknown name '" + w.substr(0, 40) + "' in an arg (expected true, false, None, inf, nan, Ops.X or AxisType.X)");
   }
 
   // ---- whole-file checks ----

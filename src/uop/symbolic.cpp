@@ -466,68 +466,98 @@ UOp simplify(UOp u) {
   return graph_rewrite(u, symbolic_rules(), opts);
 }
 
-std::string render_expr(UOp u, size_t max_chars) {
-  // Appends to one string and stops once it is longer than max_chars: a shared subexpression is
-  // spelled out at every use, so the text of a deep DAG can be exponentially long.
-  struct R {
-    std::string out;
-    size_t max;
-    void go(UOp u, int depth) {
-      if (out.size() > max) return;
-      if (depth > 24) {
-        out += "...";
-        return;
-      }
-      auto infix = [&](const char* op) {
-        out += '(';
-        go(u->src[0], depth + 1);
-        out += op;
-        go(u->src[1], depth + 1);
-        out += ')';
-      };
-      switch (u->op) {
-        case Ops::CONST: out += to_string(u->arg); return;
-        case Ops::RANGE: out += "r" + range_name(u); return;
-        case Ops::DEFINE_VAR: {
-          const ArgTuple* t = u->arg.tuple();
-          out += t && !t->empty() && (*t)[0].is<std::string>() ? (*t)[0].as<std::string>() : "var";
-          return;
-        }
-        default: break;
-      }
-      size_t n = u->src.size();
-      if (u->op == Ops::BIND && n >= 1) return go(u->src[0], depth + 1);
-      if (u->op == Ops::NEG && n == 1) {
-        out += '-';
-        return go(u->src[0], depth + 1);
-      }
-      if (n == 2)
-        for (auto [op, text] : {std::pair{Ops::ADD, "+"}, {Ops::SUB, "-"}, {Ops::MUL, "*"}, {Ops::IDIV, "//"}, {Ops::MOD, "%"},
-                                {Ops::CMPLT, "<"}, {Ops::CMPNE, "!="}, {Ops::CMPEQ, "=="}})
-          if (u->op == op) return infix(text);
-      if (u->op == Ops::WHERE && n == 3) {
-        out += '(';
-        go(u->src[0], depth + 1);
-        out += " ? ";
-        go(u->src[1], depth + 1);
-        out += " : ";
-        go(u->src[2], depth + 1);
-        out += ')';
-        return;
-      }
-      out += u->op == Ops::MAX ? "max" : op_name(u->op);
-      out += '(';
-      for (size_t i = 0; i < n; ++i) {
-        if (i) out += ", ";
-        go(u->src[i], depth + 1);
-      }
-      out += ')';
+namespace {
+
+// An expression as text: appends to one string and stops once it is longer than max_chars (a
+// shared subexpression is spelled out at every use, so the text of a deep DAG can be
+// exponentially long) or deeper than max_depth.
+class ExprText {
+ public:
+  explicit ExprText(size_t max_chars) : max_(max_chars) {}
+
+  std::string text(UOp u) {
+    go(u, 0);
+    if (out_.size() > max_) out_ = out_.substr(0, max_ > 3 ? max_ - 3 : 0) + "...";
+    return out_;
+  }
+
+ private:
+  static constexpr int max_depth = 24;
+  std::string out_;
+  size_t max_;
+
+  void go(UOp u, int depth) {
+    if (out_.size() > max_) return;
+    if (depth > max_depth) {
+      out_ += "...";
+      return;
     }
-  };
-  R r{"", max_chars};
-  r.go(u, 0);
-  if (r.out.size() > max_chars) r.out = r.out.substr(0, max_chars > 3 ? max_chars - 3 : 0) + "...";
-  return r.out;
-}
+    if (leaf(u)) return;
+    size_t n = u->src.size();
+    if (u->op == Ops::BIND && n >= 1) return go(u->src[0], depth + 1);
+    if (u->op == Ops::NEG && n == 1) {
+      out_ += '-';
+      return go(u->src[0], depth + 1);
+    }
+    if (n == 2)
+      if (const char* op = infix_text(u->op)) return infix(u, op, depth);
+    if (u->op == Ops::WHERE && n == 3) return where(u, depth);
+    call(u, depth);
+  }
+
+  // CONST, RANGE and DEFINE_VAR by their value or name; false for any other op.
+  bool leaf(UOp u) {
+    switch (u->op) {
+      case Ops::CONST: out_ += to_string(u->arg); return true;
+      case Ops::RANGE: out_ += "r" + range_name(u); return true;
+      case Ops::DEFINE_VAR: {
+        const ArgTuple* t = u->arg.tuple();
+        out_ += t && !t->empty() && (*t)[0].is<std::string>() ? (*t)[0].as<std::string>() : "var";
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  static const char* infix_text(Ops op) {
+    for (auto [o, text] : {std::pair{Ops::ADD, "+"}, {Ops::SUB, "-"}, {Ops::MUL, "*"}, {Ops::IDIV, "//"}, {Ops::MOD, "%"},
+                           {Ops::CMPLT, "<"}, {Ops::CMPNE, "!="}, {Ops::CMPEQ, "=="}})
+      if (o == op) return text;
+    return nullptr;
+  }
+
+  void infix(UOp u, const char* op, int depth) {
+    out_ += '(';
+    go(u->src[0], depth + 1);
+    out_ += op;
+    go(u->src[1], depth + 1);
+    out_ += ')';
+  }
+
+  void where(UOp u, int depth) {
+    out_ += '(';
+    go(u->src[0], depth + 1);
+    out_ += " ? ";
+    go(u->src[1], depth + 1);
+    out_ += " : ";
+    go(u->src[2], depth + 1);
+    out_ += ')';
+  }
+
+  // Any other op as a call: max(a, b), SQRT(a).
+  void call(UOp u, int depth) {
+    out_ += u->op == Ops::MAX ? "max" : op_name(u->op);
+    out_ += '(';
+    for (size_t i = 0; i < u->src.size(); ++i) {
+      if (i) out_ += ", ";
+      go(u->src[i], depth + 1);
+    }
+    out_ += ')';
+  }
+};
+
+}  // namespace
+
+std::string render_expr(UOp u, size_t max_chars) { return ExprText(max_chars).text(u); }
 
 }  // namespace ow

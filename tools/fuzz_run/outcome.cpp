@@ -25,7 +25,7 @@ Outcome caught() {
   try {
     throw;
   } catch (const Unsupported& e) {
-    return failed(e.what(), Kind::Unsupported);
+    return failed(e.what(), Kind::Unsupported, reason_name(e.reason));
   } catch (const UninitializedRead& e) {
     return failed(e.what(), Kind::Uninitialized);
   } catch (const BudgetExceeded& e) {
@@ -164,12 +164,13 @@ void write_all(int fd, const std::string& msg) {
 }
 
 // The child: default signal handlers (a crash kills it, the parent sees the signal), an alarm
-// for hangs, and the outcome written back as its kind's character followed by the message.
+// for hangs, and the outcome written back as its kind's character, its label (one line), then
+// the message.
 [[noreturn]] void child(int fd, UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
   if (how.timeout_s > 0) alarm(static_cast<unsigned>(how.timeout_s));
   Outcome o = compiled_here(g, inputs, tier, how.bounds_check, direct);
-  write_all(fd, static_cast<char>(o.kind) + o.error);
+  write_all(fd, static_cast<char>(o.kind) + o.label + '\n' + o.error);
   close(fd);
   _exit(0);
 }
@@ -188,8 +189,9 @@ Outcome wait_for(pid_t pid, int fd, const CompiledRun& how) {
     return failed("crash: the compiled path died of signal " + std::to_string(sig) + " (" + strsignal(sig) + ")", Kind::Internal,
                   "crash:signal " + std::to_string(sig));
   }
-  if (msg.empty()) return failed("crash: the compiled path exited without a result", Kind::Internal, "crash");
-  return {msg[0] == '1', msg.substr(1), static_cast<Kind>(msg[0])};
+  size_t eol = msg.find('\n');
+  if (eol == std::string::npos) return failed("crash: the compiled path exited without a result", Kind::Internal, "crash");
+  return {msg[0] == '1', msg.substr(eol + 1), static_cast<Kind>(msg[0]), msg.substr(1, eol - 1)};
 }
 
 }  // namespace

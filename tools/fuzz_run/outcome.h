@@ -14,7 +14,7 @@ namespace ow::cli::fuzz_run {
 enum class Kind : char {
   Ok = '1',
   User = '0',               // an ow::Error of no more specific type
-  Unsupported = 'u',        // the compiled path's limits: counted, not a finding
+  Unsupported = 'u',        // the compiled path's limits: counted by reason (the label), not a finding
   Uninitialized = 'p',
   Budget = 'b',
   NotDifferentiable = 'g',  // a gradient refused with its reason: counted, not a finding
@@ -28,7 +28,7 @@ struct Outcome {
   bool ok = true;
   std::string error;
   Kind kind = Kind::Ok;
-  std::string label;  // the category, where the producer knows it better than the type
+  std::string label;  // the category, where the producer knows it better than the type (one line)
 };
 
 Outcome failed(const std::string& error, Kind kind = Kind::User, const std::string& label = "");
