@@ -1,8 +1,10 @@
 // The kernel renderer's class, shared by its two source files (not part of the API: render.h):
 //   render.cpp       values, statements, placement of each statement in the loop nest;
 //   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
-//                    blocking, and tcc's unrolled inner loops (backends/README.md).
+//                    blocking, and tcc's unrolled inner loops (backends/README.md);
+//   tiles.cpp        cc's register tiles for an interchanged matmul-like nest.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -90,9 +92,19 @@ class KernelRenderer {
   std::string reduce(UOp u, int level);
   std::vector<UOp> interchangeable(UOp end);
   void interchange(UOp end, const std::vector<UOp>& reds);
+  void fold_rows(UOp r, const std::vector<UOp>& accs, UOp j);
+  // One accumulator's fold term x = s * b[idx] (load_first: b[idx] * s), s fixed in j (tiles.cpp).
+  struct TileTerm {
+    UOp s, idx;
+    bool load_first;
+  };
+  std::vector<TileTerm> tile_terms(const std::vector<UOp>& accs, Ops op, UOp j) const;
+  void fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
+  void tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms, int64_t start, int64_t count, int nvec);
+  std::vector<std::string> detached(const std::function<void()>& body);
   std::vector<std::string> axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j);
   std::vector<UOp> reduces_of(UOp value, UOp j) const;
-  int block_size(UOp end, size_t pos, const std::vector<UOp>& reds) const;
+  int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most) const;
   UOp open_block(UOp end, size_t pos, int block);
   std::vector<UOp> in_block(UOp x, UOp r, UOp rb, int block);
   bool column_blocked(UOp end);

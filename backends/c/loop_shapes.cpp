@@ -222,19 +222,20 @@ std::vector<UOp> KernelRenderer::reduces_of(UOp value, UOp j) const {
 // j = B*jb + u fold in one pass, sharing the loads that do not depend on j, and their B chains
 // of additions run side by side instead of one after another (about 2x for a matvec on cc).
 // Each accumulator still folds the same terms in the same order: results are bit-identical.
-// B is 8 for columns, 4 for rows (or 4, 2 when the extent allows), else there is no blocking. Conditions: nothing in the
+// B is 8 for columns, 4 for rows, 8 for rows of register tiles (tiles.cpp), or the largest
+// power of 2 below that divides the extent, else there is no blocking. Conditions: nothing in the
 // nest may fail (the first error would change); the reduce ranges do not depend on the blocked
 // range; the nest loads no buffer the kernel stores to (iterations now interleave); the store is
 // ungated, in bounds, and writes a distinct element for every binding of the blocked range and
 // those inside it (index = c*r + sum c_q*q + rest with |c| > sum |c_q|*(extent(q) - 1)), so the
 // order of the writes does not matter.
 
-int KernelRenderer::block_size(UOp end, size_t pos, const std::vector<UOp>& reds) const {
+int KernelRenderer::block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most) const {
   UOp r = end->src[pos], st = end->src[0], idx = st->src[0];
   auto extent = [](UOp q) { return q->src.at(0).is_const() ? q->src[0]->arg.get_if<int64_t>() : nullptr; };
   const int64_t* e = extent(r);
-  bool column = pos + 1 == end->src.size();  // more chains side by side: 8 columns
-  int block = !e || *e < 2 ? 1 : *e % 8 == 0 && column ? 8 : *e % 4 == 0 ? 4 : *e % 2 == 0 ? 2 : 1;
+  int block = !e || *e < 2 ? 1 : most;
+  while (block > 1 && *e % block != 0) block /= 2;
   if (block == 1 || idx->op != Ops::INDEX || idx->src.size() != 2) return 1;
   for (UOp red : reds)
     for (size_t s = 1; s < red->src.size(); ++s)
@@ -316,7 +317,7 @@ bool KernelRenderer::column_blocked(UOp end) {
     for (UOp u : toposort(r->src[0]))
       if (u->op == Ops::REDUCE) return false;
   }
-  int block = block_size(end, pos, reds);
+  int block = block_size(end, pos, reds, 8);  // more chains side by side: 8 columns
   if (block == 1) return false;
   for (size_t i = 1; i < pos; ++i) open(end->src[i]);
   UOp jb = open_block(end, pos, block);
@@ -345,7 +346,9 @@ bool KernelRenderer::column_blocked(UOp end) {
 void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
   UOp j = end->src.back();
   size_t pos = end->src.size() - 2;  // i, the range just outside j
-  int block = end->src.size() < 3 ? 1 : block_size(end, pos, reds);
+  bool tiled = true;  // every fold is cc's register tiles: 8 rows share each vector of b
+  for (UOp r : reds) tiled = tiled && !tile_terms({r}, *r->arg.get_if<Ops>(), j).empty();
+  int block = end->src.size() < 3 ? 1 : block_size(end, pos, reds, tiled ? 8 : 4);
   size_t outer = block > 1 ? pos : pos + 1;  // end->src[1..outer) open as usual
   for (size_t i = 1; i < outer; ++i) open(end->src[i]);
   std::vector<UOp> stores{end->src[0]};
@@ -353,7 +356,7 @@ void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
   for (UOp r : reds) rows.push_back({r});
   if (block > 1) {
     UOp i = end->src[pos], ib = open_block(end, pos, block);
-    jam_rows_ = true;
+    jam_rows_ = jam_rows_ || !tiled;  // (jamming tiles would spill their registers)
     stores = in_block(end->src[0], i, ib, block);
     for (size_t p = 0; p < reds.size(); ++p) rows[p] = in_block(reds[p], i, ib, block);
   }
@@ -361,39 +364,44 @@ void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
   std::string jv = range_var(j), n = std::to_string(*j->src[0]->arg.get_if<int64_t>());
   for (size_t p = 0; p < reds.size(); ++p) {
     UOp r = reds[p];
-    Ops op = *r->arg.get_if<Ops>();
-    std::string ident = identity(r, op);
     std::vector<UOp> accs = distinct(rows[p]);
-    std::vector<std::string> at;
-    for (UOp d : accs) {
-      std::string acc = "acc" + num(d);
-      at.push_back(acc + "[" + jv + "]");
-      emit(lv, ctype(r->dtype, r) + " " + acc + "[" + n + "];");
-    }
-    open(j);
-    for (const std::string& a : at) emit(depth(), a + " = " + ident + ";");
-    close();
-    for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
-    std::vector<std::string> calls = axpy_calls(accs, op, j);
-    if (!calls.empty()) {
-      emit(depth(), "#ifdef __TINYC__");
-      for (const std::string& c : calls) emit(depth(), c);
-      emit(depth(), "#else");
-    }
-    open(j);
-    for (size_t u = 0; u < accs.size(); ++u) {
-      std::string x = val(accs[u]->src[0], depth());
-      emit(depth(), at[u] + " = " + binop(op, r->dtype, at[u], x, true, r) + ";");
-    }
-    close(calls.empty());
-    if (!calls.empty()) emit(depth(), "#endif");
-    for (size_t s = 1; s < r->src.size(); ++s) close();
-    for (size_t u = 0; u < accs.size(); ++u) named_[accs[u].get()] = {at[u], stack_[static_cast<size_t>(lv)].id};
+    for (UOp d : accs) emit(lv, ctype(r->dtype, r) + " acc" + num(d) + "[" + n + "];");
+    std::vector<TileTerm> terms = tile_terms(accs, *r->arg.get_if<Ops>(), j);
+    if (terms.empty()) fold_rows(r, accs, j);
+    else fold_tiled(r, accs, j, terms);
+    for (UOp d : accs) named_[d.get()] = {"acc" + num(d) + "[" + jv + "]", stack_[static_cast<size_t>(lv)].id};
   }
   open(j);
   for (UOp st : stores) store(st);
   close();
   for (size_t i = 1; i < end->src.size() - 1; ++i) close();
+}
+
+// Fills the accumulator arrays of REDUCE r's rows `accs`: for (j) acc[j] = id; then for each
+// step of r's ranges, for (j) acc[j] = acc[j] OP x (tcc: ow_axpy calls where they apply).
+void KernelRenderer::fold_rows(UOp r, const std::vector<UOp>& accs, UOp j) {
+  Ops op = *r->arg.get_if<Ops>();
+  std::string ident = identity(r, op), jv = range_var(j);
+  std::vector<std::string> at;
+  for (UOp d : accs) at.push_back("acc" + num(d) + "[" + jv + "]");
+  open(j);
+  for (const std::string& a : at) emit(depth(), a + " = " + ident + ";");
+  close();
+  for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
+  std::vector<std::string> calls = axpy_calls(accs, op, j);
+  if (!calls.empty()) {
+    emit(depth(), "#ifdef __TINYC__");
+    for (const std::string& c : calls) emit(depth(), c);
+    emit(depth(), "#else");
+  }
+  open(j);
+  for (size_t u = 0; u < accs.size(); ++u) {
+    std::string x = val(accs[u]->src[0], depth());
+    emit(depth(), at[u] + " = " + binop(op, r->dtype, at[u], x, true, r) + ";");
+  }
+  close(calls.empty());
+  if (!calls.empty()) emit(depth(), "#endif");
+  for (size_t s = 1; s < r->src.size(); ++s) close();
 }
 
 // ---- tcc: the j loop as calls to vectorized loops ----
