@@ -99,14 +99,14 @@ UOp matmul_kernel(int64_t m, int64_t kn, int64_t n) {
 
 }  // namespace
 
-TEST_CASE("tiles: cc renders a matmul as register tiles of 8 rows, tcc as rows of axpy calls", "[tiles]") {
-  // 16 rows: blocks of 8. 40 columns: one tile of 32 (two vectors of 16 floats per row), then 8
-  // single columns. The tile's loads and accumulators are cc's alone (#ifndef __TINYC__).
-  backend::RenderedKernel k = backend::render_kernel(matmul_kernel(16, 7, 40));
+TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as rows of axpy calls", "[tiles]") {
+  // 16 rows: two blocks of 8 (as even as blocks of at most 14 can be). 56 columns: one tile of 48
+  // (three vectors of 16 floats per row: 24 registers), then 8 single columns. The tile's loads and accumulators are cc's alone (#ifndef __TINYC__).
+  backend::RenderedKernel k = backend::render_kernel(matmul_kernel(16, 7, 56));
   std::string src = k.source.substr(k.source.find("\nint mm("));
   INFO(src);
   CHECK(src.find("for (long long i_8 = 0; i_8 < 2LL; i_8++) {") != std::string::npos);
-  size_t ifn = src.find("#ifndef __TINYC__"), tile = src.find("for (long long j_t32 = 0; j_t32 < 1LL; j_t32++) {");
+  size_t ifn = src.find("#ifndef __TINYC__"), tile = src.find("for (long long j_t48 = 0; j_t48 < 1LL; j_t48++) {");
   size_t cols = src.find("for (long long j_t1 = 0; j_t1 < 8LL; j_t1++) {"), els = src.find("#else", ifn);
   REQUIRE(ifn != std::string::npos);
   CHECK(ifn < tile);
@@ -114,19 +114,37 @@ TEST_CASE("tiles: cc renders a matmul as register tiles of 8 rows, tcc as rows o
   CHECK(cols < els);
   CHECK(src.find("ow_vload_f32(b2 + ", tile) < cols);
   CHECK(src.find("ow_vstore_f32(acc", tile) < cols);
-  CHECK(src.find("ow_axpy_f32(40LL, ", els) != std::string::npos);  // tcc's rows
+  CHECK(src.find("ow_axpy_f32(56LL, ", els) != std::string::npos);  // tcc's rows
   CHECK(src.find("loop-unroll-and-jam") == std::string::npos);        // it would spill the tiles
+  // 37 rows: two blocks of 13 in a loop, then the 11 rows left over, unrolled in the function
+  // body; 512 rows: 36 blocks of 14 and 8 rows left over, in tiles of 3 vectors (24 registers).
+  backend::RenderedKernel odd = backend::render_kernel(matmul_kernel(37, 5, 40));
+  INFO(odd.source);
+  CHECK(odd.source.find("for (long long i_13 = 0; i_13 < 2LL; i_13++) {") != std::string::npos);
+  CHECK(odd.source.find("\n  float acc") != std::string::npos);  // the last 11 rows' arrays
+  backend::RenderedKernel big = backend::render_kernel(matmul_kernel(512, 512, 512));
+  CHECK(big.source.find("for (long long i_14 = 0; i_14 < 36LL; i_14++) {") != std::string::npos);
+  CHECK(big.source.find("for (long long j_t48 = 0; j_t48 < 10LL; j_t48++) {") != std::string::npos);
   // Under --bounds-check the loads must be checked: no tiles.
-  backend::RenderedKernel checked = backend::render_kernel(matmul_kernel(16, 7, 40), {true});
+  backend::RenderedKernel checked = backend::render_kernel(matmul_kernel(16, 7, 56), {true});
   CHECK(checked.source.find("ow_vload_f32(b") == std::string::npos);
-  CHECK(checked.source.find("j_t32") == std::string::npos);
+  CHECK(checked.source.find("j_t48") == std::string::npos);
 }
 
 TEST_CASE("tiles: matrix products of odd and tile-sized shapes equal the interpreter's bit for bit", "[tiles]") {
-  // 37 x 53 x 29: prime rows (no row blocks), one vector and 13 single columns; 1 x 1 x 1; rows
-  // in blocks of 8, 4 and 2; whole tiles only; tiles plus single vectors plus single columns.
-  for (auto [m, kn, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {37, 53, 29}, {1, 1, 1}, {16, 7, 40}, {12, 5, 64}, {6, 9, 50}, {64, 96, 128}, {24, 33, 83}, {8, 512, 48}})
+  // 37 x 53 x 29: rows in 2 blocks of 13 and 11 left over, one vector and 13 single columns;
+  // 1 x 1 x 1; 16 rows: 2 blocks of 8; 12 and 6 rows: one block; 64 rows: 4 blocks of 13 and 12
+  // left over; 29 rows: 2 blocks of 10 and 9; whole tiles only; tiles plus single vectors plus
+  // single columns; 1 row (a vector times a matrix).
+  for (auto [m, kn, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{37, 53, 29},
+                                                                             {1, 1, 1},
+                                                                             {16, 7, 40},
+                                                                             {12, 5, 64},
+                                                                             {6, 9, 50},
+                                                                             {64, 96, 128},
+                                                                             {29, 33, 83},
+                                                                             {8, 512, 48},
+                                                                             {1, 40, 200}})
     check_matmul(m, kn, n, dtypes::float32);
   // float64: vectors of 8 doubles, tiles of 16 columns.
   for (auto [m, kn, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{16, 7, 40}, {5, 3, 11}})

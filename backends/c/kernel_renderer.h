@@ -57,6 +57,7 @@ class KernelRenderer {
   // from them): they are never hoisted out of a
   // loop that may run zero times (the interpreter would not evaluate them at all).
   std::unordered_set<const UOpNode*> touchy_;
+  static constexpr int kTileRows = 14;  // rows of cc's register tiles (tiles.cpp): 14 x 2 vectors
   bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
 
   [[noreturn]] void fail(UOp u, const std::string& msg) const {
@@ -104,9 +105,11 @@ class KernelRenderer {
   std::vector<std::string> detached(const std::function<void()>& body);
   std::vector<std::string> axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j);
   std::vector<UOp> reduces_of(UOp value, UOp j) const;
-  int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most) const;
+  int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
   UOp open_block(UOp end, size_t pos, int block);
-  std::vector<UOp> in_block(UOp x, UOp r, UOp rb, int block);
+  std::vector<UOp> in_block(UOp x, UOp r, UOp start, int block);
+  std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
+  void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   bool column_blocked(UOp end);
   void number_new(UOp root);
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
