@@ -161,15 +161,14 @@ bool interchanged(const RenderedKernel& k) {
 
 TEST_CASE("render: reduce interchange for a matmul", "[render]") {
   // for (i) { float acc[2]; for (j) acc[j] = 0; for (k) { float v = a[i*3+k]; for (j) acc[j] = acc[j] + v * b[k*2+j]; }
-  //           for (j) out[i*2+j] = acc[j]; }   (3 rows: one block of 3, see the next test, as
-  // up to 14 rows of cc's register tiles fill their arrays, tests/test_tiles.cpp; this is tcc's
-  // branch, row 0)
+  //           for (j) out[i*2+j] = acc[j]; }   (3 rows: no row blocking, see the next test; this
+  // is tcc's branch: cc's rows fill their arrays with register tiles, tests/test_tiles.cpp)
   RenderedKernel k = render_kernel(matmul_kernel(3, 3, 2));
   INFO(k.source);
   REQUIRE(interchanged(k));
   std::string b = body(k);
   auto ls = lines_of(b.substr(0, b.find("#ifndef __TINYC__")) + b.substr(b.find("#else")));
-  size_t li = line_index(ls, "for (long long i_3 = 0; i_3 < 1LL; i_3++) {");
+  size_t li = line_index(ls, "for (long long i = 0; i < 3LL; i++) {");
   size_t decl = line_index(ls, "float acc");
   std::string acc = ls[decl].substr(ls[decl].find("acc"), ls[decl].find('[') - ls[decl].find("acc"));
   CHECK(ls[decl].find(acc + "[2];") != std::string::npos);
@@ -189,7 +188,7 @@ TEST_CASE("render: reduce interchange for a matmul", "[render]") {
   CHECK(hoisted < inner);
   CHECK(ls[hoisted].find("b1[") != std::string::npos);
   CHECK(inner < fold);
-  size_t row_b = line_index(ls, "b2[");  // b's row, read in the j loop once for the block's rows
+  size_t row_b = line_index(ls, "b2[");  // b's row in the j loop (named: cc's rows share it)
   CHECK(inner < row_b);
   CHECK(row_b <= fold);
   CHECK(fold < st);
@@ -222,8 +221,8 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
       RenderedKernel k = render_kernel(matmul_kernel(m, kn, n), {check});
       INFO("rows " << m << ", bounds checks " << check << "\n" << k.source);
       REQUIRE(interchanged(k));
-      // up to 14 rows of cc's register tiles at a time (tests/test_tiles.cpp); without them
-      // (bounds checks) 4 or 2, dividing the rows
+      // up to 14 rows of cc's register tiles at a time (tests/test_tiles.cpp); tcc's rows and
+      // rows without tiles (bounds checks): 4 or 2, dividing the rows
       const char* loop = m == 8 ? (check ? "for (long long i_4 = 0; i_4 < 2LL; i_4++) {" : "for (long long i_8 = 0; i_8 < 1LL; i_8++) {")
                          : m == 6 ? (check ? "for (long long i_2 = 0; i_2 < 3LL; i_2++) {" : "for (long long i_6 = 0; i_6 < 1LL; i_6++) {")
                                   : (check ? "for (long long i = 0; i < 5LL; i++) {" : "for (long long i_5 = 0; i_5 < 1LL; i_5++) {");

@@ -99,7 +99,7 @@ UOp matmul_kernel(int64_t m, int64_t kn, int64_t n) {
 
 }  // namespace
 
-TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as rows of axpy calls", "[tiles]") {
+TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as 4 rows of axpy calls", "[tiles]") {
   // 16 rows: two blocks of 8 (as even as blocks of at most 14 can be). 56 columns: one tile of 48
   // (three vectors of 16 floats per row: 24 registers), then 8 single columns. The tile's loads and accumulators are cc's alone (#ifndef __TINYC__).
   backend::RenderedKernel k = backend::render_kernel(matmul_kernel(16, 7, 56));
@@ -114,7 +114,8 @@ TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as
   CHECK(cols < els);
   CHECK(src.find("ow_vload_f32(b2 + ", tile) < cols);
   CHECK(src.find("ow_vstore_f32(acc", tile) < cols);
-  CHECK(src.find("ow_axpy_f32(56LL, ", els) != std::string::npos);  // tcc's rows
+  CHECK(src.find("for (long long i_4 = 0; i_4 < 4LL; i_4++) {", els) != std::string::npos);  // tcc's rows,
+  CHECK(src.find("ow_axpy_f32(56LL, ", els) != std::string::npos);                           // 4 at a time
   CHECK(src.find("loop-unroll-and-jam") == std::string::npos);        // it would spill the tiles
   // 37 rows: two blocks of 13 in a loop, then the 11 rows left over, unrolled in the function
   // body; 512 rows: 36 blocks of 14 and 8 rows left over, in tiles of 3 vectors (24 registers).

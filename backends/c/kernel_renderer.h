@@ -58,7 +58,11 @@ class KernelRenderer {
   // loop that may run zero times (the interpreter would not evaluate them at all).
   std::unordered_set<const UOpNode*> touchy_;
   static constexpr int kTileRows = 14;  // rows of cc's register tiles (tiles.cpp): 14 x 2 vectors
-  bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
+  bool jam_rows_ = false;
+  // Which compiler's branch is being rendered (an interchange with register tiles renders its
+  // rows twice, blocked for each: #ifndef __TINYC__ ... #else ... #endif); both: one rendering.
+  enum class Tier { both, cc, tcc };
+  Tier tier_ = Tier::both;  // row blocking was used: ask GCC to unroll-and-jam this kernel
 
   [[noreturn]] void fail(UOp u, const std::string& msg) const {
     throw Error(msg + " (at " + printed_.line(u) + ")");
@@ -100,6 +104,7 @@ class KernelRenderer {
     bool load_first;
   };
   std::vector<TileTerm> tile_terms(const std::vector<UOp>& accs, Ops op, UOp j) const;
+  void fill_tiles(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
   void fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
   void tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms, int64_t start, int64_t count, int nvec);
   std::vector<std::string> detached(const std::function<void()>& body);
@@ -109,6 +114,7 @@ class KernelRenderer {
   UOp open_block(UOp end, size_t pos, int block);
   std::vector<UOp> in_block(UOp x, UOp r, UOp start, int block);
   std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
+  void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
   void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   bool column_blocked(UOp end);
   void number_new(UOp root);

@@ -349,6 +349,7 @@ bool KernelRenderer::column_blocked(UOp end) {
 
 void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
   UOp j = end->src.back();
+  if (end->src.size() < 3) return fill_and_store(end, reds, {end->src[0]}, {});
   size_t pos = end->src.size() - 2;  // i, the range just outside j
   bool tiled = true;  // every fold is cc's register tiles: up to 14 rows share each vector of b
   int64_t row_bytes = 0;
@@ -356,26 +357,46 @@ void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
     tiled = tiled && !tile_terms({r}, *r->arg.get_if<Ops>(), j).empty();
     row_bytes += *j->src[0]->arg.get_if<int64_t>() * static_cast<int64_t>(r->dtype.itemsize());
   }
-  // The arrays of a block and of the rows left over stay within 2 * kMaxBlockBytes of stack.
-  int rows = static_cast<int>(std::clamp<int64_t>(kMaxBlockBytes / std::max<int64_t>(row_bytes, 1), 1, kTileRows));
-  int block = end->src.size() < 3 ? 1 : block_size(end, pos, reds, tiled ? rows : 4, !tiled);
-  size_t outer = block > 1 ? pos : pos + 1;  // end->src[1..outer) open as usual
-  for (size_t i = 1; i < outer; ++i) open(end->src[i]);
-  if (block == 1) {
-    fill_and_store(end, reds, {end->src[0]}, {});
-  } else {
-    UOp i = end->src[pos];
-    int64_t n = *i->src[0]->arg.get_if<int64_t>(), full = n / block * block;
-    jam_rows_ = jam_rows_ || !tiled;  // (jamming tiles would spill their registers)
-    if (full > 0) {
-      UOp ib = open_block(end, pos, block);
-      fill_and_store(end, reds, in_block(end->src[0], i, ib * block, block), rows_of(reds, i, ib * block, block));
-      close();
-    }
-    if (full < n)  // the rows left over: one block of n - full rows
-      fill_and_store(end, reds, in_block(end->src[0], i, UOp::index(full), static_cast<int>(n - full)), rows_of(reds, i, UOp::index(full), static_cast<int>(n - full)));
+  for (size_t q = 1; q < pos; ++q) open(end->src[q]);
+  int block = block_size(end, pos, reds, 4, true);
+  if (!tiled) {
+    rows_in_blocks(end, reds, block, true);
+  } else {  // cc: blocks of tiled rows; tcc: its rows of axpy calls, 4 at a time (faster there)
+    // The arrays of a block and of the rows left over stay within 2 * kMaxBlockBytes of stack.
+    int most = static_cast<int>(std::clamp<int64_t>(kMaxBlockBytes / std::max<int64_t>(row_bytes, 1), 1, kTileRows));
+    int cc_block = block_size(end, pos, reds, most, false);
+    std::vector<std::string> cc = detached([&] { tier_ = Tier::cc, rows_in_blocks(end, reds, cc_block, false); });
+    std::vector<std::string> tcc = detached([&] { tier_ = Tier::tcc, rows_in_blocks(end, reds, block, false); });
+    tier_ = Tier::both;
+    emit(depth(), "#ifndef __TINYC__");
+    for (std::string& l : cc) emit(depth(), std::move(l));
+    emit(depth(), "#else");
+    for (std::string& l : tcc) emit(depth(), std::move(l));
+    emit(depth(), "#endif");
   }
-  for (size_t i = 1; i < outer; ++i) close();
+  for (size_t q = 1; q < pos; ++q) close();
+}
+
+// The rows of the range just outside j (end->src[end->src.size() - 2]) in blocks of `block`,
+// the rows left over as one more block; jam: ask GCC to unroll-and-jam blocked rows.
+void KernelRenderer::rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam) {
+  size_t pos = end->src.size() - 2;
+  UOp i = end->src[pos];
+  if (block == 1) {
+    open(i);
+    fill_and_store(end, reds, {end->src[0]}, {});
+    close();
+    return;
+  }
+  int64_t n = *i->src[0]->arg.get_if<int64_t>(), full = n / block * block;
+  jam_rows_ = jam_rows_ || jam;  // (jamming tiles would spill their registers)
+  if (full > 0) {
+    UOp ib = open_block(end, pos, block);
+    fill_and_store(end, reds, in_block(end->src[0], i, ib * block, block), rows_of(reds, i, ib * block, block));
+    close();
+  }
+  if (full < n)  // the rows left over: one block of n - full rows
+    fill_and_store(end, reds, in_block(end->src[0], i, UOp::index(full), static_cast<int>(n - full)), rows_of(reds, i, UOp::index(full), static_cast<int>(n - full)));
 }
 
 // rows[p]: REDUCE p in each row of the block of `count` rows from `start`.
@@ -397,8 +418,9 @@ void KernelRenderer::fill_and_store(UOp end, const std::vector<UOp>& reds, const
     UOp r = reds[p];
     std::vector<UOp> accs = distinct(rows[p]);
     for (UOp d : accs) emit(lv, ctype(r->dtype, r) + " acc" + num(d) + "[" + n + "];");
-    std::vector<TileTerm> terms = tile_terms(accs, *r->arg.get_if<Ops>(), j);
+    std::vector<TileTerm> terms = tier_ == Tier::tcc ? std::vector<TileTerm>{} : tile_terms(accs, *r->arg.get_if<Ops>(), j);
     if (terms.empty()) fold_rows(r, accs, j);
+    else if (tier_ == Tier::cc) fill_tiles(r, accs, j, terms);
     else fold_tiled(r, accs, j, terms);
     for (UOp d : accs) named_[d.get()] = {"acc" + num(d) + "[" + jv + "]", stack_[static_cast<size_t>(lv)].id};
   }

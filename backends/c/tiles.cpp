@@ -61,24 +61,28 @@ std::vector<std::string> KernelRenderer::detached(const std::function<void()>& b
 
 // The accumulator arrays of `accs` filled by tiles (cc) or by fold_rows (tcc).
 void KernelRenderer::fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms) {
-  std::vector<std::string> cc = detached([&] {
-    int64_t n = *j->src[0]->arg.get_if<int64_t>(), lanes = kVecBytes / r->dtype.itemsize(), done = 0;
-    int per_row = std::max<int>(1, std::min<int>(4, kTileVectors / static_cast<int>(accs.size())));
-    std::vector<int> shapes{per_row};  // vectors per row of each kind of tile; 0: one column
-    if (per_row > 1) shapes.push_back(1);
-    shapes.push_back(0);
-    for (int nvec : shapes) {
-      int64_t width = nvec ? nvec * lanes : 1, count = (n - done) / width;
-      if (count > 0) tile_loop(r, accs, j, terms, done, count, nvec);
-      done += count * width;
-    }
-  });
+  std::vector<std::string> cc = detached([&] { fill_tiles(r, accs, j, terms); });
   std::vector<std::string> tcc = detached([&] { fold_rows(r, accs, j); });
   emit(depth(), "#ifndef __TINYC__");
   for (std::string& l : cc) emit(depth(), std::move(l));
   emit(depth(), "#else");
   for (std::string& l : tcc) emit(depth(), std::move(l));
   emit(depth(), "#endif");
+}
+
+// The accumulator arrays of `accs` filled by tiles of several vectors per row, then of one,
+// then single columns.
+void KernelRenderer::fill_tiles(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms) {
+  int64_t n = *j->src[0]->arg.get_if<int64_t>(), lanes = kVecBytes / r->dtype.itemsize(), done = 0;
+  int per_row = std::max<int>(1, std::min<int>(4, kTileVectors / static_cast<int>(accs.size())));
+  std::vector<int> shapes{per_row};  // vectors per row of each kind of tile; 0: one column
+  if (per_row > 1) shapes.push_back(1);
+  shapes.push_back(0);
+  for (int nvec : shapes) {
+    int64_t width = nvec ? nvec * lanes : 1, count = (n - done) / width;
+    if (count > 0) tile_loop(r, accs, j, terms, done, count, nvec);
+    done += count * width;
+  }
 }
 
 // `count` tiles of nvec vectors per accumulator (nvec 0: one column), from column `start`.
