@@ -1,8 +1,10 @@
 // The kernel renderer's class, shared by its two source files (not part of the API: render.h):
 //   render.cpp       values, statements, placement of each statement in the loop nest;
 //   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
-//                    blocking, and tcc's unrolled inner loops (backends/README.md).
+//                    blocking, and tcc's unrolled inner loops (backends/README.md);
+//   tiles.cpp        cc's register tiles for an interchanged matmul-like nest.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -55,7 +57,12 @@ class KernelRenderer {
   // from them): they are never hoisted out of a
   // loop that may run zero times (the interpreter would not evaluate them at all).
   std::unordered_set<const UOpNode*> touchy_;
-  bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
+  static constexpr int kTileRows = 14;  // rows of cc's register tiles (tiles.cpp): 14 x 2 vectors
+  bool jam_rows_ = false;
+  // Which compiler's branch is being rendered (an interchange with register tiles renders its
+  // rows twice, blocked for each: #ifndef __TINYC__ ... #else ... #endif); both: one rendering.
+  enum class Tier { both, cc, tcc };
+  Tier tier_ = Tier::both;  // row blocking was used: ask GCC to unroll-and-jam this kernel
 
   [[noreturn]] void fail(UOp u, const std::string& msg) const {
     throw Error(msg + " (at " + printed_.line(u) + ")");
@@ -90,11 +97,25 @@ class KernelRenderer {
   std::string reduce(UOp u, int level);
   std::vector<UOp> interchangeable(UOp end);
   void interchange(UOp end, const std::vector<UOp>& reds);
+  void fold_rows(UOp r, const std::vector<UOp>& accs, UOp j);
+  // One accumulator's fold term x = s * b[idx] (load_first: b[idx] * s), s fixed in j (tiles.cpp).
+  struct TileTerm {
+    UOp s, idx;
+    bool load_first;
+  };
+  std::vector<TileTerm> tile_terms(const std::vector<UOp>& accs, Ops op, UOp j) const;
+  void fill_tiles(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
+  void fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
+  void tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms, int64_t start, int64_t count, int nvec);
+  std::vector<std::string> detached(const std::function<void()>& body);
   std::vector<std::string> axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j);
   std::vector<UOp> reduces_of(UOp value, UOp j) const;
-  int block_size(UOp end, size_t pos, const std::vector<UOp>& reds) const;
+  int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
   UOp open_block(UOp end, size_t pos, int block);
-  std::vector<UOp> in_block(UOp x, UOp r, UOp rb, int block);
+  std::vector<UOp> in_block(UOp x, UOp r, UOp start, int block);
+  std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
+  void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
+  void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   bool column_blocked(UOp end);
   void number_new(UOp root);
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted

@@ -111,6 +111,7 @@ void KernelRenderer::close(bool unroll) {
 
 constexpr int64_t kMaxAccElems = 4096;
 constexpr int64_t kMaxAccBytes = 64 * 1024;  // all accumulator arrays of one store nest
+constexpr int64_t kMaxBlockBytes = 128 * 1024;  // ... of a block of register-tiled rows
 
 // The coefficient c of range r in index expression u = c*r + (terms without r); nullopt when u is
 // not of that form (or it overflows).
@@ -222,19 +223,23 @@ std::vector<UOp> KernelRenderer::reduces_of(UOp value, UOp j) const {
 // j = B*jb + u fold in one pass, sharing the loads that do not depend on j, and their B chains
 // of additions run side by side instead of one after another (about 2x for a matvec on cc).
 // Each accumulator still folds the same terms in the same order: results are bit-identical.
-// B is 8 for columns, 4 for rows (or 4, 2 when the extent allows), else there is no blocking. Conditions: nothing in the
+// B is 8 for columns, 4 for rows, 8 for rows of register tiles (tiles.cpp), or the largest
+// power of 2 below that divides the extent, else there is no blocking. Conditions: nothing in the
 // nest may fail (the first error would change); the reduce ranges do not depend on the blocked
 // range; the nest loads no buffer the kernel stores to (iterations now interleave); the store is
 // ungated, in bounds, and writes a distinct element for every binding of the blocked range and
 // those inside it (index = c*r + sum c_q*q + rest with |c| > sum |c_q|*(extent(q) - 1)), so the
 // order of the writes does not matter.
 
-int KernelRenderer::block_size(UOp end, size_t pos, const std::vector<UOp>& reds) const {
+int KernelRenderer::block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const {
   UOp r = end->src[pos], st = end->src[0], idx = st->src[0];
   auto extent = [](UOp q) { return q->src.at(0).is_const() ? q->src[0]->arg.get_if<int64_t>() : nullptr; };
   const int64_t* e = extent(r);
-  bool column = pos + 1 == end->src.size();  // more chains side by side: 8 columns
-  int block = !e || *e < 2 ? 1 : *e % 8 == 0 && column ? 8 : *e % 4 == 0 ? 4 : *e % 2 == 0 ? 2 : 1;
+  int block = !e || *e < 2 ? 1 : most;
+  if (divides)
+    while (block > 1 && *e % block != 0) block /= 2;
+  else if (block > 1)  // blocks as even as they can be, the last one of the rows left over
+    block = static_cast<int>((*e + (*e + most - 1) / most - 1) / ((*e + most - 1) / most));
   if (block == 1 || idx->op != Ops::INDEX || idx->src.size() != 2) return 1;
   for (UOp red : reds)
     for (size_t s = 1; s < red->src.size(); ++s)
@@ -274,11 +279,11 @@ UOp KernelRenderer::open_block(UOp end, size_t pos, int block) {
   return rb;
 }
 
-// x for each iteration of the block: r -> block*rb + u. New nodes are analyzed and numbered.
-std::vector<UOp> KernelRenderer::in_block(UOp x, UOp r, UOp rb, int block) {
+// x for each iteration of the block: r -> start + u. New nodes are analyzed and numbered.
+std::vector<UOp> KernelRenderer::in_block(UOp x, UOp r, UOp start, int block) {
   std::vector<UOp> out;
   for (int u = 0; u < block; ++u) {
-    UOp xu = substitute(x, {{r, u ? rb * block + u : rb * block}});
+    UOp xu = substitute(x, {{r, u ? start + u : start}});
     analyze(xu);
     number_new(xu);
     out.push_back(xu);
@@ -316,16 +321,16 @@ bool KernelRenderer::column_blocked(UOp end) {
     for (UOp u : toposort(r->src[0]))
       if (u->op == Ops::REDUCE) return false;
   }
-  int block = block_size(end, pos, reds);
+  int block = block_size(end, pos, reds, 8, true);  // more chains side by side: 8 columns
   if (block == 1) return false;
   for (size_t i = 1; i < pos; ++i) open(end->src[i]);
   UOp jb = open_block(end, pos, block);
-  std::vector<UOp> stores = in_block(end->src[0], j, jb, block);
+  std::vector<UOp> stores = in_block(end->src[0], j, jb * block, block);
   int lv = depth();
   for (UOp r : reds) {
     Ops op = *r->arg.get_if<Ops>();
     std::vector<UOp> accs;
-    for (UOp ru : in_block(r, j, jb, block)) accs.push_back(ru);
+    for (UOp ru : in_block(r, j, jb * block, block)) accs.push_back(ru);
     accs = distinct(accs);
     for (UOp a : accs) emit(lv, ctype(r->dtype, r) + " acc" + num(a) + " = " + identity(r, op) + ";");
     for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
@@ -344,56 +349,111 @@ bool KernelRenderer::column_blocked(UOp end) {
 
 void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
   UOp j = end->src.back();
+  if (end->src.size() < 3) return fill_and_store(end, reds, {end->src[0]}, {});
   size_t pos = end->src.size() - 2;  // i, the range just outside j
-  int block = end->src.size() < 3 ? 1 : block_size(end, pos, reds);
-  size_t outer = block > 1 ? pos : pos + 1;  // end->src[1..outer) open as usual
-  for (size_t i = 1; i < outer; ++i) open(end->src[i]);
-  std::vector<UOp> stores{end->src[0]};
-  std::vector<std::vector<UOp>> rows;  // rows[p]: REDUCE p in each row of the block
-  for (UOp r : reds) rows.push_back({r});
-  if (block > 1) {
-    UOp i = end->src[pos], ib = open_block(end, pos, block);
-    jam_rows_ = true;
-    stores = in_block(end->src[0], i, ib, block);
-    for (size_t p = 0; p < reds.size(); ++p) rows[p] = in_block(reds[p], i, ib, block);
+  bool tiled = true;  // every fold is cc's register tiles: up to 14 rows share each vector of b
+  int64_t row_bytes = 0;
+  for (UOp r : reds) {
+    tiled = tiled && !tile_terms({r}, *r->arg.get_if<Ops>(), j).empty();
+    row_bytes += *j->src[0]->arg.get_if<int64_t>() * static_cast<int64_t>(r->dtype.itemsize());
   }
+  for (size_t q = 1; q < pos; ++q) open(end->src[q]);
+  int block = block_size(end, pos, reds, 4, true);
+  if (!tiled) {
+    rows_in_blocks(end, reds, block, true);
+  } else {  // cc: blocks of tiled rows; tcc: its rows of axpy calls, 4 at a time (faster there)
+    // The arrays of a block and of the rows left over stay within 2 * kMaxBlockBytes of stack.
+    int most = static_cast<int>(std::clamp<int64_t>(kMaxBlockBytes / std::max<int64_t>(row_bytes, 1), 1, kTileRows));
+    int cc_block = block_size(end, pos, reds, most, false);
+    std::vector<std::string> cc = detached([&] { tier_ = Tier::cc, rows_in_blocks(end, reds, cc_block, false); });
+    std::vector<std::string> tcc = detached([&] { tier_ = Tier::tcc, rows_in_blocks(end, reds, block, false); });
+    tier_ = Tier::both;
+    emit(depth(), "#ifndef __TINYC__");
+    for (std::string& l : cc) emit(depth(), std::move(l));
+    emit(depth(), "#else");
+    for (std::string& l : tcc) emit(depth(), std::move(l));
+    emit(depth(), "#endif");
+  }
+  for (size_t q = 1; q < pos; ++q) close();
+}
+
+// The rows of the range just outside j (end->src[end->src.size() - 2]) in blocks of `block`,
+// the rows left over as one more block; jam: ask GCC to unroll-and-jam blocked rows.
+void KernelRenderer::rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam) {
+  size_t pos = end->src.size() - 2;
+  UOp i = end->src[pos];
+  if (block == 1) {
+    open(i);
+    fill_and_store(end, reds, {end->src[0]}, {});
+    close();
+    return;
+  }
+  int64_t n = *i->src[0]->arg.get_if<int64_t>(), full = n / block * block;
+  jam_rows_ = jam_rows_ || jam;  // (jamming tiles would spill their registers)
+  if (full > 0) {
+    UOp ib = open_block(end, pos, block);
+    fill_and_store(end, reds, in_block(end->src[0], i, ib * block, block), rows_of(reds, i, ib * block, block));
+    close();
+  }
+  if (full < n)  // the rows left over: one block of n - full rows
+    fill_and_store(end, reds, in_block(end->src[0], i, UOp::index(full), static_cast<int>(n - full)), rows_of(reds, i, UOp::index(full), static_cast<int>(n - full)));
+}
+
+// rows[p]: REDUCE p in each row of the block of `count` rows from `start`.
+std::vector<std::vector<UOp>> KernelRenderer::rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count) {
+  std::vector<std::vector<UOp>> rows;
+  for (UOp r : reds) rows.push_back(in_block(r, i, start, count));
+  return rows;
+}
+
+// The accumulator arrays of one block of rows (rows[p]: REDUCE p's in each row; empty: one row,
+// reds itself), filled, then the j loop of `stores`.
+void KernelRenderer::fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows) {
+  UOp j = end->src.back();
+  if (rows.empty())
+    for (UOp r : reds) rows.push_back({r});
   int lv = depth();
   std::string jv = range_var(j), n = std::to_string(*j->src[0]->arg.get_if<int64_t>());
   for (size_t p = 0; p < reds.size(); ++p) {
     UOp r = reds[p];
-    Ops op = *r->arg.get_if<Ops>();
-    std::string ident = identity(r, op);
     std::vector<UOp> accs = distinct(rows[p]);
-    std::vector<std::string> at;
-    for (UOp d : accs) {
-      std::string acc = "acc" + num(d);
-      at.push_back(acc + "[" + jv + "]");
-      emit(lv, ctype(r->dtype, r) + " " + acc + "[" + n + "];");
-    }
-    open(j);
-    for (const std::string& a : at) emit(depth(), a + " = " + ident + ";");
-    close();
-    for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
-    std::vector<std::string> calls = axpy_calls(accs, op, j);
-    if (!calls.empty()) {
-      emit(depth(), "#ifdef __TINYC__");
-      for (const std::string& c : calls) emit(depth(), c);
-      emit(depth(), "#else");
-    }
-    open(j);
-    for (size_t u = 0; u < accs.size(); ++u) {
-      std::string x = val(accs[u]->src[0], depth());
-      emit(depth(), at[u] + " = " + binop(op, r->dtype, at[u], x, true, r) + ";");
-    }
-    close(calls.empty());
-    if (!calls.empty()) emit(depth(), "#endif");
-    for (size_t s = 1; s < r->src.size(); ++s) close();
-    for (size_t u = 0; u < accs.size(); ++u) named_[accs[u].get()] = {at[u], stack_[static_cast<size_t>(lv)].id};
+    for (UOp d : accs) emit(lv, ctype(r->dtype, r) + " acc" + num(d) + "[" + n + "];");
+    std::vector<TileTerm> terms = tier_ == Tier::tcc ? std::vector<TileTerm>{} : tile_terms(accs, *r->arg.get_if<Ops>(), j);
+    if (terms.empty()) fold_rows(r, accs, j);
+    else if (tier_ == Tier::cc) fill_tiles(r, accs, j, terms);
+    else fold_tiled(r, accs, j, terms);
+    for (UOp d : accs) named_[d.get()] = {"acc" + num(d) + "[" + jv + "]", stack_[static_cast<size_t>(lv)].id};
   }
   open(j);
   for (UOp st : stores) store(st);
   close();
-  for (size_t i = 1; i < end->src.size() - 1; ++i) close();
+}
+
+// Fills the accumulator arrays of REDUCE r's rows `accs`: for (j) acc[j] = id; then for each
+// step of r's ranges, for (j) acc[j] = acc[j] OP x (tcc: ow_axpy calls where they apply).
+void KernelRenderer::fold_rows(UOp r, const std::vector<UOp>& accs, UOp j) {
+  Ops op = *r->arg.get_if<Ops>();
+  std::string ident = identity(r, op), jv = range_var(j);
+  std::vector<std::string> at;
+  for (UOp d : accs) at.push_back("acc" + num(d) + "[" + jv + "]");
+  open(j);
+  for (const std::string& a : at) emit(depth(), a + " = " + ident + ";");
+  close();
+  for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
+  std::vector<std::string> calls = axpy_calls(accs, op, j);
+  if (!calls.empty()) {
+    emit(depth(), "#ifdef __TINYC__");
+    for (const std::string& c : calls) emit(depth(), c);
+    emit(depth(), "#else");
+  }
+  open(j);
+  for (size_t u = 0; u < accs.size(); ++u) {
+    std::string x = val(accs[u]->src[0], depth());
+    emit(depth(), at[u] + " = " + binop(op, r->dtype, at[u], x, true, r) + ";");
+  }
+  close(calls.empty());
+  if (!calls.empty()) emit(depth(), "#endif");
+  for (size_t s = 1; s < r->src.size(); ++s) close();
 }
 
 // ---- tcc: the j loop as calls to vectorized loops ----

@@ -68,6 +68,17 @@ static inline unsigned long long ow_threefry(unsigned long long x, unsigned long
   }
   return (unsigned long long)x1 << 32 | x0;
 }
+#ifndef __TINYC__
+/* cc's register tiles (render: tiles.cpp): GCC vectors of 64 bytes, loaded and stored unaligned */
+typedef float ow_vf32 __attribute__((vector_size(64)));
+typedef double ow_vf64 __attribute__((vector_size(64)));
+static inline ow_vf32 ow_vload_f32(const float* p) { ow_vf32 v; __builtin_memcpy(&v, p, sizeof v); return v; }
+static inline ow_vf64 ow_vload_f64(const double* p) { ow_vf64 v; __builtin_memcpy(&v, p, sizeof v); return v; }
+static inline void ow_vstore_f32(float* p, ow_vf32 v) { __builtin_memcpy(p, &v, sizeof v); }
+static inline void ow_vstore_f64(double* p, ow_vf64 v) { __builtin_memcpy(p, &v, sizeof v); }
+static inline ow_vf32 ow_vsplat_f32(float x) { ow_vf32 v; for (int l = 0; l < 16; l++) v[l] = x; return v; }
+static inline ow_vf64 ow_vsplat_f64(double x) { ow_vf64 v; for (int l = 0; l < 8; l++) v[l] = x; return v; }
+#endif
 #ifdef __TINYC__
 /* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */
 void ow_axpy_f32(long long n, float s, const float* x, float* acc);
