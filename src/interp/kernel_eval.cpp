@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "interp/dispatch.h"
+#include "interp/launch_snapshot.h"
 #include "interp/scalar_ops.h"
 #include "interp/value.h"
 #include "uop/args.h"
@@ -107,6 +108,7 @@ struct Kernel::Impl {
     const uint8_t* rpoison = nullptr;
     int64_t size = 0;
     std::string name;
+    LaunchSnapshot* snap = nullptr;  // a buffer the kernel also stores to: loads read it as at launch
   };
 
   // ---- compiled form ----
@@ -124,7 +126,7 @@ struct Kernel::Impl {
 
   // ---- run state ----
   std::vector<Slot> slots;
-  std::vector<StoragePtr> keep;  // snapshots alive during a run
+  std::vector<std::unique_ptr<LaunchSnapshot>> snaps;  // per buffer both loaded and stored, this run
   std::vector<Node*> active;
   uint64_t clock = 0, base = 0, ops = 0;
 
@@ -202,6 +204,10 @@ struct Kernel::Impl {
     }
     const Slot& s = I.slots[static_cast<size_t>(n.slot)];
     int64_t k = n.lin->v.i;
+    if (s.snap) {
+      get<T>(n.v) = s.snap->load<T>(k, n.poison);
+      return;
+    }
     get<T>(n.v) = static_cast<const T*>(s.rdata)[k];
     n.poison = s.rpoison && s.rpoison[k];
   }
@@ -226,6 +232,7 @@ struct Kernel::Impl {
     if (!I.access("STORE", s.slot, s.lin, s.gate, s.index)) return;
     Slot& b = I.slots[static_cast<size_t>(s.slot)];
     int64_t k = s.lin->v.i;
+    if (b.snap) b.snap->before_store(k);
     b.bd->data->as<T>()[k] = get<T>(s.value->v);
     if (s.value->poison && !b.bd->poison) {
       b.bd->poison = std::make_shared<Storage>(dtypes::bool_, b.size);
@@ -581,7 +588,7 @@ struct Kernel::Impl {
 
   void run(const KernelArgs& args) {
     active.clear();
-    keep.clear();
+    snaps.clear();
     ops = 0;
     base = ++clock;
     // bind the buffers
@@ -601,19 +608,16 @@ struct Kernel::Impl {
         compile_fail(g, "the poison mask of the buffer bound to slot " + std::to_string(k) + " does not match its size");
       slots[k] = Slot{bd, bd->data->bytes.data(), bd->poison ? std::as_const(*bd->poison).as<uint8_t>() : nullptr, bd->data->size, name};
     }
-    // Loads see the buffers as they were at launch: copy those the kernel also writes.
-    for (int64_t l : loaded) {
-      Slot& s = slots[static_cast<size_t>(l)];
-      bool written = std::any_of(stored.begin(), stored.end(), [&](int64_t w) { return slots[static_cast<size_t>(w)].bd->data == s.bd->data; });
-      if (!written) continue;
-      auto d = std::make_shared<Storage>(*s.bd->data);
-      keep.push_back(d);
-      s.rdata = d->bytes.data();
-      if (s.bd->poison) {
-        auto p = std::make_shared<Storage>(*s.bd->poison);
-        keep.push_back(p);
-        s.rpoison = p->as<uint8_t>();
-      }
+    // Loads see the buffers as they were at launch, also those the kernel stores to: the stores
+    // keep what they overwrite (launch_snapshot.h).
+    for (int64_t w : stored) {
+      BufferData* bd = slots[static_cast<size_t>(w)].bd;
+      auto same = [&](const Slot& x) { return x.bd && x.bd->data == bd->data; };
+      bool read = std::any_of(loaded.begin(), loaded.end(), [&](int64_t l) { return same(slots[static_cast<size_t>(l)]); });
+      if (!read || slots[static_cast<size_t>(w)].snap) continue;
+      snaps.push_back(std::make_unique<LaunchSnapshot>(*bd));
+      for (Slot& x : slots)
+        if (same(x)) x.snap = snaps.back().get();
     }
     // bind the variables
     for (size_t i : vars) {
@@ -628,7 +632,7 @@ struct Kernel::Impl {
       });
     }
     for (int k : top) run_stmt(k);
-    keep.clear();
+    snaps.clear();
   }
 };
 
