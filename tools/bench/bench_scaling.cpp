@@ -100,7 +100,7 @@ std::vector<Runs> lower_layers(const std::vector<int64_t>& depths, int repeat, s
 }
 
 // The scan of n steps on tcc and cc (a prepared Program, compile excluded) and numpy's Python
-// loop `v = matmul(v, M[k], out=out[k])` on the same inputs (bench_numpy.py --kind scan): seconds per step, medians.
+// loop `v = dot(v, M[k], out=out[k])` on the same inputs (bench_numpy.py --kind scan): seconds per step, medians.
 struct CompiledScan {
   double tcc = NAN, cc = NAN, numpy = NAN;
   std::string check = "bit-exact";
@@ -149,7 +149,7 @@ CompiledScan compiled_scan(const Settings& s, int64_t n, int64_t d) {
 
 void compiled_scan_table(const Settings& s) {
   const int64_t n = 10000, d = 16;
-  std::printf("\ncompiled: the same scan, N = %lld, D = %lld, steady state (compile excluded), wall time per step; numpy: its fastest Python loop, v = matmul(v, M[k], out=out[k])\n",
+  std::printf("\ncompiled: the same scan, N = %lld, D = %lld, steady state (compile excluded), wall time per step; numpy: its fastest Python loop, v = dot(v, M[k], out=out[k])\n",
               static_cast<long long>(n), static_cast<long long>(d));
   CompiledScan c = compiled_scan(s, n, d);
   std::printf("%14s %14s %14s  %s\n", "tcc/step", "cc/step", "numpy/step", "check (vs interp)");
