@@ -391,6 +391,42 @@ TEST_CASE("kernel: loads see the buffers as they were at launch (snapshot)", "[k
   CHECK(floats(run_text(p2, bufs2)[0].value) == std::vector<float>{1, 1, 1, 1});
 }
 
+TEST_CASE("kernel: a kernel storing to a buffer it reads reads it as at launch, in few stores or many", "[kernel]") {
+  // buf[i] = buf[n - 1 - i] + 1 over the first `m` elements of 256: the second half of the
+  // stores read elements the first half overwrote. Few stores keep the old elements aside; past
+  // an eighth of the buffer the buffer is copied part way (interp/launch_snapshot.h).
+  for (int64_t m : {8, 256}) {
+    INFO(m << " stores");
+    std::string text = R"(
+%b = BUFFER float32 () ("buf", 256)
+%g0 = DEFINE_GLOBAL float32*256 () 0
+%cm = CONST index () )" + std::to_string(m) + R"(
+%last = CONST index () )" + std::to_string(m - 1) + R"(
+%i = RANGE index (%cm) (0, AxisType.LOOP)
+%t = SUB index (%last, %i)
+%pr = INDEX float32*256 (%g0, %t)
+%l = LOAD float32 (%pr)
+%one = CONST float32 () 1.0
+%v = ADD float32 (%l, %one)
+%pw = INDEX float32*256 (%g0, %i)
+%st = STORE void (%pw, %v)
+%e = END void (%st, %i)
+%ast = SINK void (%e)
+%k = KERNEL void (%ast, %b) ("k0",)
+%grp = GROUP void (%k)
+%c256 = CONST index () 256
+%view = RESHAPE float32 (%b, %c256)
+%out = AFTER float32 (%view, %grp)
+%root = SINK void (%out) ("out",)
+)";
+    std::vector<float> in(256), want(256);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = want[i] = static_cast<float>(i);
+    for (int64_t i = 0; i < m; ++i) want[static_cast<size_t>(i)] = in[static_cast<size_t>(m - 1 - i)] + 1.0f;
+    BufferMap bufs{{"buf", fbuf(in)}};
+    CHECK(floats(run_text(text, bufs)[0].value) == want);
+  }
+}
+
 TEST_CASE("kernel: a host loop over OUTER sees every launch's writes", "[kernel]") {
   const char* text = R"(
 %b = BUFFER float32 () ("buf", 1)

@@ -254,8 +254,9 @@ TEST_CASE("a host loop of launches compiled into the unit: the walk's results, b
       CHECK(c.second == w.second);
       if (c.second.empty() && w.second.empty()) CHECK_FALSE(interp::first_difference(w.first[0].value, c.first[0].value));
     }
-    // k0 once, then k1 and k2 per step (the in-place scan): the 8th launch is k1 of step m1=3
-    CHECK(run_scan(s, tier, 7, false).second == "step budget exceeded: 7 kernel launches, at kernel k1 with m1=3 (ow: --max-steps N raises it)");
+    // one launch per step (the in-place scan, its matvec stored straight into the step's row):
+    // the 5th launch is k0 of step m1=4
+    CHECK(run_scan(s, tier, 4, false).second == "step budget exceeded: 4 kernel launches, at kernel k0 with m1=4 (ow: --max-steps N raises it)");
   }
 }
 

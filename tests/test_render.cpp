@@ -229,7 +229,10 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
       CHECK(body(k).find(loop) != std::string::npos);
       // GCC's unroll-and-jam, asked for per kernel, only where rows are blocked without tiles
       CHECK((k.source.find("__attribute__((optimize(\"loop-unroll-and-jam\")))") != std::string::npos) == (m != 5 && check));
-      CHECK((body(k).find("ow_axpy_f32(" + std::to_string(n) + "LL, ") != std::string::npos) == !check);
+      // tcc's branch: blocked rows call ow_axpy_f32 per row; unblocked rows (5) fold their whole
+      // k loop with one ow_gemv_f32 call each
+      std::string call = m == 5 ? "ow_gemv_f32(7LL, " + std::to_string(n) + "LL, " : "ow_axpy_f32(" + std::to_string(n) + "LL, ";
+      CHECK((body(k).find(call) != std::string::npos) == !check);
       check_exact(k, a, b, want);
     }
   }
@@ -269,7 +272,8 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
 
 TEST_CASE("render: tcc's vectorized axpy rows, float64 and factors in either order, exact", "[render][tcc]") {
   // out[i*21+j] = sum_k b[k*21+j] * a[i*5+k] in float64 (the load first: either order is an
-  // axpy), 3 rows; ow_axpy_f64 takes 4 doubles per step: 21 = 5 steps + 1. The inputs include
+  // axpy), 3 rows, not blocked: each row's k loop is one ow_gemv_f64 call, which keeps 8 doubles
+  // in registers per block: 21 = 2 blocks + 2 vectors of 2 + 1. The inputs include
   // -0.0, an infinity and values whose products round, compared bit for bit with the sums done
   // here in order.
   const int64_t m = 3, kn = 5, n = 21;
@@ -279,7 +283,7 @@ TEST_CASE("render: tcc's vectorized axpy rows, float64 and factors in either ord
   UOp st = out.index({i * n + j}).store(prod.reduce({k}, Ops::ADD)).end({i, j});
   RenderedKernel rk = render_kernel(kernel("mm64", {st}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}));
   INFO(rk.source);
-  CHECK(body(rk).find("ow_axpy_f64(21LL, ") != std::string::npos);
+  CHECK(body(rk).find("ow_gemv_f64(5LL, 21LL, ") != std::string::npos);  // 3 rows are not blocked: a row's k loop is one call
   std::vector<double> av(static_cast<size_t>(m * kn)), bv(static_cast<size_t>(kn * n)), want(static_cast<size_t>(m * n));
   for (size_t q = 0; q < av.size(); ++q) av[q] = 0.1 * double(q) - 0.7;
   for (size_t q = 0; q < bv.size(); ++q) bv[q] = 1.0 / double(q + 3);
@@ -566,13 +570,13 @@ TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc
   using Fn = int (*)(void**, const long long*, long long*);
   for (bool check : {false, true}) {
     // (3x4) by (4x9), a = 1..12 and b = 1..36 row-major: c[i][j] = c0[i] + c1[i] * j. For tcc
-    // the j fold is a call to ow_axpy_f32, or with bounds checks unrolled by 8 with a remainder
+    // a row's k loop is one call to ow_gemv_f32, or with bounds checks unrolled by 8 with a remainder
     // loop (1 iteration).
     RenderedKernel k = render_kernel(matmul_kernel(3, 4, 9), {check});
     INFO(k.source);
     REQUIRE(interchanged(k));
     auto fn = reinterpret_cast<Fn>(cc->compile(k.source)->symbol(k.name));
-    CHECK(body(k).find(check ? "j_8 += 8" : "ow_axpy_f32(9LL, ") != std::string::npos);
+    CHECK(body(k).find(check ? "j_8 += 8" : "ow_gemv_f32(4LL, 9LL, ") != std::string::npos);
     float c[27] = {}, a[12], b[36];
     for (int q = 0; q < 12; ++q) a[q] = static_cast<float>(q + 1);
     for (int q = 0; q < 36; ++q) b[q] = static_cast<float>(q + 1);

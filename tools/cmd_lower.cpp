@@ -19,7 +19,7 @@ int cmd_lower(const Args& args) {
   std::string names;
   for (const auto& p : lower::passes()) names += (names.empty() ? "" : "|") + p.name;
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
-      "dump-after", po::value<std::string>()->default_value("schedule"), ("print the graph after this pass: " + names + "|all").c_str())(
+      "dump-after", po::value<std::string>()->default_value("fuse"), ("print the graph after this pass: " + names + "|all").c_str())(
       "list", "list the passes and what each does");
   po::positional_options_description pos;
   pos.add("file", 1);

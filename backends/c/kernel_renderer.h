@@ -109,6 +109,11 @@ class KernelRenderer {
   void tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms, int64_t start, int64_t count, int nvec);
   std::vector<std::string> detached(const std::function<void()>& body);
   std::vector<std::string> axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j);
+  std::vector<std::pair<UOp, UOp>> axpy_terms(const std::vector<UOp>& accs, Ops op, UOp j);
+  std::string offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at);
+  void fold_row(const std::vector<UOp>& accs, const std::vector<std::string>& at, UOp r, Ops op, UOp j, bool unroll);
+  bool gemv_loop(UOp r, UOp acc, const std::string& at, Ops op, UOp j);
+  void name_invariants(UOp x, const std::vector<UOp>& ranges);
   std::vector<UOp> reduces_of(UOp value, UOp j) const;
   int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
   UOp open_block(UOp end, size_t pos, int block);

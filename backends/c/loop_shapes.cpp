@@ -439,6 +439,7 @@ void KernelRenderer::fold_rows(UOp r, const std::vector<UOp>& accs, UOp j) {
   open(j);
   for (const std::string& a : at) emit(depth(), a + " = " + ident + ";");
   close();
+  if (accs.size() == 1 && gemv_loop(r, accs[0], at[0], op, j)) return;
   for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
   std::vector<std::string> calls = axpy_calls(accs, op, j);
   if (!calls.empty()) {
@@ -446,14 +447,19 @@ void KernelRenderer::fold_rows(UOp r, const std::vector<UOp>& accs, UOp j) {
     for (const std::string& c : calls) emit(depth(), c);
     emit(depth(), "#else");
   }
+  fold_row(accs, at, r, op, j, calls.empty());
+  if (!calls.empty()) emit(depth(), "#endif");
+  for (size_t s = 1; s < r->src.size(); ++s) close();
+}
+
+// The j loop of an interchanged nest: every accumulator folds its term.
+void KernelRenderer::fold_row(const std::vector<UOp>& accs, const std::vector<std::string>& at, UOp r, Ops op, UOp j, bool unroll) {
   open(j);
   for (size_t u = 0; u < accs.size(); ++u) {
     std::string x = val(accs[u]->src[0], depth());
     emit(depth(), at[u] + " = " + binop(op, r->dtype, at[u], x, true, r) + ";");
   }
-  close(calls.empty());
-  if (!calls.empty()) emit(depth(), "#endif");
-  for (size_t s = 1; s < r->src.size(); ++s) close();
+  close(unroll);
 }
 
 // ---- tcc: the j loop as calls to vectorized loops ----
@@ -464,9 +470,11 @@ void KernelRenderer::fold_rows(UOp r, const std::vector<UOp>& accs, UOp j) {
 // 4-8x faster than anything TCC compiles, and the same roundings in the same order per element.
 // Not under --bounds-check (the helpers do not check). The returned calls go under
 // #ifdef __TINYC__; the values they use are named before, so both branches see them.
-std::vector<std::string> KernelRenderer::axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j) {
+// Per accumulator, (s, the INDEX of b[off + j]) when every one folds acc[j] + s * b[off + j];
+// else none.
+std::vector<std::pair<UOp, UOp>> KernelRenderer::axpy_terms(const std::vector<UOp>& accs, Ops op, UOp j) {
   if (op != Ops::ADD || opts_.bounds_check) return {};
-  std::vector<std::pair<UOp, UOp>> terms;  // (s, INDEX of b[off + j]) per accumulator
+  std::vector<std::pair<UOp, UOp>> terms;
   for (UOp a : accs) {
     DType d = a->dtype;
     UOp x = a->src[0];
@@ -477,17 +485,77 @@ std::vector<std::string> KernelRenderer::axpy_calls(const std::vector<UOp>& accs
     if (idx->op != Ops::INDEX || idx->src.size() != 2 || idx->src[0]->op != Ops::DEFINE_GLOBAL || coefficient(idx->src[1], j) != 1) return {};
     terms.push_back({s, idx});
   }
+  return terms;
+}
+
+// b's offset at j = 0 (and `at` for another range), as a C value named in the current scope.
+std::string KernelRenderer::offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at) {
+  at.push_back({j, UOp::index(0)});
+  UOp off = simplify(substitute(idx->src[1], at));
+  analyze(off);
+  number_new(off);
+  return val(off, depth(), true);
+}
+
+std::vector<std::string> KernelRenderer::axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j) {
+  std::vector<std::pair<UOp, UOp>> terms = axpy_terms(accs, op, j);
   std::string n = std::to_string(*j->src[0]->arg.get_if<int64_t>()) + "LL";
   std::vector<std::string> calls;
-  for (size_t u = 0; u < accs.size(); ++u) {
-    UOp idx = terms[u].second, off = simplify(substitute(idx->src[1], {{j, UOp::index(0)}}));
-    analyze(off);
-    number_new(off);
-    std::string s = val(terms[u].first, depth(), true), o = val(off, depth(), true);
+  for (size_t u = 0; u < terms.size(); ++u) {
+    UOp idx = terms[u].second;
+    std::string s = val(terms[u].first, depth(), true), o = offset_at(idx, j, {});
     std::string b = "b" + std::to_string(idx->src[0]->arg.as<int64_t>());
     calls.push_back(std::string("ow_axpy_") + (is32(accs[u]->dtype) ? "f32(" : "f64(") + n + ", " + s + ", " + b + " + " + o + ", acc" + num(accs[u]) + ");");
   }
   return calls;
+}
+
+// ---- tcc: a whole interchanged reduce loop as one call ----
+//
+// When the REDUCE folds over one range k of constant extent, its j loop is an axpy (above), and
+// b's offset moves by a constant stride per k, the factors s(k) go into an array first, for every
+// compiler (nothing in the nest can fail, interchangeable() made sure, so computing them before
+// the folds changes nothing); then tcc calls ow_gemv_f32/_f64 once for the whole loop, the same
+// roundings in the same order per element, and other compilers fold as before (for them the
+// array is dead code). A scan step's 16 x 16 matvec: one call instead of 16.
+constexpr int64_t kMaxGemvFactors = 1024;  // the array of factors lives on the stack
+
+bool KernelRenderer::gemv_loop(UOp r, UOp acc, const std::string& at, Ops op, UOp j) {
+  UOp k = r->src.size() == 2 ? r->src[1] : UOp();
+  const int64_t* m = k && k->src[0].is_const() ? k->src[0]->arg.get_if<int64_t>() : nullptr;
+  std::vector<std::pair<UOp, UOp>> terms = axpy_terms({acc}, op, j);
+  if (!m || *m < 1 || *m > kMaxGemvFactors || terms.size() != 1) return false;
+  auto [s, idx] = terms[0];
+  std::optional<int64_t> stride = coefficient(idx->src[1], k);
+  if (!stride) return false;
+  std::string sv = "s" + num(acc), kv = range_var(k);
+  emit(depth(), ctype(acc->dtype, acc) + " " + sv + "[" + std::to_string(*m) + "];");
+  open(k);
+  emit(depth(), sv + "[" + kv + "] = " + val(s, depth()) + ";");
+  close(true);
+  std::string o = offset_at(idx, j, {{k, UOp::index(0)}});
+  name_invariants(acc->src[0], {k, j});  // defined before the #ifdef: both branches see them
+  std::string b = "b" + std::to_string(idx->src[0]->arg.as<int64_t>()), n = std::to_string(*j->src[0]->arg.get_if<int64_t>());
+  emit(depth(), "#ifdef __TINYC__");
+  emit(depth(), std::string("ow_gemv_") + (is32(acc->dtype) ? "f32(" : "f64(") + std::to_string(*m) + "LL, " + n + "LL, " + sv + ", " + b + " + " + o + ", " +
+                    std::to_string(*stride) + "LL, acc" + num(acc) + ");");
+  emit(depth(), "#else");
+  open(k);
+  fold_row({acc}, {at}, r, op, j, false);
+  close();
+  emit(depth(), "#endif");
+  return true;
+}
+
+// Names, in the current scope, every value under `x` that depends on none of `ranges` but is
+// used by one that does: what rendering x inside those loops would hoist to this scope.
+void KernelRenderer::name_invariants(UOp x, const std::vector<UOp>& ranges) {
+  auto varies = [&](UOp u) { return std::any_of(ranges.begin(), ranges.end(), [&](UOp r) { return depends(u, r); }); };
+  for (UOp u : toposort(x)) {
+    if (!varies(u)) continue;
+    for (UOp q : u->src)
+      if (!varies(q) && q->op != Ops::CONST && q->op != Ops::DEFINE_VAR && q->op != Ops::RANGE && !q->dtype.ptr) val(q, depth(), true);
+  }
 }
 
 }  // namespace ow::backend::detail

@@ -83,6 +83,8 @@ static inline ow_vf64 ow_vsplat_f64(double x) { ow_vf64 v; for (int l = 0; l < 8
 /* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */
 void ow_axpy_f32(long long n, float s, const float* x, float* acc);
 void ow_axpy_f64(long long n, double s, const double* x, double* acc);
+void ow_gemv_f32(long long m, long long n, const float* s, const float* x, long long stride, float* acc);
+void ow_gemv_f64(long long m, long long n, const double* s, const double* x, long long stride, double* acc);
 #endif
 )C";
 

@@ -68,6 +68,8 @@ const Symbol symbols[] = {
     // Vectorized loops (vector_loops.h): the renderer calls them under #ifdef __TINYC__.
     {"ow_axpy_f32", fn(ow_axpy_f32)},
     {"ow_axpy_f64", fn(ow_axpy_f64)},
+    {"ow_gemv_f32", fn(ow_gemv_f32)},
+    {"ow_gemv_f64", fn(ow_gemv_f64)},
 };
 
 #undef OW_MATH1

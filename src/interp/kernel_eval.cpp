@@ -120,20 +120,17 @@ void Kernel::Impl::bind_buffers(const KernelArgs& args) {
   }
 }
 
-// Loads see the buffers as they were at launch: copy those the kernel also writes.
+// Loads see the buffers as they were at launch, also those the kernel stores to: the stores
+// keep what they overwrite (launch_snapshot.h).
 void Kernel::Impl::snapshot_written_loads() {
-  for (int64_t l : loaded) {
-    Slot& s = slots[static_cast<size_t>(l)];
-    bool written = std::any_of(stored.begin(), stored.end(), [&](int64_t w) { return slots[static_cast<size_t>(w)].bd->data == s.bd->data; });
-    if (!written) continue;
-    auto d = std::make_shared<Storage>(*s.bd->data);
-    keep.push_back(d);
-    s.rdata = d->bytes.data();
-    if (s.bd->poison) {
-      auto p = std::make_shared<Storage>(*s.bd->poison);
-      keep.push_back(p);
-      s.rpoison = p->as<uint8_t>();
-    }
+  for (int64_t w : stored) {
+    BufferData* bd = slots[static_cast<size_t>(w)].bd;
+    auto same = [&](const Slot& x) { return x.bd && x.bd->data == bd->data; };
+    bool read = std::any_of(loaded.begin(), loaded.end(), [&](int64_t l) { return same(slots[static_cast<size_t>(l)]); });
+    if (!read || slots[static_cast<size_t>(w)].snap) continue;
+    snaps.push_back(std::make_unique<LaunchSnapshot>(*bd));
+    for (Slot& x : slots)
+      if (same(x)) x.snap = snaps.back().get();
   }
 }
 
@@ -153,14 +150,14 @@ void Kernel::Impl::bind_vars(const KernelArgs& args) {
 
 void Kernel::Impl::run(const KernelArgs& args) {
   active.clear();
-  keep.clear();
+  snaps.clear();
   ops = 0;
   base = ++clock;
   bind_buffers(args);
   snapshot_written_loads();
   bind_vars(args);
   for (int k : top) run_stmt(k);
-  keep.clear();
+  snaps.clear();
 }
 
 // ---------- the public side ----------

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "interp/kernel_eval.h"
+#include "interp/launch_snapshot.h"
 #include "interp/value.h"
 #include "uop/text.h"
 
@@ -109,6 +110,7 @@ struct Kernel::Impl {
     const uint8_t* rpoison = nullptr;
     int64_t size = 0;
     std::string name;
+    LaunchSnapshot* snap = nullptr;  // a buffer the kernel also stores to: loads read it as at launch
   };
 
   // The node and store functions, per op and dtype (kernel_eval_ops.h).
@@ -129,7 +131,7 @@ struct Kernel::Impl {
 
   // ---- run state ----
   std::vector<Slot> slots;
-  std::vector<StoragePtr> keep;  // snapshots alive during a run
+  std::vector<std::unique_ptr<LaunchSnapshot>> snaps;  // per buffer both loaded and stored, this run
   std::vector<Node*> active;
   uint64_t clock = 0, base = 0, ops = 0;
 

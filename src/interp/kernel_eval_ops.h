@@ -61,6 +61,10 @@ struct Kernel::Impl::Eval {
     }
     const Slot& s = I.slots[static_cast<size_t>(n.slot)];
     int64_t k = n.lin->v.i;
+    if (s.snap) {
+      get<T>(n.v) = s.snap->load<T>(k, n.poison);
+      return;
+    }
     get<T>(n.v) = static_cast<const T*>(s.rdata)[k];
     n.poison = s.rpoison && s.rpoison[k];
   }
@@ -86,6 +90,7 @@ struct Kernel::Impl::Eval {
     if (!I.access("STORE", s.slot, s.lin, s.gate, s.index)) return;
     Slot& b = I.slots[static_cast<size_t>(s.slot)];
     int64_t k = s.lin->v.i;
+    if (b.snap) b.snap->before_store(k);
     b.bd->data->as<T>()[k] = get<T>(s.value->v);
     if (s.value->poison && !b.bd->poison) {
       b.bd->poison = std::make_shared<Storage>(dtypes::bool_, b.size);

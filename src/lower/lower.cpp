@@ -22,6 +22,7 @@ const std::vector<Pass>& passes() {
       {"rangeify", "realize points become BUFFERIZE over fresh ranges; movement ops become index math", rangeify},
       {"kernelize", "every BUFFERIZE and STORE becomes a KERNEL over DEFINE_GLOBAL buffers", kernelize},
       {"schedule", "order kernels into host steps; OUTER ranges become host loops", schedule},
+      {"fuse", "a value kernel read only by the next launch is computed inside it, where provably the same", fuse},
   };
   return list;
 }

@@ -46,7 +46,7 @@ struct Pass {
   std::function<UOp(UOp, Context&)> run;
 };
 
-// The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule.
+// The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule, fuse.
 const std::vector<Pass>& passes();
 
 // The error for a graph the compiled path does not handle yet:
@@ -67,6 +67,7 @@ UOp realize(UOp root, Context& ctx);
 UOp rangeify(UOp root, Context& ctx);
 UOp kernelize(UOp root, Context& ctx);
 UOp schedule(UOp root, Context& ctx);
+UOp fuse(UOp root, Context& ctx);
 
 // Shared rules: AFTER moves above views, so a read after a write indexes the buffer itself.
 const PatternMatcher& view_rules();
