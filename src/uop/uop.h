@@ -53,18 +53,15 @@ class UOp {
   // ---- ALU (an int64 operand becomes a const of this node's dtype) ----
   UOp alu(Ops op, std::vector<UOp> rest) const;
   UOp neg() const { return alu(Ops::NEG, {}); }
-  UOp maximum(UOp o) const { return alu(Ops::MAX, {o}); }
-  UOp maximum(int64_t o) const { return maximum(const_like(o)); }
-  UOp idiv(UOp o) const { return alu(Ops::IDIV, {o}); }
-  UOp idiv(int64_t o) const { return idiv(const_like(o)); }
-  UOp mod(UOp o) const { return alu(Ops::MOD, {o}); }
-  UOp mod(int64_t o) const { return mod(const_like(o)); }
-  UOp lt(UOp o) const { return alu(Ops::CMPLT, {o}); }
-  UOp lt(int64_t o) const { return lt(const_like(o)); }
-  UOp ne(UOp o) const { return alu(Ops::CMPNE, {o}); }
-  UOp ne(int64_t o) const { return ne(const_like(o)); }
-  UOp eq(UOp o) const { return alu(Ops::CMPEQ, {o}); }
-  UOp eq(int64_t o) const { return eq(const_like(o)); }
+  // O is a UOp or an integer; an integer becomes a const of this node's dtype (operand()).
+  template <class O> UOp maximum(O o) const { return alu(Ops::MAX, {operand(o)}); }
+  template <class O> UOp idiv(O o) const { return alu(Ops::IDIV, {operand(o)}); }
+  template <class O> UOp mod(O o) const { return alu(Ops::MOD, {operand(o)}); }
+  template <class O> UOp lt(O o) const { return alu(Ops::CMPLT, {operand(o)}); }
+  template <class O> UOp ne(O o) const { return alu(Ops::CMPNE, {operand(o)}); }
+  template <class O> UOp eq(O o) const { return alu(Ops::CMPEQ, {operand(o)}); }
+  UOp operand(UOp o) const { return o; }
+  UOp operand(int64_t o) const { return const_like(o); }
   UOp where(UOp t, UOp f) const;
   UOp cast(DType d) const;
 
