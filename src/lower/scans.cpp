@@ -157,11 +157,22 @@ void sort_effects(UOp x, const std::vector<UOp>& ranges, Fold& f) {
 // lowered by this pass, it becomes effects, run once per binding of their runner's ranges (S5.4).
 // So its reads of those buffers first name the loop's ranges: the same value, visibly one per
 // iteration.
+bool encloses_outer_fold(UOp body, const std::vector<UOp>& ranges);
+bool effect_per_iteration(UOp body, const std::vector<UOp>& ranges);
+
+// Is `red` a fold that this pass turns into host effects: an OUTER fold, or a REDUCE that runs
+// on the host because it encloses one or runs an effect per iteration (the rules below)? The
+// rules rewrite parents first, so a loop's body is named before its inner REDUCEs move.
+bool folds_on_host(UOp red) {
+  std::vector<UOp> own(red->src.begin() + 1, red->src.end());
+  return has_outer(red) || encloses_outer_fold(red->src[0], own) || effect_per_iteration(red->src[0], own);
+}
+
 UOp name_loop_ranges(UOp body, const std::vector<UOp>& ranges, const std::set<const UOpNode*>& written) {
   if (written.empty()) return body;
   std::vector<std::pair<UOp, UOp>> swap;
   for (UOp n : toposort(body)) {
-    if (n->op != Ops::REDUCE || !has_outer(n)) continue;
+    if (n->op != Ops::REDUCE || !folds_on_host(n)) continue;
     std::vector<UOp> free = free_ranges(n);
     if (std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); })) continue;
     std::vector<std::pair<UOp, UOp>> named;
