@@ -118,10 +118,17 @@ int bench_compile_modes(const Settings& s) {
     std::printf("%-20s %4zu | %9s | %11s %11s | %11s %11s | %9s  %s\n", r.name.c_str(), r.kernels, fmt_time(lo).c_str(), fmt_time(k).c_str(), fmt_time(p).c_str(),
                 fmt_time(lo + k).c_str(), fmt_time(lo + p).c_str(), std::isnan(k + p) ? "-" : fmt_ratio((lo + k) / (lo + p)).c_str(), r.check.c_str());
   }
-  const ModeRow& scan = rows[0];
-  double ratio = (median_or_nan(scan.lower) + median_or_nan(scan.first[0])) / (median_or_nan(scan.lower) + median_or_nan(scan.first[1]));
-  std::printf("target cc first result of scan_big_64x128, whole program >= 3x faster than per kernel: %s (%s)\n", met(ratio >= 3),
-              std::isnan(ratio) ? "-" : fmt_ratio(ratio).c_str());
+  // Issue 18's target was set when scan_big_64x128 lowered to 6 kernels; pass fuse makes it one,
+  // and one kernel has nothing to gain from sharing a unit, so the target then says so and the
+  // many-kernel program carries the comparison.
+  for (const ModeRow& r : rows) {
+    double ratio = (median_or_nan(r.lower) + median_or_nan(r.first[0])) / (median_or_nan(r.lower) + median_or_nan(r.first[1]));
+    if (r.kernels < 2)
+      std::printf("target cc first result of %s, whole program >= 3x faster than per kernel: n/a (%zu kernel: nothing to share)\n", r.name.c_str(), r.kernels);
+    else
+      std::printf("target cc first result of %s, whole program >= 3x faster than per kernel: %s (%s)\n", r.name.c_str(), met(ratio >= 3),
+                  std::isnan(ratio) ? "-" : fmt_ratio(ratio).c_str());
+  }
   scan_steps(s);
   return std::any_of(rows.begin(), rows.end(), [](const ModeRow& r) { return r.bad; }) ? 1 : 0;
 }
