@@ -1,5 +1,6 @@
 #include "fuzz_run/outcome.h"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,12 +164,21 @@ void write_all(int fd, const std::string& msg) {
   }
 }
 
-// The child: default signal handlers (a crash kills it, the parent sees the signal), an alarm
-// for hangs, and the outcome written back as its kind's character, its label (one line), then
-// the message.
+// The child: default signal handlers (a crash kills it, the parent sees the signal), limits for
+// hangs, and the outcome written back as its kind's character, its label (one line), then the
+// message. A hang is CPU time over the timeout (SIGXCPU), so a loaded machine, which slows the
+// wall clock 50x for a niced run, reports no false hangs; the wall-clock alarm at
+// kWallFactor x the timeout catches a child blocked without using CPU (a compiler that never
+// returns).
+constexpr int kWallFactor = 10;
+
 [[noreturn]] void child(int fd, UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct) {
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
-  if (how.timeout_s > 0) alarm(static_cast<unsigned>(how.timeout_s));
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGXCPU}) std::signal(sig, SIG_DFL);
+  if (how.timeout_s > 0) {
+    rlimit cpu{static_cast<rlim_t>(how.timeout_s), static_cast<rlim_t>(how.timeout_s) + 1};
+    setrlimit(RLIMIT_CPU, &cpu);
+    alarm(static_cast<unsigned>(how.timeout_s * kWallFactor));
+  }
   Outcome o = compiled_here(g, inputs, tier, how.bounds_check, direct);
   write_all(fd, static_cast<char>(o.kind) + o.label + '\n' + o.error);
   close(fd);
@@ -185,7 +195,9 @@ Outcome wait_for(pid_t pid, int fd, const CompiledRun& how) {
   waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    if (sig == SIGALRM) return failed("hang: the compiled path took more than " + std::to_string(how.timeout_s) + " s", Kind::Internal, "hang");
+    if (sig == SIGXCPU) return failed("hang: the compiled path used more than " + std::to_string(how.timeout_s) + " s of CPU", Kind::Internal, "hang");
+    if (sig == SIGALRM)
+      return failed("hang: the compiled path took more than " + std::to_string(how.timeout_s * kWallFactor) + " s of wall time (blocked?)", Kind::Internal, "hang");
     return failed("crash: the compiled path died of signal " + std::to_string(sig) + " (" + strsignal(sig) + ")", Kind::Internal,
                   "crash:signal " + std::to_string(sig));
   }
