@@ -91,6 +91,7 @@ std::vector<double> printed_row(const std::string& transcript, const std::string
 // A small strict JSON parser (objects, arrays, strings, numbers, true/false/null): enough to
 // check that every --trace=json line is one valid object and to read its keys.
 struct Json {
+  explicit Json(const std::string& text) : s(text) {}
   const std::string& s;
   size_t i = 0;
   std::vector<std::string> top_keys;
