@@ -394,7 +394,9 @@ CompiledGraph::CompiledGraph(UOp graph, RunOptions opts)
 
 void CompiledGraph::prepare() {
   if (program_) return;
-  UOp program = lower::lower(graph_);
+  lower::Context ctx;
+  ctx.skip = opts_.skip_passes;
+  UOp program = lower::lower(graph_, ctx);
   program_ = std::make_unique<Program>(program, opts_);
   program_->graph_writes(specs_);
   std::set<std::string> keep;

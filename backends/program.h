@@ -8,6 +8,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@ struct RunOptions {
   // launch); "kernel" compiles each kernel alone (the old way, kept to compare: ow bench).
   std::string compile_mode = "program";
   uint64_t max_launches = 0;    // kernel launches allowed per run (0: unlimited)
+  std::set<std::string> skip_passes;  // optional lowering passes not to run (lower::Context::skip)
   // Called after every kernel launch: kernel, host-loop bindings (name, value).
   std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)> on_launch;
   // Told of every point of the walk (not launch, which is the runner's), after the runner.

@@ -442,6 +442,36 @@ TEST_CASE("ow run --backend tcc and cc write the interpreter's output bit for bi
   CHECK(bytes["check"] == bytes["interp"]);
 }
 
+TEST_CASE("--skip-pass fuse: more kernels, the same bytes; a required or unknown pass is refused by name", "[cli][lower]") {
+  TempDir tmp;
+  std::string graph = case_file("scan_big_64x128").string();
+  Result fused = run_ow({"show-c", graph}), unfused = run_ow({"show-c", graph, "--skip-pass", "fuse"});
+  REQUIRE(fused.rc == 0);
+  REQUIRE(unfused.rc == 0);
+  CHECK_THAT(fused.out, !Catch::Contains("int k1("));  // fuse makes the scan step one kernel
+  CHECK_THAT(unfused.out, Catch::Contains("int k1("));
+  std::map<std::string, std::string> bytes;
+  for (const char* b : {"interp", "tcc"}) {
+    std::vector<std::string> args{"run", graph, "--backend", b, "--random-inputs", "3", "--out", "out=" + (tmp / (std::string(b) + ".npy")).string()};
+    if (std::string(b) == "tcc") args.insert(args.end(), {"--skip-pass", "fuse"});
+    Result r = run_ow(args);
+    INFO(b << ": " << r.err);
+    REQUIRE(r.rc == 0);
+    bytes[b] = slurp(tmp / (std::string(b) + ".npy"));
+  }
+  CHECK(bytes["tcc"] == bytes["interp"]);
+  Result req = run_ow({"run", graph, "--backend", "tcc", "--random-inputs", "--skip-pass", "kernelize"});
+  CHECK(req.rc == 1);
+  CHECK_THAT(req.err, Catch::Contains("cannot skip pass 'kernelize': later passes need its output"));
+  Result typo = run_ow({"lower", graph, "--skip-pass", "fusion"});
+  CHECK(typo.rc == 1);
+  CHECK_THAT(typo.err, Catch::Contains("cannot skip pass 'fusion': there is no such pass"));
+  Result interp = run_ow({"run", graph, "--random-inputs", "--skip-pass", "fuse"});
+  CHECK(interp.rc == 1);
+  CHECK_THAT(interp.err, Catch::Contains("the interpreter runs the graph as written"));
+  CHECK_THAT(run_ow({"lower", graph, "--list"}).out, Catch::Contains("provably the same (optional)"));
+}
+
 TEST_CASE("ow run with an unknown backend exits 1", "[cli][lower]") {
   Result r = run_ow({"run", case_file("reduce").string(), "--backend", "gpu"});
   CHECK(r.rc == 1);

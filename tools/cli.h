@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -88,6 +89,10 @@ std::string value_block(const std::string& name, const interp::Value& v, const i
 // limit and returns the step limit (0: none).
 void add_budget_options(po::options_description& opts, bool steps = true);
 uint64_t apply_budgets(const po::variables_map& vm);
+
+// Lowering (tools/cli/lowering.cpp): --skip-pass PASS, checked by lower::lower itself.
+void add_lowering_options(po::options_description& opts);
+std::set<std::string> skipped_passes(const po::variables_map& vm);
 
 using interp::copy_buffers;  // a deep copy (src/interp)
 

@@ -21,12 +21,13 @@ int cmd_lower(const Args& args) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "dump-after", po::value<std::string>()->default_value("fuse"), ("print the graph after this pass: " + names + "|all").c_str())(
       "list", "list the passes and what each does");
+  add_lowering_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
   if (!parse_options("lower", "FILE [--dump-after PASS|all]", opts, pos, args, vm)) return 0;
   if (vm.count("list")) {
-    for (const auto& p : lower::passes()) std::cout << p.name << std::string(12 - p.name.size(), ' ') << p.what << "\n";
+    for (const auto& p : lower::passes()) std::cout << p.name << std::string(12 - p.name.size(), ' ') << p.what << (p.optional ? " (optional)" : "") << "\n";
     return 0;
   }
   std::string which = vm["dump-after"].as<std::string>();
@@ -34,7 +35,9 @@ int cmd_lower(const Args& args) {
   for (const auto& p : lower::passes()) known = known || p.name == which;
   if (!known) throw Error("ow lower: unknown pass '" + which + "' (passes: " + names + ", or all)");
   UOp root = load_graph(vm["file"].as<std::string>()).root;
-  lower::lower(root, [&](const lower::Pass& p, UOp g) {
+  lower::Context ctx;
+  ctx.skip = skipped_passes(vm);
+  lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {
     if (which != "all" && which != p.name) return;
     if (which == "all") std::cout << "# ---- after " << p.name << ": " << p.what << "\n";
     std::cout << print_graph(g);
@@ -48,11 +51,14 @@ int cmd_show_c(const Args& args) {
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "bounds-check", "render the guarded accesses of --bounds-check")(
       "full", "print the program's one translation unit exactly as the compiler sees it (default: the kernels, then their shared declarations once)");
+  add_lowering_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
   if (!parse_options("show-c", "FILE [--bounds-check] [--full]", opts, pos, args, vm)) return 0;
-  UOp program = lower::lower(load_graph(vm["file"].as<std::string>()).root);
+  lower::Context ctx;
+  ctx.skip = skipped_passes(vm);
+  UOp program = lower::lower(load_graph(vm["file"].as<std::string>()).root, ctx);
   backend::RenderOptions ro;
   ro.bounds_check = vm.count("bounds-check") > 0;
   std::cout << backend::show_c(program, ro, vm.count("full") > 0);
@@ -78,6 +84,7 @@ int cmd_check(const Args& args) {
       "finite-differences", "instead: the graph's GRADIENT outputs (of whole float64 buffers) against central differences in float64");
   add_input_options(opts);
   add_budget_options(opts);
+  add_lowering_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -97,6 +104,7 @@ int cmd_check(const Args& args) {
     ro.bounds_check = vm.count("bounds-check") > 0;
     ro.compile_mode = vm["compile"].as<std::string>();
     ro.max_launches = max_steps;
+    ro.skip_passes = skipped_passes(vm);
     int launches = 0;
     ro.on_launch = [&](UOp, const auto&) { ++launches; };
     interp::BufferMap b = copy_buffers(inputs);

@@ -51,6 +51,7 @@ po::options_description run_options() {
   add_input_options(opts);
   add_print_options(opts);
   add_budget_options(opts);
+  add_lowering_options(opts);
   return opts;
 }
 
@@ -112,6 +113,7 @@ std::vector<interp::Output> run_compiled(const po::variables_map& vm, const std:
   ro.compile_mode = vm["compile"].as<std::string>();
   ro.bounds_check = vm.count("bounds-check") > 0;
   ro.max_launches = max_steps;
+  ro.skip_passes = skipped_passes(vm);
   uint64_t launches = 0;
   if (backend == "check") ro.on_launch = [&](UOp, const auto&) { ++launches; };  // only check reports it (a hook keeps loops on the host)
   std::vector<interp::Output> outs = backend::run_graph(root, buffers, ro);
@@ -150,6 +152,7 @@ int cmd_run(const Args& args) {
   if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check" && backend != "auto")
     throw Error("--backend must be interp, tcc, cc, check or auto, got '" + backend + "'");
   if (std::string m = vm["compile"].as<std::string>(); m != "program" && m != "kernel") throw Error("--compile must be program or kernel, got '" + m + "'");
+  if (backend == "interp" && vm.count("skip-pass")) throw Error("--skip-pass: the interpreter runs the graph as written; lowering passes apply to --backend tcc, cc, check or auto");
   interp::FormatOptions print = print_options(vm);
   uint64_t max_steps = apply_budgets(vm);
 

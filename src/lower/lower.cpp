@@ -1,6 +1,8 @@
 // The pipeline: read it top to bottom (reference/LOWERING.md describes each stage's forms).
 #include "lower/lower.h"
 
+#include <algorithm>
+
 #include "uop/args.h"
 
 namespace ow::lower {
@@ -22,7 +24,7 @@ const std::vector<Pass>& passes() {
       {"rangeify", "realize points become BUFFERIZE over fresh ranges; movement ops become index math", rangeify},
       {"kernelize", "every BUFFERIZE and STORE becomes a KERNEL over DEFINE_GLOBAL buffers", kernelize},
       {"schedule", "order kernels into host steps; OUTER ranges become host loops", schedule},
-      {"fuse", "a value kernel read only by the next launch is computed inside it, where provably the same", fuse},
+      {"fuse", "a value kernel read only by the next launch is computed inside it, where provably the same", fuse, true},
   };
   return list;
 }
@@ -38,9 +40,24 @@ UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string&
 
 Unsupported unsupported(Reason reason, const std::string& what) { return Unsupported(reason, "lowering: " + what); }
 
+namespace {
+
+// Every name in ctx.skip must be an optional pass: a typo must not silently run the pipeline whole.
+void check_skips(const Context& ctx) {
+  for (const std::string& name : ctx.skip) {
+    auto p = std::find_if(passes().begin(), passes().end(), [&](const Pass& q) { return q.name == name; });
+    if (p == passes().end()) throw Error("lowering: cannot skip pass '" + name + "': there is no such pass (ow lower --list)");
+    if (!p->optional) throw Error("lowering: cannot skip pass '" + name + "': later passes need its output (only optimisations can be skipped)");
+  }
+}
+
+}  // namespace
+
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
+  check_skips(ctx);
   ctx.take_names(root);
   for (const Pass& p : passes()) {
+    if (ctx.skip.count(p.name)) continue;
     root = p.run(root, ctx);
     if (after_each) after_each(p, root);
   }

@@ -24,6 +24,9 @@ struct Context {
   int next_kernel = 0;        // kernels k0, k1, ...
   std::map<const UOpNode*, std::pair<UOp, UOp>> temps;  // BUFFERIZE -> (temp BUFFER, its KERNEL)
   std::function<void(const Rule&, UOp, UOp)> on_fire;   // every rule firing (ow explain)
+  // Optional passes not to run (ow run/lower --skip-pass): to see what a pass buys, and to keep
+  // the pipeline as it was before it for side-by-side measurements (ow bench).
+  std::set<std::string> skip;
   // Per-node analyses shared by the passes (UOps are immutable: a node's answer never changes).
   std::map<const UOpNode*, std::vector<std::optional<int64_t>>> strides;  // realize: constant strides of a view
   WalkMemo buffer_operands;  // realize: ALU operands viewing a buffer under a reduction (walk.h)
@@ -44,6 +47,7 @@ struct Pass {
   std::string name;
   std::string what;  // one line for --help and ow explain
   std::function<UOp(UOp, Context&)> run;
+  bool optional = false;  // an optimisation: the pipeline is correct without it (Context::skip)
 };
 
 // The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule, fuse.
