@@ -98,9 +98,9 @@ UOp transposed_copy(UOp view, const std::vector<std::optional<int64_t>>& st, con
   }
   bool strided_last = (*sd)[last] > 1 && st[last] && *st[last] > 1;
   if (!contiguous_reduce || !strided_last || count < 1024) return UOp();
-  ArgTuple to, back(perm.size());
+  ArgTuple to(perm.size()), back(perm.size());  // sized, not push_back: GCC 12 warns falsely on moving an Arg into a vector
   for (size_t i = 0; i < perm.size(); ++i) {
-    to.push_back(Arg(perm[i]));
+    to[i] = Arg(perm[i]);
     back[static_cast<size_t>(perm[i])] = Arg(static_cast<int64_t>(i));
   }
   UOp copy = contiguous(UOp::make(Ops::PERMUTE, base->dtype, {base}, Arg(to)));
