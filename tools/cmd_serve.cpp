@@ -121,11 +121,14 @@ void put_id(Json& j, const JsonValue* id) {
   else j.null();
 }
 
-Response error_response(const JsonValue* id, const std::string& message, const char* kind) {
+// `reason`: for kind "unsupported", which limit of the compiled path (reason_name, error.h).
+Response error_response(const JsonValue* id, const std::string& message, const char* kind, const char* reason = nullptr) {
   Json j;
   j.begin_obj();
   put_id(j, id);
-  j.key("ok").boolean(false).field("error", message).field("kind", std::string(kind)).end_obj();
+  j.key("ok").boolean(false).field("error", message).field("kind", std::string(kind));
+  if (reason) j.field("reason", std::string(reason));
+  j.end_obj();
   return {j.text(), {}};
 }
 
@@ -197,7 +200,8 @@ class Server {
       stop = true;
       return error_response(id, e.what(), "user");
     } catch (const Error& e) {
-      return error_response(id, e.what(), error_kind(e));
+      const auto* u = dynamic_cast<const Unsupported*>(&e);
+      return error_response(id, e.what(), error_kind(e), u ? reason_name(u->reason) : nullptr);
     } catch (const std::bad_alloc&) {
       return error_response(id, "out of memory", "internal");
     } catch (const InternalError& e) {

@@ -24,12 +24,14 @@ class Error(Exception):
     kind says whose problem it is: "user" (the graph or the inputs), "unsupported" (a valid graph
     the compiled path does not handle yet; backend "interp" runs it), "uninitialized" (an output
     reads memory nothing initialized), "budget" (a step or memory limit ran out), "internal" (a
-    bug in outerworld), "died" (WorkerDied).
+    bug in outerworld), "died" (WorkerDied). reason: for "unsupported", which limit of the
+    compiled path it is (a stable name such as "unshaped-value"), else None.
     """
 
-    def __init__(self, message, kind="user"):
+    def __init__(self, message, kind="user", reason=None):
         super().__init__(message)
         self.kind = kind
+        self.reason = reason
 
 
 class WorkerDied(Error):
@@ -238,7 +240,7 @@ class Worker:
             self._discard()
             raise Error(f"internal error: the ow worker answered with a malformed header: {line[:200]!r}", "internal") from None
         if not header.get("ok"):
-            raise Error(header.get("error", "the worker gave no message"), header.get("kind", "internal"))
+            raise Error(header.get("error", "the worker gave no message"), header.get("kind", "internal"), header.get("reason"))
         outputs = {}
         for o in header.get("outputs", []):
             data = self.process.stdout.read(o["bytes"])

@@ -90,6 +90,7 @@ class PackageTest(unittest.TestCase):
         with self.assertRaises(outerworld.Error) as e:
             self.worker.run(scalar, {}, backend="tcc")
         self.assertEqual(e.exception.kind, "unsupported")
+        self.assertEqual(e.exception.reason, "unshaped-value")
         self.assertEqual(str(e.exception), "lowering: an unshaped (scalar) output CONST (not supported by the compiled path yet)")
 
     def test_shape_mismatch_says_how_to_pass_flat(self):
