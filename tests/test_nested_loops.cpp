@@ -11,6 +11,8 @@
 
 #include "backends/c/render.h"
 #include "backends/program.h"
+#include "interp/compare.h"
+#include "lower/lower.h"
 #include "uop/text.h"
 
 using namespace ow;
@@ -23,6 +25,7 @@ struct Nest {
   int v_hi = 23;       // kadd's v bounds [0, v_hi]: below 23, refused in the innermost loop
   bool twice = false;  // kout binds a twice, to m1 and m1 * m2: differ first at m1=1, m2=0
   bool opaque = false; // kout's w is (m1 * 3 + m2) | 0: host math the renderer does not write
+  int m3_extent = 4;   // 0: kadd never runs
 };
 
 // A lowered program of three nested host loops with launches at two depths:
@@ -33,7 +36,8 @@ std::string nest_text(const Nest& n) {
   std::string s =
       "%x = BUFFER float32 () (\"x\", 24)\n%acc = BUFFER float32 () (\"acc\", 2)\n%o = BUFFER float32 () (\"out\", 6)\n"
       "%c2 = CONST index () 2\n%c3 = CONST index () 3\n%c4 = CONST index () 4\n%c6 = CONST index () 6\n%c12 = CONST index () 12\n"
-      "%r1 = RANGE index (%c2) (-1, AxisType.OUTER)\n%r2 = RANGE index (%c3) (-2, AxisType.OUTER)\n%r3 = RANGE index (%c4) (-3, AxisType.OUTER)\n"
+      "%r1 = RANGE index (%c2) (-1, AxisType.OUTER)\n%r2 = RANGE index (%c3) (-2, AxisType.OUTER)\n" +
+      (n.m3_extent == 4 ? "%r3 = RANGE index (%c4) (-3, AxisType.OUTER)\n" : "%ce = CONST index () " + std::to_string(n.m3_extent) + "\n%r3 = RANGE index (%ce) (-3, AxisType.OUTER)\n") +
       "%va = DEFINE_VAR index () (\"a\", 0, 1)\n%vv = DEFINE_VAR index () (\"v\", 0, " + std::to_string(n.v_hi) + ")\n%vw = DEFINE_VAR index () (\"w\", 0, 5)\n"
       "%gacc = DEFINE_GLOBAL float32*2 () 0\n%gx = DEFINE_GLOBAL float32*24 () 1\n%gout = DEFINE_GLOBAL float32*6 () 0\n%gacc1 = DEFINE_GLOBAL float32*2 () 1\n"
       "%half = CONST float32 () 0.5\n"
@@ -66,12 +70,12 @@ interp::BufferMap nest_inputs() {
 }
 
 // out by hand: every value is a dyadic fraction of at most 18 bits, so float math is exact.
-std::vector<float> nest_by_hand() {
+std::vector<float> nest_by_hand(int m3_extent = 4) {
   std::vector<float> out(6);
   for (int m1 = 0; m1 < 2; ++m1) {
     float acc = 0.5f;
     for (int m2 = 0; m2 < 3; ++m2) {
-      for (int m3 = 0; m3 < 4; ++m3) acc = acc * 0.5f + float(12 * m1 + 4 * m2 + m3 + 1);
+      for (int m3 = 0; m3 < m3_extent; ++m3) acc = acc * 0.5f + float(12 * m1 + 4 * m2 + m3 + 1);
       out[static_cast<size_t>(3 * m1 + m2)] = acc;
     }
   }
@@ -163,5 +167,92 @@ TEST_CASE("a nest with host math the renderer does not write falls back to the w
     CHECK_THAT(w.err, Catch::EndsWith("\n  with m1=1, m2=2, m3=1"));
     CHECK(c.err == w.err);
     CHECK(c.out == w.out);
+  }
+}
+
+TEST_CASE("an inner loop of no iterations in a compiled nest: its launches never run", "[program][unit][nested]") {
+  Nest e;
+  e.m3_extent = 0;
+  UOp p = nest(e);
+  backend::RenderedUnit u = backend::render_program_unit(host_program(p));
+  REQUIRE(u.loops.size() == 1);
+  CHECK(u.loops[0].depth == 3);
+  interp::BufferMap ib = nest_inputs();
+  interp::run(p, ib);
+  const float* want = ib.at("out").data->as<float>();
+  CHECK(std::vector<float>(want, want + 6) == nest_by_hand(0));  // 0.5 everywhere
+  for (const char* tier : {"tcc", "cc"}) {
+    INFO(tier);
+    Result c = run_nest(p, tier, false);
+    REQUIRE(c.err == "(no error)");
+    CHECK(std::memcmp(c.out.data(), want, sizeof(float) * 6) == 0);
+    for (uint64_t budget = 1; budget <= 9; ++budget) {  // kinit and 3 kout per m1
+      INFO("budget " << budget);
+      Result w = run_nest(p, tier, true, budget);
+      c = run_nest(p, tier, false, budget);
+      CHECK(c.err == w.err);
+      CHECK(c.out == w.out);
+    }
+  }
+}
+
+namespace {
+
+// A tensor-level fold over two OUTER ranges whose effect c += x[m2] runs in every iteration:
+// lowered, a host loop m1 around a host loop m2 of four launches (tests/test_compiled.cpp).
+const char* kFold2d = R"(%0 = BUFFER float32 () ("c", 1)
+%1 = RESHAPE float32 (%0)
+%2 = CONST index () 2
+%3 = RANGE index (%2) (-1, AxisType.OUTER)
+%4 = CONST index () 3
+%5 = RANGE index (%4) (-2, AxisType.OUTER)
+%6 = BUFFER float32 () ("x", 3)
+%7 = RESHAPE float32 (%6, %4)
+%8 = CONST index () 1
+%9 = ADD index (%5, %8)
+%10 = SHRINK float32 (%7, %5, %9)
+%11 = RESHAPE float32 (%10)
+%12 = ADD float32 (%1, %11)
+%13 = STORE void (%1, %12)
+%14 = AFTER float32 (%1, %13)
+%15 = REDUCE float32 (%14, %3, %5) Ops.ADD
+%16 = SINK void (%15) ("sum",)
+)";
+
+interp::BufferMap fold_inputs() {
+  auto x = std::make_shared<interp::Storage>(dtypes::float32, 3), c = std::make_shared<interp::Storage>(dtypes::float32, 1);
+  x->as<float>()[0] = 1.5f, x->as<float>()[1] = -0.25f, x->as<float>()[2] = 4.0f, c->as<float>()[0] = 10.0f;
+  return {{"x", {dtypes::float32, x, nullptr}}, {"c", {dtypes::float32, c, nullptr}}};
+}
+
+}  // namespace
+
+TEST_CASE("a tensor-level fold over two OUTER ranges lowers to a nest compiled whole, with the interpreter's values", "[program][unit][nested]") {
+  UOp g = parse_graph(kFold2d, "fold2d.uop").root;
+  backend::RenderedUnit u = backend::render_program_unit(host_program(lower::lower(g)));
+  REQUIRE(u.loops.size() == 1);
+  CHECK(u.loops[0].outer.empty());
+  CHECK(u.loops[0].depth == 2);
+  interp::BufferMap ib = fold_inputs();
+  std::vector<interp::Output> want = interp::run(g, ib);
+  // c runs through 10 + 1.5, -0.25, 4, 1.5, -0.25, 4: 11.5 11.25 15.25 16.75 16.5 20.5 (exact)
+  CHECK(interp::get_element(want[0].value, 0) == 91.75f);
+  for (const char* tier : {"tcc", "cc"}) {
+    INFO(tier);
+    for (uint64_t budget : {0, 1, 2, 5, 9, 14, 25, 26}) {  // 1 + 6 * 4 launches
+      INFO("budget " << budget);
+      backend::RunOptions o;
+      o.backend = tier;
+      o.max_launches = budget;
+      interp::BufferMap cb = fold_inputs(), wb = fold_inputs();
+      std::vector<interp::Output> c, w;
+      std::string ce = error_of([&] { c = backend::run_graph(g, cb, o); });
+      o.on_launch = [](UOp, const auto&) {};  // walked
+      std::string we = error_of([&] { w = backend::run_graph(g, wb, o); });
+      CHECK(ce == we);
+      CHECK(*cb.at("c").data->as<float>() == *wb.at("c").data->as<float>());
+      if (ce != "(no error)") continue;
+      CHECK_FALSE(interp::first_difference(want[0].value, c[0].value));
+    }
   }
 }
