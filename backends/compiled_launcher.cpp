@@ -1,5 +1,6 @@
 // The compiled launcher (launcher.h): a lowered program's kernels rendered into one C unit
 // (render_program_unit) and compiled once, or each alone (compile mode "kernel"), then called.
+#include <algorithm>
 #include <map>
 
 #include "backends/c/kernel_abi.h"
@@ -56,8 +57,9 @@ class CompiledLauncher : public Launcher {
     for (const RenderedLoop& r : loops) loops_.emplace(r.step, loop_layout(p, r));
   }
 
-  // A host loop compiled into the unit runs in one call; the runner words its refusals as the
-  // walk does (budget_message, bind_error) and marks what the kernels stored as data.
+  // A host loop compiled into the unit, with the loops nested in it, runs in one call; the
+  // runner words its refusals as the walk does (budget_message, bind_error) and marks what the
+  // kernels stored as data.
   bool run_loop(const HostStep& s, int64_t n, const HostBindings& outer, LoopHost& h) override {
     auto it = loops_.find(&s);
     if (it == loops_.end()) return false;
@@ -70,11 +72,13 @@ class CompiledLauncher : public Launcher {
     }
     if (outer.size() != lp.outer.size()) throw InternalError("a compiled host loop was rendered inside " + std::to_string(lp.outer.size()) + " loops but runs inside " + std::to_string(outer.size()));
     for (size_t j = 0; j < lp.outer.size(); ++j) lp.outer[j] = outer[j].second;
-    long long launches = static_cast<long long>(h.launches()), err[abi::kLoopSlots] = {};
-    int rc = lp.fn(n, lp.outer.data(), lp.bufs.data(), &launches, static_cast<long long>(h.max_launches()), err);
+    std::fill(lp.err.begin(), lp.err.end(), 0);
+    std::fill(lp.ran.begin(), lp.ran.end(), 0);
+    long long launches = static_cast<long long>(h.launches());
+    int rc = lp.fn(n, lp.outer.data(), lp.bufs.data(), &launches, static_cast<long long>(h.max_launches()), lp.err.data(), lp.ran.data());
     h.launches() = static_cast<uint64_t>(launches);
-    stored_as_data(lp, rc ? err[abi::kIteration] : n, rc ? static_cast<size_t>(err[abi::kLaunch]) : 0, h);
-    if (rc) loop_failed(rc, err, s, outer, lp, h);
+    stored_as_data(lp, h);
+    if (rc) loop_failed(rc, outer, lp, h);
     return true;
   }
 
@@ -110,31 +114,36 @@ class CompiledLauncher : public Launcher {
   RenderOptions opts_;
   std::vector<std::shared_ptr<const Library>> libs_;  // held: the functions live in them
   std::vector<Compiled> kernels_;                      // by HostLaunch::index
-  using LoopFn = int (*)(long long, const long long*, void***, long long*, long long, long long*);
+  using LoopFn = int (*)(long long, const long long*, void***, long long*, long long, long long*, unsigned char*);
   struct Loop {
     LoopFn fn = nullptr;
-    std::vector<const HostLaunch*> body;  // the loop's launches, in order
-    std::vector<void**> bufs;             // per launch: its kernel's buffer array (Compiled::bufs)
+    std::vector<NestLaunch> nest;         // the nest's launches, in the function's order
+    std::vector<const HostLaunch*> body;  // per position: its launch
+    std::vector<void**> bufs;             // per position: its kernel's buffer array (Compiled::bufs)
     std::vector<long long> outer;         // scratch: the enclosing loops' values
+    std::vector<long long> err;           // scratch: abi::loop_slots(depth) entries
+    std::vector<unsigned char> ran;       // scratch: per position, whether it completed once
   };
   std::map<const HostStep*, Loop> loops_;  // looked up once per loop run, not per launch
 
   Loop loop_layout(const HostProgram& p, const RenderedLoop& r) {
     Loop lp;
     lp.fn = reinterpret_cast<LoopFn>(libs_.back()->symbol(r.name));
-    for (const HostStep& s : r.step->body) {
-      lp.body.push_back(&p.launches[s.launch]);
-      lp.bufs.push_back(kernels_[s.launch].bufs.data());
+    lp.nest = r.launches;
+    for (const NestLaunch& l : r.launches) {
+      lp.body.push_back(&p.launches[l.launch]);
+      lp.bufs.push_back(kernels_[l.launch].bufs.data());
     }
     lp.outer.resize(r.outer.size());
+    lp.err.resize(abi::loop_slots(r.depth));
+    lp.ran.resize(r.launches.size());
     return lp;
   }
 
-  // Compiled kernels do not track poison: what every launch that ran stored is data. The loop
-  // stopped (or ended) before launch `pos` of iteration `k`.
-  void stored_as_data(const Loop& lp, long long k, size_t pos, LoopHost& h) {
+  // Compiled kernels do not track poison: what every launch that completed stored is data.
+  void stored_as_data(const Loop& lp, LoopHost& h) {
     for (size_t i = 0; i < lp.body.size(); ++i) {
-      if (k == 0 && i >= pos) break;
+      if (!lp.ran[i]) continue;
       interp::BufferData* const* slots = h.slots(*lp.body[i]);
       const Compiled& c = kernels_[lp.body[i]->index];
       for (int64_t slot : c.stored)
@@ -142,10 +151,14 @@ class CompiledLauncher : public Launcher {
     }
   }
 
-  [[noreturn]] void loop_failed(int rc, const long long* err, const HostStep& s, const HostBindings& outer, const Loop& lp, LoopHost& h) {
-    const HostLaunch& l = *lp.body.at(static_cast<size_t>(err[abi::kLaunch]));
+  // The walk's bindings at the launch that stopped the nest: the loops around it, then the
+  // nest's loops on the way to that launch, at the values err recorded.
+  [[noreturn]] void loop_failed(int rc, const HostBindings& outer, const Loop& lp, LoopHost& h) {
+    const long long* err = lp.err.data();
+    size_t pos = static_cast<size_t>(err[abi::kLaunch]);
+    const HostLaunch& l = *lp.body.at(pos);
     HostBindings b = outer;
-    b.push_back({s.range, err[abi::kIteration]});
+    for (size_t d = 0; d < lp.nest[pos].loops.size(); ++d) b.push_back({lp.nest[pos].loops[d], err[abi::kIteration + d]});
     if (rc == abi::kBudgetExceeded) throw BudgetExceeded(budget_message(h.max_launches(), l, b));
     if (rc == abi::kBindRefused) {
       std::string why = bind_error(h.program(), l, b);

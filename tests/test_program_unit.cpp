@@ -296,11 +296,12 @@ std::string nested_run(UOp p, const char* tier, bool watched, std::vector<float>
 
 }  // namespace
 
-TEST_CASE("an inner host loop compiled into the unit reads the outer loop's value; a refused BIND is the walk's error", "[program][unit]") {
+TEST_CASE("a nest of two host loops compiled into the unit reads the outer loop's value; a refused BIND is the walk's error", "[program][unit]") {
   UOp ok = parse_graph(nested_loops(0), "<test>").root, bad = parse_graph(nested_loops(1), "<test>").root;
   backend::RenderedUnit u = backend::render_program_unit(host_program(ok));
-  REQUIRE(u.loops.size() == 1);  // the inner loop; the outer one's body is a loop
-  CHECK(u.loops[0].outer.size() == 1);
+  REQUIRE(u.loops.size() == 1);  // the outer loop, the inner one nested in it
+  CHECK(u.loops[0].outer.empty());
+  CHECK(u.loops[0].depth == 2);
   for (const char* tier : {"tcc", "cc"}) {
     INFO(tier);
     std::vector<float> got;

@@ -7,6 +7,7 @@
 // division by zero, the shift count). The renderer returns the printed line of every node it may name
 // (RenderedKernel::fail_nodes), so the runner decodes without printing the kernel again.
 #pragma once
+#include <cstddef>
 #include <map>
 #include <string>
 
@@ -20,11 +21,18 @@ enum Slot : int { kKind = 0, kNode = 1, kValue = 2, kSlots = 4 };  // err[] hold
 inline constexpr const char* kFailHelper =
     "static inline int ow_fail(long long* err, long long kind, long long node, long long value) { err[0] = kind; err[1] = node; err[2] = value; return (int)kind; }\n";
 
-// A host loop compiled into the unit (render_host_loop) returns 0, a kernel's kind, or one of
-// these, with err[kLaunch] = the position in the loop's body of the launch that stopped it and
-// err[kIteration] = the loop's value then; the runner words the message as the host walk would.
+// A host loop compiled into the unit (render_host_loop), with the loops nested in it, returns 0,
+// a kernel's kind, or one of these, with err[kLaunch] = the position of the launch that stopped
+// it among the nest's launches (RenderedLoop::launches: the body's order, depth first) and
+// err[kIteration + d] = the value then of the nest's d-th loop on the way to that launch (0: the
+// compiled loop itself); the runner words the message as the host walk would. A nest of depth D
+// needs loop_slots(D) entries in err.
 enum LoopKind : long long { kBindRefused = 100, kBudgetExceeded = 101 };
-enum LoopSlot : int { kLaunch = 4, kIteration = 5, kLoopSlots = 8 };  // a loop's err[] holds kLoopSlots
+enum LoopSlot : int { kLaunch = 4, kIteration = 5, kLoopSlots = 8 };
+inline constexpr size_t loop_slots(size_t depth) {
+  size_t need = static_cast<size_t>(kIteration) + depth;
+  return need > static_cast<size_t>(kLoopSlots) ? need : static_cast<size_t>(kLoopSlots);
+}
 
 // The C statement reporting `kind` at node number `node`, with the C expression `value`.
 inline std::string fail_statement(Kind kind, size_t node, const std::string& value) {

@@ -36,10 +36,18 @@ RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts = {});
 // All kernels of a program in one C translation unit: the prelude once, then one function per
 // kernel. Compiling it is one compiler call for the whole program (tcc: one in-process compile;
 // cc: one process), instead of one per kernel.
+// One launch of a compiled loop nest, at its position in the nest (err[abi::kLaunch]).
+struct NestLaunch {
+  size_t launch = 0;        // HostProgram::launches[launch]
+  std::vector<UOp> loops;   // the nest's loops around it, outermost first (loops[0]: the compiled loop's range)
+};
 struct RenderedLoop {
   const HostStep* step = nullptr;  // the host loop (in the HostProgram rendered)
   std::string name;                // its function in the unit
   std::vector<UOp> outer;          // the ranges of the loops around it, outermost first
+  std::string function;            // its C text
+  std::vector<NestLaunch> launches;  // every launch of the nest, depth first (bufs[i] is launches[i]'s)
+  size_t depth = 1;                  // the nest's loops, itself included: err needs abi::loop_slots(depth)
 };
 struct RenderedUnit {
   std::string source;
@@ -51,21 +59,24 @@ struct RenderedUnit {
 RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts = {});
 
 // The unit of a whole program as the runner compiles it: render_unit of its launches' kernels
-// (kernels[i] is HostLaunch i's), then every host loop whose body is only launches, as a
-// function (render_host_loop) the runner may call instead of walking the loop.
+// (kernels[i] is HostLaunch i's), then every outermost host loop made only of launches and such
+// loops, as a function (render_host_loop) the runner may call instead of walking the loop.
 RenderedUnit render_program_unit(const HostProgram& p, const RenderOptions& opts = {});
 
-// A host loop whose body is only launches, as the C function
+// A host loop whose body is launches and host loops of the same kind (to any depth), as the C
+// function
 //   int <name>(long long n, const long long* outer, void*** bufs, long long* launches,
-//              long long max_launches, long long* err)
-// running iterations 0..n-1: outer[j] is the value of outer[j]'s range, bufs[i] the buffer array
-// of the body's i-th launch, *launches counts launches against max_launches (0: no limit), err
-// has abi::kLoopSlots entries. Per launch it does what the host walk does, in its order. Returns
-// 0, a kernel's error kind, abi::kBindRefused or abi::kBudgetExceeded (err[abi::kLaunch],
-// err[abi::kIteration]: where). nullopt when a BIND is host math it does not render or a kernel
-// variable has no BIND (the walk then runs the loop). Needs kHostLoopHelpers before it.
-std::optional<std::string> render_host_loop(const HostProgram& p, const HostStep& loop, const std::vector<UOp>& outer, const std::vector<RenderedKernel>& kernels,
-                                            const std::string& name);
+//              long long max_launches, long long* err, unsigned char* ran)
+// running iterations 0..n-1, its inner loops as nested C loops: outer[j] is the value of
+// outer[j]'s range, bufs[i] the buffer array of RenderedLoop::launches[i], *launches counts
+// launches against max_launches (0: no limit), err has abi::loop_slots(depth) entries, ran[i] is
+// set to 1 when launches[i] completes (the runner then marks what it stored as data). Per launch
+// it does what the host walk does, in its order. Returns 0, a kernel's error kind,
+// abi::kBindRefused or abi::kBudgetExceeded (err: where, kernel_abi.h). nullopt when a BIND or an
+// inner loop's extent is host math it does not render or a kernel variable has no BIND (the walk
+// then runs the whole loop). Needs kHostLoopHelpers before it.
+std::optional<RenderedLoop> render_host_loop(const HostProgram& p, const HostStep& loop, const std::vector<UOp>& outer, const std::vector<RenderedKernel>& kernels,
+                                             const std::string& name);
 extern const char* const kHostLoopHelpers;
 
 // What every rendered translation unit starts with: declarations and helper functions.

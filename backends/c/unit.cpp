@@ -51,17 +51,19 @@ RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& o
 
 namespace {
 
-// Every loop of `steps` whose body is only launches, rendered; `outer`: the loops around them.
+// Every outermost loop of `steps` that renders (launches and such loops, to any depth), as one
+// function with its inner loops nested in it; a loop that does not render is walked, and its
+// inner loops are tried on their own. `outer`: the loops around them.
 void add_loops(const HostProgram& p, const std::vector<HostStep>& steps, std::vector<UOp>& outer, RenderedUnit& u, std::set<std::string>& taken) {
   for (const HostStep& s : steps) {
     if (!s.is_loop()) continue;
     std::string name = unique_name("ow_loop_" + std::to_string(u.loops.size()), taken);
-    if (std::optional<std::string> c = render_host_loop(p, s, outer, u.kernels, name)) {
-      u.source += "\n" + *c;
-      u.loops.push_back(RenderedLoop{&s, name, outer});
-    } else {
-      taken.erase(name);
+    if (std::optional<RenderedLoop> r = render_host_loop(p, s, outer, u.kernels, name)) {
+      u.source += "\n" + r->function;
+      u.loops.push_back(std::move(*r));
+      continue;
     }
+    taken.erase(name);
     outer.push_back(s.range);
     add_loops(p, s.body, outer, u, taken);
     outer.pop_back();
