@@ -243,7 +243,7 @@ TEST_CASE("a scan step is one launch only where its reads provably miss its writ
   // read row r + 1, write row r: never the same row, so fused; read row r, write row r: the
   // step's store would overwrite what its later iterations still read, so the matvec stays a
   // launch of its own, into a temporary
-  for (auto [read, write, launches] : {std::tuple{1, 0, 1}, std::tuple{0, 0, 2}, std::tuple{0, 1, 1}}) {
+  for (auto [read, write, launches] : {std::tuple{1, 0, size_t{1}}, std::tuple{0, 0, size_t{2}}, std::tuple{0, 1, size_t{1}}}) {
     INFO("read row r + " << read << ", write row r + " << write);
     UOp root = parse_graph(scan_rows(read, write), "scan_rows").root;
     CHECK(scan_shape(lower::lower(root)).per_step == launches);
