@@ -173,3 +173,17 @@ TEST_CASE("parallel: small kernels and OW_THREADS=1 render serial code; other va
     CHECK_THROWS_AS(backend::threads_setting(), Error);
   }
 }
+
+TEST_CASE("parallel: two split kernels of one name in a unit get helpers of their own names", "[parallel]") {
+  backend::RenderOptions o;
+  o.threads = 2;
+  UOp mm = matmul_kernel(129, 97, 101);
+  backend::RenderedUnit u = backend::render_unit({mm, mm}, o);
+  REQUIRE(u.kernels.size() == 2);
+  CHECK(u.kernels[1].name == "mm_2");
+  CHECK(u.source.find("static int ow_par_mm_lo(") != std::string::npos);
+  CHECK(u.source.find("static int ow_par_mm_2_hi(") != std::string::npos);
+  CHECK(u.source.find("job->rc = ow_par_mm_2_hi(") != std::string::npos);
+  auto lib = backend::make_compiler("cc")->compile(u.source);  // no name defined twice
+  CHECK(lib->symbol("mm_2") != nullptr);
+}
