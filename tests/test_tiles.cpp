@@ -14,46 +14,12 @@
 #include "interp/interp.h"
 #include "uop/text.h"
 
+#include "matmul_support.h"
+
 using namespace ow;
+using namespace ow::test_matmul;
 
 namespace {
-
-// c = a @ b for an (m x kn) by (kn x n) matrix pair, as `ow bench --micro` builds it: REDUCE_AXIS
-// of an expanded product, (m, kn, 1) * (1, kn, n) summed over axis 1.
-std::string matmul_text(int64_t m, int64_t kn, int64_t n, const char* dt = "float32") {
-  std::string d(dt), s;
-  auto line = [&](const std::string& l) { s += l + "\n"; };
-  line("%0 = BUFFER " + d + " () (\"a\", " + std::to_string(m * kn) + ")");
-  line("%1 = CONST index () " + std::to_string(m));
-  line("%2 = CONST index () " + std::to_string(kn));
-  line("%3 = CONST index () " + std::to_string(n));
-  line("%4 = CONST index () 1");
-  line("%5 = RESHAPE " + d + " (%0, %1, %2, %4)");
-  line("%6 = EXPAND " + d + " (%5, %1, %2, %3)");
-  line("%7 = BUFFER " + d + " () (\"b\", " + std::to_string(kn * n) + ")");
-  line("%8 = RESHAPE " + d + " (%7, %4, %2, %3)");
-  line("%9 = EXPAND " + d + " (%8, %1, %2, %3)");
-  line("%10 = MUL " + d + " (%6, %9)");
-  line("%11 = REDUCE_AXIS " + d + " (%10) (Ops.ADD, (1,))");
-  line("%12 = RESHAPE " + d + " (%11, %1, %3)");
-  line("%13 = SINK void (%12) (\"c\",)");
-  return s;
-}
-
-// Irregular values whose products and sums round, with -0.0 and an infinity among them.
-interp::BufferData data(DType d, int64_t size, int salt) {
-  auto s = std::make_shared<interp::Storage>(d, size);
-  for (int64_t q = 0; q < size; ++q) {
-    double x = std::sin(0.37 * double(q + salt)) * 3.1 + 1.0 / double(q % 7 + 2);
-    if (q % 53 == 5) x = -0.0;
-    if (q == 17) x = INFINITY;
-    if (d == dtypes::float32) s->as<float>()[q] = static_cast<float>(x);
-    else s->as<double>()[q] = x;
-  }
-  return interp::BufferData{d, s, nullptr};
-}
-
-bool same_bits(double x, double y) { return (x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y)); }
 
 // a @ b on the interpreter, then on tcc, cc and check (each kernel against the interpreter's
 // kernel evaluator): every element bit for bit the interpreter's.
@@ -82,19 +48,6 @@ void check_matmul(int64_t m, int64_t kn, int64_t n, DType d) {
       if (!same_bits(interp::get_element(want[0].value, q), interp::get_element(got[0].value, q))) bad = q;
     CHECK(bad == -1);
   }
-}
-
-UOp global(int64_t slot, int64_t size) { return UOp::make(Ops::DEFINE_GLOBAL, dtypes::float32.pointer(size), {}, Arg(slot)); }
-UOp buffer(const char* name, int64_t size) { return UOp::make(Ops::BUFFER, dtypes::float32, {}, Arg(ArgTuple{Arg(name), Arg(size)})); }
-
-// out[i*n+j] = sum_k a[i*kn+k] * b[k*n+j] as one kernel.
-UOp matmul_kernel(int64_t m, int64_t kn, int64_t n) {
-  UOp out = global(0, m * n), a = global(1, m * kn), b = global(2, kn * n);
-  UOp i = UOp::range(m, 0), j = UOp::range(n, 1), k = UOp::range(kn, 2, AxisType::REDUCE);
-  UOp prod = a.index({i * kn + k}).load() * b.index({k * n + j}).load();
-  UOp st = out.index({i * n + j}).store(prod.reduce({k}, Ops::ADD)).end({i, j});
-  std::vector<UOp> src{UOp::sink({st}), buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)};
-  return UOp::make(Ops::KERNEL, dtypes::void_, std::move(src), Arg(ArgTuple{Arg("mm")}));
 }
 
 }  // namespace

@@ -61,6 +61,7 @@ int cmd_show_c(const Args& args) {
   UOp program = lower::lower(load_graph(vm["file"].as<std::string>()).root, ctx);
   backend::RenderOptions ro;
   ro.bounds_check = vm.count("bounds-check") > 0;
+  ro.threads = backend::threads_setting();  // what cc compiles: big parallel kernels split in two
   std::cout << backend::show_c(program, ro, vm.count("full") > 0);
   return 0;
 }

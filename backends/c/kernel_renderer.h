@@ -2,7 +2,8 @@
 //   render.cpp       values, statements, placement of each statement in the loop nest;
 //   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
 //                    blocking, and tcc's unrolled inner loops (backends/README.md);
-//   tiles.cpp        cc's register tiles for an interchanged matmul-like nest.
+//   tiles.cpp        cc's register tiles for an interchanged matmul-like nest;
+//   parallel.cpp     cc's two-thread kernels: the safety analysis and the split.
 #pragma once
 #include <functional>
 #include <map>
@@ -34,6 +35,7 @@ class KernelRenderer {
  public:
   KernelRenderer(UOp kernel, const RenderOptions& opts) : kernel_(kernel), opts_(opts) {}
   RenderedKernel run();
+  std::optional<UOp> parallel_range();  // parallel.cpp: the range two threads may split, if any
 
  private:
   UOp kernel_;
@@ -122,6 +124,7 @@ class KernelRenderer {
   void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
   void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   bool column_blocked(UOp end);
+  bool owns_row(UOp st, UOp r, std::map<int64_t, int64_t>& rows) const;
   void number_new(UOp root);
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
   void store(UOp st);
@@ -133,5 +136,9 @@ class KernelRenderer {
   static std::string suffix(DType d);
   bool may_wrap(UOp u) const;
 };
+
+// `serial` (kernel's function rendered for one thread) as cc's two-thread kernel when
+// opts.threads >= 2 and the kernel qualifies (parallel.cpp); else serial itself.
+RenderedKernel parallelize(UOp kernel, RenderedKernel serial, const RenderOptions& opts);
 
 }  // namespace ow::backend::detail

@@ -78,6 +78,10 @@ static inline void ow_vstore_f32(float* p, ow_vf32 v) { __builtin_memcpy(p, &v, 
 static inline void ow_vstore_f64(double* p, ow_vf64 v) { __builtin_memcpy(p, &v, sizeof v); }
 static inline ow_vf32 ow_vsplat_f32(float x) { ow_vf32 v; for (int l = 0; l < 16; l++) v[l] = x; return v; }
 static inline ow_vf64 ow_vsplat_f64(double x) { ow_vf64 v; for (int l = 0; l < 8; l++) v[l] = x; return v; }
+/* cc's two-thread kernels (render: parallel.cpp); pthread_t is an unsigned long in glibc */
+typedef unsigned long ow_pthread_t;
+int pthread_create(ow_pthread_t*, const void*, void* (*)(void*), void*);
+int pthread_join(ow_pthread_t, void**);
 #endif
 #ifdef __TINYC__
 /* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */

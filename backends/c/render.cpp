@@ -482,6 +482,6 @@ std::string c_identifier(const std::string& s) {
   return out;
 }
 
-RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts) { return detail::KernelRenderer(kernel, opts).run(); }
+RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts) { return detail::parallelize(kernel, detail::KernelRenderer(kernel, opts).run(), opts); }
 
 }  // namespace ow::backend

@@ -18,7 +18,14 @@ namespace ow::backend {
 
 struct RenderOptions {
   bool bounds_check = false;  // check 0 <= index < size on every (ungated or enabled) access
+  // 2: a big kernel whose outermost loop is provably parallel runs its two halves on two
+  // threads under cc (parallel.cpp); 1: every kernel is serial. The cc runner uses threads_setting().
+  int threads = 1;
 };
+
+// OW_THREADS: 1 (serial kernels) or 2, the default (cc splits big parallel kernels in two).
+// Anything else is an ow::Error.
+int threads_setting();
 
 struct RenderedKernel {
   std::string name;               // the C function's name (the KERNEL's arg, as an identifier)

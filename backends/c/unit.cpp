@@ -23,13 +23,20 @@ std::string unique_name(const std::string& name, std::set<std::string>& taken) {
   return n;
 }
 
-// k's function renamed to `to` (the signature is the one line render.cpp writes for it).
+// Every occurrence of `from` in s replaced by `to`; how many.
+int replace_all(std::string& s, const std::string& from, const std::string& to) {
+  int n = 0;
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()), ++n) s.replace(at, from.size(), to);
+  return n;
+}
+
+// k's function renamed to `to`: its signature (the line render.cpp writes; a two-thread kernel
+// has it twice, cc's and tcc's) and its helpers' names (parallel.cpp: ow_par_<name>_...).
 void rename_function(RenderedKernel& k, const std::string& to) {
   std::string sig = "int " + k.name + "(void** bufs, const long long* vars, long long* err) {\n";
-  size_t at = k.function.find(sig);
-  if (at == std::string::npos) throw InternalError("render_unit: no signature of " + k.name + " in its function");
   std::string renamed = "int " + to + "(void** bufs, const long long* vars, long long* err) {\n";
-  k.function.replace(at, sig.size(), renamed);
+  if (replace_all(k.function, sig, renamed) == 0) throw InternalError("render_unit: no signature of " + k.name + " in its function");
+  replace_all(k.function, "ow_par_" + k.name + "_", "ow_par_" + to + "_");
   k.source = prelude() + k.function;
   k.name = to;
 }

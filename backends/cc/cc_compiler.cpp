@@ -33,8 +33,9 @@ namespace {
 // -mno-red-zone: GCC 12.2 with -march=znver3 at -O2 put a kernel's local accumulator array
 // (double acc[10]) in the red zone below the stack pointer, 8 bytes off the 16 its vmovapd
 // stores need, and the kernel died of SIGSEGV (ow fuzz seed 501500, tests/fuzz/lower). Kernels are
-// leaf functions, so the red zone only saved them one stack adjustment.
-const std::vector<std::string> flags = {"-O2", "-march=native", "-mno-red-zone", "-ffp-contract=off", "-fwrapv", "-fPIC", "-shared"};
+// leaf functions, so the red zone only saved them one stack adjustment. -pthread: a big parallel
+// kernel runs its halves on two threads (backends/c/parallel.cpp; glibc 2.34+ needs no library).
+const std::vector<std::string> flags = {"-O2", "-march=native", "-mno-red-zone", "-ffp-contract=off", "-fwrapv", "-fPIC", "-shared", "-pthread"};
 
 bool usable_dir(const std::string& d) {
   struct stat st;
