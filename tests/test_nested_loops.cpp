@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "fold_graphs.h"
 #include "test_support.h"
 
 #include "backends/c/render.h"
@@ -199,25 +200,8 @@ TEST_CASE("an inner loop of no iterations in a compiled nest: its launches never
 namespace {
 
 // A tensor-level fold over two OUTER ranges whose effect c += x[m2] runs in every iteration:
-// lowered, a host loop m1 around a host loop m2 of four launches (tests/test_compiled.cpp).
-const char* kFold2d = R"(%0 = BUFFER float32 () ("c", 1)
-%1 = RESHAPE float32 (%0)
-%2 = CONST index () 2
-%3 = RANGE index (%2) (-1, AxisType.OUTER)
-%4 = CONST index () 3
-%5 = RANGE index (%4) (-2, AxisType.OUTER)
-%6 = BUFFER float32 () ("x", 3)
-%7 = RESHAPE float32 (%6, %4)
-%8 = CONST index () 1
-%9 = ADD index (%5, %8)
-%10 = SHRINK float32 (%7, %5, %9)
-%11 = RESHAPE float32 (%10)
-%12 = ADD float32 (%1, %11)
-%13 = STORE void (%1, %12)
-%14 = AFTER float32 (%1, %13)
-%15 = REDUCE float32 (%14, %3, %5) Ops.ADD
-%16 = SINK void (%15) ("sum",)
-)";
+// lowered, a host loop m1 around a host loop m2 of four launches.
+const std::string kFold2d = ow::test::effect_in_2d_fold("%5");
 
 interp::BufferMap fold_inputs() {
   auto x = std::make_shared<interp::Storage>(dtypes::float32, 3), c = std::make_shared<interp::Storage>(dtypes::float32, 1);
