@@ -103,7 +103,16 @@ namespace {
 // A thread costs about 30-50 us to create and join; a kernel with 2^20 innermost steps takes
 // about 0.3-1 ms even vectorized, so half of it on another core saves several times the cost.
 // Smaller kernels (a scan's step, an MLP layer of a few thousand elements) stay serial.
-constexpr int64_t kMinParallelSteps = int64_t{1} << 20;
+// OW_PARALLEL_MIN_STEPS lowers it for tests: the fuzz-smoke-threads suite splits small kernels
+// so that random graphs exercise the split and its safety analysis.
+int64_t min_parallel_steps() {
+  const char* e = std::getenv("OW_PARALLEL_MIN_STEPS");
+  if (!e || !*e) return int64_t{1} << 20;
+  char* end = nullptr;
+  long long v = std::strtoll(e, &end, 10);
+  if (*end || v < 1) throw Error(std::string("OW_PARALLEL_MIN_STEPS must be a positive number of innermost steps, got '") + e + "'");
+  return v;
+}
 
 // The innermost steps of the kernel, at least: per store nest, the product of the smallest
 // extents of the ranges it runs (saturating).
@@ -165,7 +174,7 @@ RenderedKernel parallelize(UOp kernel, RenderedKernel serial, const RenderOption
   RenderOptions one = opts;
   one.threads = 1;
   std::optional<UOp> r = opts.threads >= 2 ? KernelRenderer(kernel, one).parallel_range() : std::nullopt;
-  if (!r || steps(kernel->src[0]) < kMinParallelSteps || serial.function.find("ow_fail(") != std::string::npos) return serial;
+  if (!r || steps(kernel->src[0]) < min_parallel_steps() || serial.function.find("ow_fail(") != std::string::npos) return serial;
   int64_t n = (*r)->src[0].vmin(), mid = n / 2;
   RenderedKernel lo = KernelRenderer(half(kernel, *r, 0, mid), one).run(), hi = KernelRenderer(half(kernel, *r, mid, n - mid), one).run();
   for (const RenderedKernel* k : {&lo, &hi})
