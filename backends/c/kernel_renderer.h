@@ -2,7 +2,8 @@
 //   render.cpp       values, statements, placement of each statement in the loop nest;
 //   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
 //                    blocking, and tcc's unrolled inner loops (backends/README.md);
-//   tiles.cpp        cc's register tiles for an interchanged matmul-like nest.
+//   tiles.cpp        cc's register tiles for an interchanged matmul-like nest;
+//   row_copies.cpp   the copies of a nest's values per row or column of a block.
 #pragma once
 #include <functional>
 #include <map>
@@ -118,6 +119,14 @@ class KernelRenderer {
   int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
   UOp open_block(UOp end, size_t pos, int block);
   std::vector<UOp> in_block(UOp x, UOp r, UOp start, int block);
+  // row_copies.cpp: the copies of a nest's nodes for one binding of a range, kept per (range, value).
+  struct Copies {
+    std::pair<UOp, UOp> keep;  // the range and its value, alive while they key copies_
+    std::unordered_map<const UOpNode*, UOp> of;
+  };
+  std::map<std::pair<const UOpNode*, const UOpNode*>, Copies> copies_;
+  UOp substituted(UOp x, UOp r, UOp v);
+  std::vector<UOp> fresh_nodes(UOp root, const std::function<bool(const UOpNode*)>& known) const;
   std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
   void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
   void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);

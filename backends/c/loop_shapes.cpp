@@ -279,24 +279,6 @@ UOp KernelRenderer::open_block(UOp end, size_t pos, int block) {
   return rb;
 }
 
-// x for each iteration of the block: r -> start + u. New nodes are analyzed and numbered.
-std::vector<UOp> KernelRenderer::in_block(UOp x, UOp r, UOp start, int block) {
-  std::vector<UOp> out;
-  for (int u = 0; u < block; ++u) {
-    UOp xu = substitute(x, {{r, u ? start + u : start}});
-    analyze(xu);
-    number_new(xu);
-    out.push_back(xu);
-  }
-  return out;
-}
-
-// Nodes made while rendering (blocking) get numbers after the kernel's own.
-void KernelRenderer::number_new(UOp root) {
-  for (UOp u : toposort(root))
-    if (printed_.number.emplace(u.get(), printed_.order.size()).second) printed_.order.push_back(u);
-}
-
 namespace {
 
 // Distinct nodes, in order (a REDUCE that does not depend on the blocked range is one node in

@@ -61,8 +61,8 @@ std::string KernelRenderer::ctype(DType d, UOp at) const {
 }
 
 void KernelRenderer::analyze(UOp ast) {
-  for (UOp u : toposort(ast)) {
-    if (free_.count(u.get())) continue;  // analyzed before (blocking adds graphs that share nodes)
+  // Only nodes not analyzed before (blocking adds graphs that share nodes).
+  for (UOp u : fresh_nodes(ast, [&](const UOpNode* n) { return free_.count(n) > 0; })) {
     std::vector<const UOpNode*> fr;
     for (UOp s : u->src) {
       ++uses_[s.get()];
