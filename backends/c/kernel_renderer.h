@@ -126,6 +126,8 @@ class KernelRenderer {
   };
   std::map<std::pair<const UOpNode*, const UOpNode*>, Copies> copies_;
   UOp substituted(UOp x, UOp r, UOp v);
+  std::map<std::vector<const UOpNode*>, std::pair<UOp, std::vector<UOp>>> simplified_;  // key -> (result, key's nodes)
+  UOp simplified_at(UOp x, const std::vector<std::pair<UOp, UOp>>& at);
   std::vector<UOp> fresh_nodes(UOp root, const std::function<bool(const UOpNode*)>& known) const;
   std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
   void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);

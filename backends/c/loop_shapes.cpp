@@ -473,9 +473,7 @@ std::vector<std::pair<UOp, UOp>> KernelRenderer::axpy_terms(const std::vector<UO
 // b's offset at j = 0 (and `at` for another range), as a C value named in the current scope.
 std::string KernelRenderer::offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at) {
   at.push_back({j, UOp::index(0)});
-  UOp off = simplify(substitute(idx->src[1], at));
-  analyze(off);
-  number_new(off);
+  UOp off = simplified_at(idx->src[1], at);
   return val(off, depth(), true);
 }
 

@@ -4,6 +4,8 @@
 // seen before. (Walking, substituting, analyzing and numbering the whole nest once per row took
 // most of the render time of a blocked kernel.)
 #include "kernel_renderer.h"
+#include "uop/pattern.h"
+#include "uop/symbolic.h"
 
 namespace ow::backend::detail {
 
@@ -64,6 +66,22 @@ std::vector<UOp> KernelRenderer::in_block(UOp x, UOp r, UOp start, int block) {
     out.push_back(xu);
   }
   return out;
+}
+
+// simplify(substitute(x, at)), analyzed and numbered, made once per (x, at): the rows of a block
+// share b's index (a row of b serves them all), and each row asks for its offset again.
+UOp KernelRenderer::simplified_at(UOp x, const std::vector<std::pair<UOp, UOp>>& at) {
+  std::vector<UOp> key{x};
+  for (auto& [k, v] : at) key.insert(key.end(), {k, v});
+  std::vector<const UOpNode*> ptrs;
+  for (UOp k : key) ptrs.push_back(k.get());
+  auto [it, fresh] = simplified_.try_emplace(ptrs);
+  if (fresh) {
+    it->second = {simplify(substitute(x, at)), std::move(key)};  // key: its nodes stay alive while they key the map
+    analyze(it->second.first);
+    number_new(it->second.first);
+  }
+  return it->second.first;
 }
 
 // Nodes made while rendering (blocking) get numbers after the kernel's own.

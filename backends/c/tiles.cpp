@@ -103,9 +103,7 @@ void KernelRenderer::tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const
   for (size_t u = 0; u < accs.size(); ++u) {
     std::string s = val(terms[u].s, depth(), true);
     for (int v = 0; v < nv; ++v) {
-      UOp col = jt * width + (start + v * lanes), idx = simplify(substitute(terms[u].idx->src[1], {{j, col}}));
-      analyze(idx);
-      number_new(idx);
+      UOp col = jt * width + (start + v * lanes), idx = simplified_at(terms[u].idx->src[1], {{j, col}});
       std::string b = "b" + std::to_string(terms[u].idx->src[0]->arg.as<int64_t>()), l = "l" + num(idx);
       if (loaded.emplace(idx.get(), l).second)
         emit(depth(), vt + " " + l + " = " + (nvec ? "ow_vload_" + sfx + "(" + b + " + " + val(idx, depth()) + ")" : b + "[" + val(idx, depth()) + "]") + ";");
