@@ -40,7 +40,7 @@ class KernelRenderer {
   UOp kernel_;
   RenderOptions opts_;
   Printed printed_;
-  size_t own_nodes_ = 0;  // the kernel's own nodes come first in printed_ (number_new adds more)
+  size_t own_nodes_ = 0;  // the kernel's own nodes come first in printed_ (adopt adds more)
   std::map<long long, std::string> fail_nodes_;  // RenderedKernel::fail_nodes
   std::unordered_map<const UOpNode*, int> uses_;
   std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> free_;  // free ranges, sorted
@@ -79,6 +79,7 @@ class KernelRenderer {
   void emit(int level, std::string line) { stack_[static_cast<size_t>(level)].lines.push_back(std::move(line)); }
 
   void analyze(UOp ast);
+  void analyze_node(UOp u);
   std::string ctype(DType d, UOp at) const;
   int level(UOp u) const;
   int scope_level(int id) const;
@@ -128,12 +129,32 @@ class KernelRenderer {
   UOp substituted(UOp x, UOp r, UOp v);
   std::map<std::vector<const UOpNode*>, std::pair<UOp, std::vector<UOp>>> simplified_;  // key -> (result, key's nodes)
   UOp simplified_at(UOp x, const std::vector<std::pair<UOp, UOp>>& at);
-  std::vector<UOp> fresh_nodes(UOp root, const std::function<bool(const UOpNode*)>& known) const;
+  void adopt(UOp root);
+  // The nodes under `root` for which known() is false, in toposort(root)'s order. The known nodes
+  // must be closed under sources (analysis and numbering always take whole graphs), so skipping
+  // their subgraphs leaves the order of the others unchanged.
+  template <class Known>
+  static std::vector<UOp> fresh_nodes(UOp root, const Known& known) {
+    std::vector<UOp> order;
+    if (known(root.get())) return order;
+    std::unordered_set<const UOpNode*> seen{root.get()};
+    std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      auto& [u, next] = stack.back();
+      if (next < u->src.size()) {
+        UOp c = u->src[next++];
+        if (!known(c.get()) && seen.insert(c.get()).second) stack.emplace_back(c, 0);
+        continue;
+      }
+      order.push_back(u);
+      stack.pop_back();
+    }
+    return order;
+  }
   std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
   void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
   void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   bool column_blocked(UOp end);
-  void number_new(UOp root);
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
   void store(UOp st);
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);

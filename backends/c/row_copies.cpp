@@ -9,27 +9,6 @@
 
 namespace ow::backend::detail {
 
-// The nodes under `root` for which known() is false, in toposort(root)'s order. The known nodes
-// must be closed under sources (analyze and number_new always take whole graphs), so skipping
-// their subgraphs leaves the order of the others unchanged.
-std::vector<UOp> KernelRenderer::fresh_nodes(UOp root, const std::function<bool(const UOpNode*)>& known) const {
-  std::vector<UOp> order;
-  if (known(root.get())) return order;
-  std::unordered_set<const UOpNode*> seen{root.get()};
-  std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
-  while (!stack.empty()) {
-    auto& [u, next] = stack.back();
-    if (next < u->src.size()) {
-      UOp c = u->src[next++];
-      if (!known(c.get()) && seen.insert(c.get()).second) stack.emplace_back(c, 0);
-      continue;
-    }
-    order.push_back(u);
-    stack.pop_back();
-  }
-  return order;
-}
-
 // x with range r replaced by v: substitute(), rebuilding only the nodes that depend on r (no
 // REDUCE in a blocked nest binds its store ranges). The copies are kept per (r, v), so the
 // REDUCEs of a row, reached again from its store, cost nothing more.
@@ -61,8 +40,7 @@ std::vector<UOp> KernelRenderer::in_block(UOp x, UOp r, UOp start, int block) {
   std::vector<UOp> out;
   for (int u = 0; u < block; ++u) {
     UOp xu = substituted(x, r, u ? start + u : start);
-    analyze(xu);
-    number_new(xu);
+    adopt(xu);
     out.push_back(xu);
   }
   return out;
@@ -78,17 +56,18 @@ UOp KernelRenderer::simplified_at(UOp x, const std::vector<std::pair<UOp, UOp>>&
   auto [it, fresh] = simplified_.try_emplace(ptrs);
   if (fresh) {
     it->second = {simplify(substitute(x, at)), std::move(key)};  // key: its nodes stay alive while they key the map
-    analyze(it->second.first);
-    number_new(it->second.first);
+    adopt(it->second.first);
   }
   return it->second.first;
 }
 
-// Nodes made while rendering (blocking) get numbers after the kernel's own.
-void KernelRenderer::number_new(UOp root) {
-  for (UOp u : fresh_nodes(root, [&](const UOpNode* n) { return printed_.number.count(n) > 0; })) {
-    printed_.number.emplace(u.get(), printed_.order.size());
-    printed_.order.push_back(u);
+// The nodes of root made while rendering (blocking), analyzed and numbered after the kernel's
+// own, in one walk: nodes analyzed before are numbered too, and numbered ones not analyzed are
+// only the kernel's nodes outside its ast (which rendering reaches only as copies' leaves).
+void KernelRenderer::adopt(UOp root) {
+  for (UOp u : fresh_nodes(root, [&](const UOpNode* n) { return free_.count(n) > 0; })) {
+    analyze_node(u);
+    if (printed_.number.emplace(u.get(), printed_.order.size()).second) printed_.order.push_back(u);
   }
 }
 

@@ -18,7 +18,6 @@
 
 #include "kernel_renderer.h"
 #include "uop/pattern.h"
-#include "uop/symbolic.h"
 
 namespace ow::backend::detail {
 
