@@ -128,7 +128,9 @@ class KernelRenderer {
   std::map<std::pair<const UOpNode*, const UOpNode*>, Copies> copies_;
   UOp substituted(UOp x, UOp r, UOp v);
   std::map<std::vector<const UOpNode*>, std::pair<UOp, std::vector<UOp>>> simplified_;  // key -> (result, key's nodes)
-  UOp simplified_at(UOp x, const std::vector<std::pair<UOp, UOp>>& at);
+  using At = std::vector<std::pair<UOp, UOp>>;  // a substitution: node -> node
+  UOp simplified_at(UOp x, const At& at);
+  void simplify_ahead(const std::vector<std::pair<UOp, At>>& items);
   void adopt(UOp root);
   // The nodes under `root` for which known() is false, in toposort(root)'s order. The known nodes
   // must be closed under sources (analysis and numbering always take whole graphs), so skipping

@@ -481,6 +481,9 @@ std::vector<std::string> KernelRenderer::axpy_calls(const std::vector<UOp>& accs
   std::vector<std::pair<UOp, UOp>> terms = axpy_terms(accs, op, j);
   std::string n = std::to_string(*j->src[0]->arg.get_if<int64_t>()) + "LL";
   std::vector<std::string> calls;
+  std::vector<std::pair<UOp, At>> offsets;  // b's offsets of all rows, simplified together
+  for (auto& [s, idx] : terms) offsets.push_back({idx->src[1], {{j, UOp::index(0)}}});
+  simplify_ahead(offsets);
   for (size_t u = 0; u < terms.size(); ++u) {
     UOp idx = terms[u].second;
     std::string s = val(terms[u].first, depth(), true), o = offset_at(idx, j, {});

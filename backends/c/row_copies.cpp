@@ -46,19 +46,39 @@ std::vector<UOp> KernelRenderer::in_block(UOp x, UOp r, UOp start, int block) {
   return out;
 }
 
-// simplify(substitute(x, at)), analyzed and numbered, made once per (x, at): the rows of a block
-// share b's index (a row of b serves them all), and each row asks for its offset again.
-UOp KernelRenderer::simplified_at(UOp x, const std::vector<std::pair<UOp, UOp>>& at) {
-  std::vector<UOp> key{x};
-  for (auto& [k, v] : at) key.insert(key.end(), {k, v});
-  std::vector<const UOpNode*> ptrs;
-  for (UOp k : key) ptrs.push_back(k.get());
-  auto [it, fresh] = simplified_.try_emplace(ptrs);
-  if (fresh) {
-    it->second = {simplify(substitute(x, at)), std::move(key)};  // key: its nodes stay alive while they key the map
-    adopt(it->second.first);
+// simplify(substitute(x, at)) for each item not made before, all in one rewrite: the rows of a
+// block share most of their index arithmetic, which one rewrite simplifies once. Each result is
+// what simplify() makes of that item alone (a rewrite's result for a node depends on the node
+// only). Not yet analyzed or numbered: simplified_at() does that in the order it is asked.
+void KernelRenderer::simplify_ahead(const std::vector<std::pair<UOp, At>>& items) {
+  std::vector<UOp> roots;
+  std::vector<UOp*> slots;
+  for (const auto& [x, at] : items) {
+    std::vector<UOp> key{x};
+    for (auto& [k, v] : at) key.insert(key.end(), {k, v});
+    std::vector<const UOpNode*> ptrs;
+    for (UOp k : key) ptrs.push_back(k.get());
+    auto [it, fresh] = simplified_.try_emplace(std::move(ptrs));
+    if (!fresh) continue;
+    it->second.second = std::move(key);  // its nodes stay alive while they key the map
+    roots.push_back(at.size() == 1 ? substituted(x, at[0].first, at[0].second) : substitute(x, at));
+    slots.push_back(&it->second.first);
   }
-  return it->second.first;
+  if (roots.empty()) return;
+  UOp all = simplify(UOp::sink(roots));
+  if (all->op != Ops::SINK || all->src.size() != roots.size()) throw InternalError("render: simplify rewrote a SINK of index expressions");
+  for (size_t q = 0; q < roots.size(); ++q) *slots[q] = all->src[q];
+}
+
+// simplify(substitute(x, at)), analyzed and numbered; made once per (x, at): the rows of a tile
+// block share b's index when a row of b serves them all, and each row asks for its offset again.
+UOp KernelRenderer::simplified_at(UOp x, const At& at) {
+  simplify_ahead({{x, at}});
+  std::vector<const UOpNode*> ptrs{x.get()};
+  for (auto& [k, v] : at) ptrs.insert(ptrs.end(), {k.get(), v.get()});
+  UOp out = simplified_.at(ptrs).first;
+  adopt(out);
+  return out;
 }
 
 // The nodes of root made while rendering (blocking), analyzed and numbered after the kernel's
