@@ -436,6 +436,8 @@ RenderedKernel KernelRenderer::run() {
   if (!nm || nm->empty()) fail(kernel_, "KERNEL needs a name arg (\"k1\",)");
   out.name = c_identifier(*nm);
   UOp ast = kernel_->src[0];
+  uses_.reserve(4 * own_nodes_);  // blocking adds copies of rows: fewer rehashes
+  free_.reserve(4 * own_nodes_);
   analyze(ast);
   stack_.push_back({UOp(), next_scope_++, "", {}});
   for (UOp st : ast->src) {

@@ -17,7 +17,7 @@ UOp KernelRenderer::substituted(UOp x, UOp r, UOp v) {
   c.keep = {r, v};
   c.of[r.get()] = v;
   std::vector<std::pair<UOp, size_t>> stack{{x, 0}};
-  auto ready = [&](UOp u) { return !depends(u, r) || c.of.count(u.get()); };
+  auto ready = [&](UOp u) { return c.of.count(u.get()) || !depends(u, r); };
   if (ready(x)) stack.clear();
   while (!stack.empty()) {
     auto& [u, next] = stack.back();
@@ -28,7 +28,10 @@ UOp KernelRenderer::substituted(UOp x, UOp r, UOp v) {
     }
     std::vector<UOp> src;
     src.reserve(u->src.size());
-    for (UOp s : u->src) src.push_back(depends(s, r) ? c.of.at(s.get()) : s);
+    for (UOp s : u->src) {  // of holds every source that depends on r by now, and only those
+      auto it = c.of.find(s.get());
+      src.push_back(it == c.of.end() ? s : it->second);
+    }
     c.of[u.get()] = u.replace_src(std::move(src));
     stack.pop_back();
   }
