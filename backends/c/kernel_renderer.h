@@ -3,6 +3,7 @@
 //   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
 //                    blocking, and tcc's unrolled inner loops (backends/README.md);
 //   tiles.cpp        cc's register tiles for an interchanged matmul-like nest;
+//   row_copies.cpp   the copies of a nest's values per row or column of a block;
 //   parallel.cpp     cc's two-thread kernels: the safety analysis and the split.
 #pragma once
 #include <functional>
@@ -41,7 +42,7 @@ class KernelRenderer {
   UOp kernel_;
   RenderOptions opts_;
   Printed printed_;
-  size_t own_nodes_ = 0;  // the kernel's own nodes come first in printed_ (number_new adds more)
+  size_t own_nodes_ = 0;  // the kernel's own nodes come first in printed_ (adopt adds more)
   std::map<long long, std::string> fail_nodes_;  // RenderedKernel::fail_nodes
   std::unordered_map<const UOpNode*, int> uses_;
   std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> free_;  // free ranges, sorted
@@ -80,6 +81,7 @@ class KernelRenderer {
   void emit(int level, std::string line) { stack_[static_cast<size_t>(level)].lines.push_back(std::move(line)); }
 
   void analyze(UOp ast);
+  void analyze_node(UOp u);
   std::string ctype(DType d, UOp at) const;
   int level(UOp u) const;
   int scope_level(int id) const;
@@ -120,12 +122,44 @@ class KernelRenderer {
   int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
   UOp open_block(UOp end, size_t pos, int block);
   std::vector<UOp> in_block(UOp x, UOp r, UOp start, int block);
+  // row_copies.cpp: the copies of a nest's nodes for one binding of a range, kept per (range, value).
+  struct Copies {
+    std::pair<UOp, UOp> keep;  // the range and its value, alive while they key copies_
+    std::unordered_map<const UOpNode*, UOp> of;
+  };
+  std::map<std::pair<const UOpNode*, const UOpNode*>, Copies> copies_;
+  UOp substituted(UOp x, UOp r, UOp v);
+  std::map<std::vector<const UOpNode*>, std::pair<UOp, std::vector<UOp>>> simplified_;  // key -> (result, key's nodes)
+  using At = std::vector<std::pair<UOp, UOp>>;  // a substitution: node -> node
+  UOp simplified_at(UOp x, const At& at);
+  void simplify_ahead(const std::vector<std::pair<UOp, At>>& items);
+  void adopt(UOp root);
+  // The nodes under `root` for which known() is false, in toposort(root)'s order. The known nodes
+  // must be closed under sources (analysis and numbering always take whole graphs), so skipping
+  // their subgraphs leaves the order of the others unchanged.
+  template <class Known>
+  static std::vector<UOp> fresh_nodes(UOp root, const Known& known) {
+    std::vector<UOp> order;
+    if (known(root.get())) return order;
+    std::unordered_set<const UOpNode*> seen{root.get()};
+    std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      auto& [u, next] = stack.back();
+      if (next < u->src.size()) {
+        UOp c = u->src[next++];
+        if (!known(c.get()) && seen.insert(c.get()).second) stack.emplace_back(c, 0);
+        continue;
+      }
+      order.push_back(u);
+      stack.pop_back();
+    }
+    return order;
+  }
   std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
   void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
   void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   bool column_blocked(UOp end);
   bool owns_row(UOp st, UOp r, std::map<int64_t, int64_t>& rows) const;
-  void number_new(UOp root);
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
   void store(UOp st);
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);

@@ -279,24 +279,6 @@ UOp KernelRenderer::open_block(UOp end, size_t pos, int block) {
   return rb;
 }
 
-// x for each iteration of the block: r -> start + u. New nodes are analyzed and numbered.
-std::vector<UOp> KernelRenderer::in_block(UOp x, UOp r, UOp start, int block) {
-  std::vector<UOp> out;
-  for (int u = 0; u < block; ++u) {
-    UOp xu = substitute(x, {{r, u ? start + u : start}});
-    analyze(xu);
-    number_new(xu);
-    out.push_back(xu);
-  }
-  return out;
-}
-
-// Nodes made while rendering (blocking) get numbers after the kernel's own.
-void KernelRenderer::number_new(UOp root) {
-  for (UOp u : toposort(root))
-    if (printed_.number.emplace(u.get(), printed_.order.size()).second) printed_.order.push_back(u);
-}
-
 namespace {
 
 // Distinct nodes, in order (a REDUCE that does not depend on the blocked range is one node in
@@ -491,9 +473,7 @@ std::vector<std::pair<UOp, UOp>> KernelRenderer::axpy_terms(const std::vector<UO
 // b's offset at j = 0 (and `at` for another range), as a C value named in the current scope.
 std::string KernelRenderer::offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at) {
   at.push_back({j, UOp::index(0)});
-  UOp off = simplify(substitute(idx->src[1], at));
-  analyze(off);
-  number_new(off);
+  UOp off = simplified_at(idx->src[1], at);
   return val(off, depth(), true);
 }
 
@@ -501,6 +481,9 @@ std::vector<std::string> KernelRenderer::axpy_calls(const std::vector<UOp>& accs
   std::vector<std::pair<UOp, UOp>> terms = axpy_terms(accs, op, j);
   std::string n = std::to_string(*j->src[0]->arg.get_if<int64_t>()) + "LL";
   std::vector<std::string> calls;
+  std::vector<std::pair<UOp, At>> offsets;  // b's offsets of all rows, simplified together
+  for (auto& [s, idx] : terms) offsets.push_back({idx->src[1], {{j, UOp::index(0)}}});
+  simplify_ahead(offsets);
   for (size_t u = 0; u < terms.size(); ++u) {
     UOp idx = terms[u].second;
     std::string s = val(terms[u].first, depth(), true), o = offset_at(idx, j, {});

@@ -61,33 +61,35 @@ std::string KernelRenderer::ctype(DType d, UOp at) const {
 }
 
 void KernelRenderer::analyze(UOp ast) {
-  for (UOp u : toposort(ast)) {
-    if (free_.count(u.get())) continue;  // analyzed before (blocking adds graphs that share nodes)
-    std::vector<const UOpNode*> fr;
-    for (UOp s : u->src) {
-      ++uses_[s.get()];
-      const auto& f = free_.at(s.get());
-      fr.insert(fr.end(), f.begin(), f.end());
-    }
-    if (u->op == Ops::RANGE) fr.push_back(u.get());
-    if (u->op == Ops::REDUCE || u->op == Ops::END)
-      for (size_t i = 1; i < u->src.size(); ++i) fr.erase(std::remove(fr.begin(), fr.end(), u->src[i].get()), fr.end());
-    std::sort(fr.begin(), fr.end());
-    fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
-    free_[u.get()] = std::move(fr);
-    bool touchy = u->op == Ops::LOAD || unsafe_int_op(u);
-    for (UOp s : u->src) touchy = touchy || touchy_.count(s.get()) > 0;
-    if (touchy) touchy_.insert(u.get());
-    if (u->op == Ops::DEFINE_GLOBAL) {
-      const int64_t* slot = u->arg.get_if<int64_t>();
-      if (!slot || *slot < 0 || !u->dtype.ptr) fail(u, "DEFINE_GLOBAL needs a pointer dtype and a slot >= 0");
-      size_t k = static_cast<size_t>(*slot);
-      if (k + 1 >= kernel_->src.size() || kernel_->src[k + 1]->op == Ops::BIND) fail(u, "the KERNEL has no buffer for slot " + std::to_string(k));
-      if (params_.size() <= k) params_.resize(k + 1, dtypes::void_);
-      if (params_[k] != dtypes::void_ && params_[k] != u->dtype) fail(u, "slot " + std::to_string(k) + " is defined with two dtypes");
-      ctype(u->dtype.base(), u);
-      params_[k] = u->dtype;
-    }
+  for (UOp u : fresh_nodes(ast, [&](const UOpNode* n) { return free_.count(n) > 0; })) analyze_node(u);
+}
+
+// Free ranges, uses, touchiness and buffer slots of u (its sources analyzed already).
+void KernelRenderer::analyze_node(UOp u) {
+  std::vector<const UOpNode*> fr;
+  for (UOp s : u->src) {
+    ++uses_[s.get()];
+    const auto& f = free_.at(s.get());
+    fr.insert(fr.end(), f.begin(), f.end());
+  }
+  if (u->op == Ops::RANGE) fr.push_back(u.get());
+  if (u->op == Ops::REDUCE || u->op == Ops::END)
+    for (size_t i = 1; i < u->src.size(); ++i) fr.erase(std::remove(fr.begin(), fr.end(), u->src[i].get()), fr.end());
+  std::sort(fr.begin(), fr.end());
+  fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
+  free_[u.get()] = std::move(fr);
+  bool touchy = u->op == Ops::LOAD || unsafe_int_op(u);
+  for (UOp s : u->src) touchy = touchy || touchy_.count(s.get()) > 0;
+  if (touchy) touchy_.insert(u.get());
+  if (u->op == Ops::DEFINE_GLOBAL) {
+    const int64_t* slot = u->arg.get_if<int64_t>();
+    if (!slot || *slot < 0 || !u->dtype.ptr) fail(u, "DEFINE_GLOBAL needs a pointer dtype and a slot >= 0");
+    size_t k = static_cast<size_t>(*slot);
+    if (k + 1 >= kernel_->src.size() || kernel_->src[k + 1]->op == Ops::BIND) fail(u, "the KERNEL has no buffer for slot " + std::to_string(k));
+    if (params_.size() <= k) params_.resize(k + 1, dtypes::void_);
+    if (params_[k] != dtypes::void_ && params_[k] != u->dtype) fail(u, "slot " + std::to_string(k) + " is defined with two dtypes");
+    ctype(u->dtype.base(), u);
+    params_[k] = u->dtype;
   }
 }
 
@@ -434,6 +436,8 @@ RenderedKernel KernelRenderer::run() {
   if (!nm || nm->empty()) fail(kernel_, "KERNEL needs a name arg (\"k1\",)");
   out.name = c_identifier(*nm);
   UOp ast = kernel_->src[0];
+  uses_.reserve(4 * own_nodes_);  // blocking adds copies of rows: fewer rehashes
+  free_.reserve(4 * own_nodes_);
   analyze(ast);
   stack_.push_back({UOp(), next_scope_++, "", {}});
   for (UOp st : ast->src) {

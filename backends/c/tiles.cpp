@@ -18,7 +18,6 @@
 
 #include "kernel_renderer.h"
 #include "uop/pattern.h"
-#include "uop/symbolic.h"
 
 namespace ow::backend::detail {
 
@@ -99,13 +98,16 @@ void KernelRenderer::tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const
   for (size_t u = 0; u < accs.size(); ++u)
     for (int v = 0; v < nv; ++v) emit(depth(), vt + " " + reg(u, v) + " = " + (nvec ? "ow_vsplat_" + sfx + "(" + ident + ")" : ident) + ";");
   for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
+  auto col = [&](int v) { return jt * width + (start + v * lanes); };
+  std::vector<std::pair<UOp, At>> cells;  // b's index in each row and vector, simplified together
+  for (size_t u = 0; u < accs.size(); ++u)
+    for (int v = 0; v < nv; ++v) cells.push_back({terms[u].idx->src[1], {{j, col(v)}}});
+  simplify_ahead(cells);
   std::map<const UOpNode*, std::string> loaded;  // a vector of b shared by the rows
   for (size_t u = 0; u < accs.size(); ++u) {
     std::string s = val(terms[u].s, depth(), true);
     for (int v = 0; v < nv; ++v) {
-      UOp col = jt * width + (start + v * lanes), idx = simplify(substitute(terms[u].idx->src[1], {{j, col}}));
-      analyze(idx);
-      number_new(idx);
+      UOp idx = simplified_at(terms[u].idx->src[1], {{j, col(v)}});
       std::string b = "b" + std::to_string(terms[u].idx->src[0]->arg.as<int64_t>()), l = "l" + num(idx);
       if (loaded.emplace(idx.get(), l).second)
         emit(depth(), vt + " " + l + " = " + (nvec ? "ow_vload_" + sfx + "(" + b + " + " + val(idx, depth()) + ")" : b + "[" + val(idx, depth()) + "]") + ";");
