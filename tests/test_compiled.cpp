@@ -787,6 +787,24 @@ TEST_CASE("ow fuzz reproducers (tests/fuzz/lower) now agree with the interpreter
   CHECK(files >= 15);
 }
 
+// Fuzz seed 820080: a parallel END stores a read of tgt3 made after an inner OUTER loop writes
+// tgt3; S5.3 pins the read to the loop's start, which the hoisted loop broke (a silently wrong
+// value). The compiled path refuses it now, naming the END and the reason.
+TEST_CASE("a parallel END that reads what an effect inside it wrote is refused, not miscompiled", "[compiled][fuzz]") {
+  UOp root = parse_graph(slurp(source_root() / "tests" / "fuzz" / "open" / "fuzz-820080.uop"), "fuzz-820080.uop").root;
+  interp::BufferMap inputs = inputs_for("(fuzz)", root);
+  backend::RunOptions o;
+  o.backend = "tcc";
+  interp::BufferMap b = copy(inputs);
+  try {
+    backend::run_graph(root, b, o);
+    FAIL("lowered without refusing");
+  } catch (const Unsupported& e) {
+    CHECK(e.reason == Unsupported::Reason::ReadAfterLoopEffect);
+    CHECK_THAT(e.what(), Catch::Contains("END over m1: a stored value reads a buffer after an effect inside the parallel loop writes it"));
+  }
+}
+
 // Fuzz seed 215582: once symbolic rules stopped folding where(c, false, false) (c may be poison),
 // the C renderer wrote `(c ? 0 : 0) ? a : b`, which TCC 0.9.27 compiles to garbage. Expected
 // values by hand: the condition is false everywhere, so out = b.

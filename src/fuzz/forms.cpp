@@ -107,11 +107,23 @@ Tensor Gen::fold(const Shape& s, DType, int depth) {
   scope_.push_back(R);
   special_ = {acc_i};
   Tensor v = expr(s, d, depth);
+  if (depth >= 2 && chance(0.2)) v = combine(v, inner_fold(s, d, depth - 1));
   special_.clear();
   scope_.pop_back();
   Tensor val = chance(0.8) ? combine(acc_i, v) : v;
   Tensor st = acc_i.store(val).end({R.r});
   return acc.after({st.uop()});
+}
+
+// A fold inside a fold's value: its own target, folded again in every iteration of the outer
+// fold (whose range its value may read). Over two OUTER ranges this lowers to a host loop nested
+// in a host loop, which the compiled path runs as one C nest (backends/c/host_loop.cpp).
+Tensor Gen::inner_fold(const Shape& s, DType d, int depth) {
+  std::vector<Tensor> outer = special_;
+  form("fold-in-fold");
+  Tensor t = fold(s, d, depth);
+  special_ = outer;
+  return t;
 }
 
 Tensor Gen::effect_in_fold(const Shape& s, DType, int depth) {

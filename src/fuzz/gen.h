@@ -178,6 +178,7 @@ class Gen {
 
   // acc.after(i).store(op(acc.after(i), f(x[i]))).end(i), then acc.after(that)
   Tensor fold(const Shape& s, DType, int depth);
+  Tensor inner_fold(const Shape& s, DType d, int depth);  // a fold in a fold's value
 
   // REDUCE(g(side'), i) with side' = side.after(side.store(h(side, x[i]))): the side buffer is
   // written in every iteration before the contribution reads it, or once when h does not

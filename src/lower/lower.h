@@ -31,6 +31,7 @@ struct Context {
   std::map<const UOpNode*, std::vector<std::optional<int64_t>>> strides;  // realize: constant strides of a view
   WalkMemo buffer_operands;  // realize: ALU operands viewing a buffer under a reduction (walk.h)
   WalkMemo indexed;          // kernelize: what the INDEX nodes under a BUFFERIZE index
+  std::set<std::string> scan_temps;  // scans: the buffers it made (fold accumulators, copies)
 
   UOp fresh_range(UOp extent, AxisType axis);
   std::set<std::string> taken;  // buffer names in use: the input's, the gradient pass's, and fresh ones

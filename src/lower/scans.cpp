@@ -31,7 +31,9 @@ namespace {
 UOp fold(Ops op, UOp acc, UOp x) { return UOp::make(op, acc->dtype, {acc, x}); }
 
 UOp buffer(Context& ctx, const std::string& prefix, DType dt, int64_t n) {
-  return UOp::make(Ops::BUFFER, dt, {}, Arg(ArgTuple{Arg(ctx.fresh_buffer(prefix)), Arg(n)}));
+  std::string name = ctx.fresh_buffer(prefix);
+  ctx.scan_temps.insert(name);
+  return UOp::make(Ops::BUFFER, dt, {}, Arg(ArgTuple{Arg(name), Arg(n)}));
 }
 
 // A fresh buffer viewed with the static shape of `like`.
@@ -313,6 +315,41 @@ UOp host_enclosing_reduce(const Match& m) {
 
 UOp group(std::vector<UOp> steps);
 
+// Is a buffer in `written` read as a value in `u` (not as a STORE/ASSIGN target)? `seen` is the
+// walk's memo.
+bool reads_any(UOp u, const std::set<const UOpNode*>& written, std::set<const UOpNode*>& seen) {
+  if (!seen.insert(u.get()).second) return false;
+  if (u->op == Ops::BUFFER) return written.count(u.get()) > 0;
+  size_t first = 0;
+  if (u->op == Ops::STORE || u->op == Ops::ASSIGN) {
+    first = 1;
+    for (UOp t = u->src[0]; t->op != Ops::BUFFER && !t->src.empty(); t = t->src[0])  // the target's view chain
+      for (size_t i = 1; t->op == Ops::AFTER && i < t->src.size(); ++i)
+        if (reads_any(t->src[i], written, seen)) return true;
+  }
+  for (size_t i = first; i < u->src.size(); ++i)
+    if (reads_any(u->src[i], written, seen)) return true;
+  return false;
+}
+
+// Does a value stored in `body` run an effect that writes a buffer the value reads? In a parallel
+// END (S5.3) that read sees the buffer as it was when the loop began, even after the effect,
+// which then runs inside the loop: hoisted before a kernel loop, its write would be seen
+// (refused for now: running such an END on the host with copies disagreed on fuzz 821355). The
+// buffers this pass made for its folds are not the graph's: their reads must see their writes.
+bool stores_read_their_effects(UOp body, const Context& ctx) {
+  for (UOp u : toposort(body)) {
+    if (u->op != Ops::STORE && u->op != Ops::ASSIGN) continue;
+    std::set<const UOpNode*> written, seen;
+    for (const auto& effect : effects_and_runners(u->src[1]))
+      for (UOp w : toposort(effect.first))
+        if (UOp b = w->op == Ops::STORE || w->op == Ops::ASSIGN ? base_buffer(w->src[0]) : UOp(); b && !ctx.scan_temps.count(buffer_name(b)))
+          written.insert(b.get());
+    if (!written.empty() && reads_any(u->src[1], written, seen)) return true;
+  }
+  return false;
+}
+
 // Does a value stored in `body` run an effect of its own in every iteration?
 bool stores_run_effects(UOp body, const std::vector<UOp>& ranges) {
   for (UOp u : toposort(body))
@@ -334,8 +371,13 @@ UOp read_copies(UOp u, const std::map<const UOpNode*, UOp>& copies, std::map<con
 UOp host_enclosing_end(const Match& m) {
   UOp end = m.node;
   std::vector<UOp> ranges(end->src.begin() + 1, end->src.end());
-  if (has_outer(end) || !(encloses_outer_fold(end->src[0], ranges) || stores_run_effects(end->src[0], ranges))) return UOp();
   Context& ctx = m.context<Context>();
+  if (has_outer(end)) return UOp();
+  if (!encloses_outer_fold(end->src[0], ranges) && !stores_run_effects(end->src[0], ranges)) {
+    if (stores_read_their_effects(end->src[0], ctx))  // fuzz 820080: hoisting the effect would show its write
+      throw unsupported(Reason::ReadAfterLoopEffect, "END over " + range_name(ranges[0]) + ": a stored value reads a buffer after an effect inside the parallel loop writes it (S5.3 pins that read to the loop's start)");
+    return UOp();
+  }
   std::vector<UOp> steps;
   std::map<const UOpNode*, UOp> copies;  // written BUFFER -> its copy
   for (UOp u : toposort(end->src[0])) {

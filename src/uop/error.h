@@ -44,6 +44,7 @@ struct Unsupported : Error {
     EffectInOuterFold,      // an effect inside an OUTER fold that runs in only some of its iterations
     OuterInsideLoop,        // an OUTER loop inside a non-OUTER range
     DependentCollect,       // an effect or OUTER fold in a collecting EXPAND over a range it depends on
+    ReadAfterLoopEffect,    // a parallel END's value reads a buffer an effect inside the loop writes
   };
   Unsupported(Reason reason, const std::string& what) : Error(what + " (not supported by the compiled path yet)"), reason(reason) {}
   Reason reason;
@@ -64,6 +65,7 @@ constexpr const char* reason_name(Unsupported::Reason r) {
     case R::EffectInOuterFold: return "effect-in-outer-fold";
     case R::OuterInsideLoop: return "outer-inside-loop";
     case R::DependentCollect: return "dependent-collect";
+    case R::ReadAfterLoopEffect: return "read-after-loop-effect";
   }
   return "unknown";
 }
