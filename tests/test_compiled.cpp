@@ -791,7 +791,7 @@ TEST_CASE("ow fuzz reproducers (tests/fuzz/lower) now agree with the interpreter
 // tgt3; S5.3 pins the read to the loop's start, which the hoisted loop broke (a silently wrong
 // value). The compiled path refuses it now, naming the END and the reason.
 TEST_CASE("a parallel END that reads what an effect inside it wrote is refused, not miscompiled", "[compiled][fuzz]") {
-  UOp root = parse_graph(slurp(source_root() / "tests" / "fuzz" / "open" / "fuzz-820080.uop"), "fuzz-820080.uop").root;
+  UOp root = parse_graph(slurp(source_root() / "tests" / "fuzz" / "refused" / "fuzz-820080.uop"), "fuzz-820080.uop").root;
   interp::BufferMap inputs = inputs_for("(fuzz)", root);
   backend::RunOptions o;
   o.backend = "tcc";

@@ -13,6 +13,8 @@
 #include <map>
 
 #include "backends/program.h"
+#include "grad/gradient.h"
+#include "uop/text.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"
 
@@ -310,5 +312,25 @@ TEST_CASE("gradient refusals name the node and the reason [S9.5]", "[gradcheck]"
     Tensor b_i = b.after({i});
     Tensor loss = b.after({b_i.store(b_i * t_i).end({i}).uop()});
     CHECK_THAT(refusal(loss.uop(), a), Catch::Contains("an effect run in every iteration of a loop by a node inside the loop's values"));
+  }
+}
+
+// Fuzz seed 820925: tgt0 := tgt0 * tgt1.after(tgt1 := 0) over a LOCAL range. S5.3 pins the read
+// of tgt1 to the loop's start (the forward multiplies by tgt1's old value), but the backward used
+// the written 0: d/d tgt0 came out 0 against finite differences 0.179. Refused now, naming the END.
+TEST_CASE("a parallel END that reads what an effect inside it wrote is not differentiated", "[gradcheck][fuzz]") {
+  UOp root = parse_graph(test::slurp(test::source_root() / "tests" / "fuzz" / "refused" / "fuzz-820925.uop"), "fuzz-820925.uop").root;
+  interp::BufferMap b;
+  for (const char* name : {"tgt0", "tgt1"}) {
+    auto st = std::make_shared<interp::Storage>(dtypes::float64, 1);
+    st->as<double>()[0] = 0.5;
+    b[name] = {dtypes::float64, st, nullptr};
+  }
+  try {
+    interp::run(root, b);
+    FAIL("differentiated without refusing");
+  } catch (const grad::NotDifferentiable& e) {
+    CHECK_THAT(e.what(), Catch::Contains("a parallel END whose stored value reads a buffer after an effect inside the loop writes it"));
+    CHECK_THAT(e.what(), Catch::Contains("%14 = END"));
   }
 }

@@ -7,6 +7,7 @@
 #include "uop/args.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
+#include "uop/pinned_reads.h"
 #include "uop/scan_form.h"
 #include "uop/shape.h"
 #include "uop/text.h"
@@ -157,6 +158,8 @@ class Parser {
           return Stmt{Stmt::Kind::Seq, e, {}, {}, {}, true, {}};  // a loop without iterations does nothing
         Stmt s{Stmt::Kind::Loop, e, {}, {}, {e->src.begin() + 1, e->src.end()}, true, {}};
         s.sequential = std::all_of(s.ranges.begin(), s.ranges.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
+        if (!s.sequential && reads_after_inner_write(e->src[0]))  // fuzz 820925: the backward would see the write
+          refuse(e, "a parallel END whose stored value reads a buffer after an effect inside the loop writes it (S5.3 pins the read to the loop's start) is not differentiated");
         s.body.push_back(parse(e->src[0]));
         return s;
       }

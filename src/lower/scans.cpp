@@ -18,6 +18,7 @@
 #include "lower/index_math.h"
 #include "lower/lower.h"
 #include "uop/args.h"
+#include "uop/pinned_reads.h"
 #include "uop/scan_form.h"
 #include "uop/error.h"
 #include "uop/shape.h"
@@ -315,41 +316,6 @@ UOp host_enclosing_reduce(const Match& m) {
 
 UOp group(std::vector<UOp> steps);
 
-// Is a buffer in `written` read as a value in `u` (not as a STORE/ASSIGN target)? `seen` is the
-// walk's memo.
-bool reads_any(UOp u, const std::set<const UOpNode*>& written, std::set<const UOpNode*>& seen) {
-  if (!seen.insert(u.get()).second) return false;
-  if (u->op == Ops::BUFFER) return written.count(u.get()) > 0;
-  size_t first = 0;
-  if (u->op == Ops::STORE || u->op == Ops::ASSIGN) {
-    first = 1;
-    for (UOp t = u->src[0]; t->op != Ops::BUFFER && !t->src.empty(); t = t->src[0])  // the target's view chain
-      for (size_t i = 1; t->op == Ops::AFTER && i < t->src.size(); ++i)
-        if (reads_any(t->src[i], written, seen)) return true;
-  }
-  for (size_t i = first; i < u->src.size(); ++i)
-    if (reads_any(u->src[i], written, seen)) return true;
-  return false;
-}
-
-// Does a value stored in `body` run an effect that writes a buffer the value reads? In a parallel
-// END (S5.3) that read sees the buffer as it was when the loop began, even after the effect,
-// which then runs inside the loop: hoisted before a kernel loop, its write would be seen
-// (refused for now: running such an END on the host with copies disagreed on fuzz 821355). The
-// buffers this pass made for its folds are not the graph's: their reads must see their writes.
-bool stores_read_their_effects(UOp body, const Context& ctx) {
-  for (UOp u : toposort(body)) {
-    if (u->op != Ops::STORE && u->op != Ops::ASSIGN) continue;
-    std::set<const UOpNode*> written, seen;
-    for (const auto& effect : effects_and_runners(u->src[1]))
-      for (UOp w : toposort(effect.first))
-        if (UOp b = w->op == Ops::STORE || w->op == Ops::ASSIGN ? base_buffer(w->src[0]) : UOp(); b && !ctx.scan_temps.count(buffer_name(b)))
-          written.insert(b.get());
-    if (!written.empty() && reads_any(u->src[1], written, seen)) return true;
-  }
-  return false;
-}
-
 // Does a value stored in `body` run an effect of its own in every iteration?
 bool stores_run_effects(UOp body, const std::vector<UOp>& ranges) {
   for (UOp u : toposort(body))
@@ -374,7 +340,11 @@ UOp host_enclosing_end(const Match& m) {
   Context& ctx = m.context<Context>();
   if (has_outer(end)) return UOp();
   if (!encloses_outer_fold(end->src[0], ranges) && !stores_run_effects(end->src[0], ranges)) {
-    if (stores_read_their_effects(end->src[0], ctx))  // fuzz 820080: hoisting the effect would show its write
+    // S5.3 (fuzz 820080): hoisted before the kernel loop, an inner effect's write would be seen by
+    // a read the loop pins to its start. (Running such an END on the host with copies of what it
+    // writes made fuzz 821355 wrong: refused until that is understood.) The buffers this pass
+    // made for its folds are not the graph's: their reads must see their writes.
+    if (reads_after_inner_write(end->src[0], ctx.scan_temps))
       throw unsupported(Reason::ReadAfterLoopEffect, "END over " + range_name(ranges[0]) + ": a stored value reads a buffer after an effect inside the parallel loop writes it (S5.3 pins that read to the loop's start)");
     return UOp();
   }
