@@ -171,11 +171,30 @@ bool folds_on_host(UOp red) {
   return has_outer(red) || encloses_outer_fold(red->src[0], own) || effect_per_iteration(red->src[0], own);
 }
 
+// The nodes of `body` evaluated in every iteration of a loop over `ranges`: all but those reached
+// only inside an effect that runs once (its runner depends on none of the ranges, S5.4).
+std::set<const UOpNode*> evaluated_per_iteration(UOp body, const std::vector<UOp>& ranges) {
+  std::set<const UOpNode*> once, seen;
+  for (const auto& [effect, runner] : effects_and_runners(body)) {
+    std::vector<UOp> free = free_ranges(runner);
+    if (std::none_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); })) once.insert(effect.get());
+  }
+  std::vector<UOp> stack{body};
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (once.count(u.get()) || !seen.insert(u.get()).second) continue;
+    for (UOp x : u->src) stack.push_back(x);
+  }
+  return seen;
+}
+
 UOp name_loop_ranges(UOp body, const std::vector<UOp>& ranges, const std::set<const UOpNode*>& written) {
   if (written.empty()) return body;
   std::vector<std::pair<UOp, UOp>> swap;
+  std::set<const UOpNode*> each = evaluated_per_iteration(body, ranges);  // fuzz 833586: a fold in a run-once effect stays run once
   for (UOp n : toposort(body)) {
-    if (n->op != Ops::REDUCE || !folds_on_host(n)) continue;
+    if (n->op != Ops::REDUCE || !each.count(n.get()) || !folds_on_host(n)) continue;
     std::vector<UOp> free = free_ranges(n);
     if (std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); })) continue;
     std::vector<std::pair<UOp, UOp>> named;
