@@ -472,6 +472,30 @@ TEST_CASE("--skip-pass fuse: more kernels, the same bytes; a required or unknown
   CHECK_THAT(run_ow({"lower", graph, "--list"}).out, Catch::Contains("provably the same (optional)"));
 }
 
+// The optional step scan-in-place (issue 18's "as filed" pipeline in ow bench): skipped, the scan
+// goes through an accumulator again and still agrees with the interpreter bit for bit.
+TEST_CASE("--skip-pass scan-in-place: the scan steps go through _acc, the same bytes; lower prints the last pass run", "[cli][lower]") {
+  std::string graph = case_file("scan_big_64x128").string();
+  Result in_place = run_ow({"show-c", graph}), acc = run_ow({"show-c", graph, "--skip-pass", "scan-in-place", "--skip-pass", "fuse"});
+  REQUIRE(in_place.rc == 0);
+  REQUIRE(acc.rc == 0);
+  CHECK_THAT(in_place.out, !Catch::Contains("_acc"));
+  CHECK_THAT(acc.out, Catch::Contains("_acc"));
+  CHECK_THAT(acc.out, Catch::Contains("int k5("));  // the six kernels issue 18 was filed with
+  Result check = run_ow({"check", case_file("scan_with_assign").string(), "--random-inputs", "2", "--skip-pass", "scan-in-place"});
+  INFO(check.err);
+  CHECK(check.rc == 0);
+  CHECK_THAT(check.out, Catch::Contains("cc: 1 output(s) and 11 kernel launches agree"));
+  // without fuse, `lower` prints the graph after schedule; asking for the skipped pass is an error
+  Result unfused = run_ow({"lower", graph, "--skip-pass", "fuse"});
+  CHECK(unfused.rc == 0);
+  CHECK_THAT(unfused.out, Catch::Contains("KERNEL"));
+  Result none = run_ow({"lower", graph, "--skip-pass", "fuse", "--dump-after", "fuse"});
+  CHECK(none.rc == 1);
+  CHECK_THAT(none.err, Catch::Contains("--dump-after fuse: that pass is skipped"));
+  CHECK_THAT(run_ow({"lower", graph, "--list"}).out, Catch::Contains("optional step of scans, scan-in-place"));
+}
+
 TEST_CASE("ow run with an unknown backend exits 1", "[cli][lower]") {
   Result r = run_ow({"run", case_file("reduce").string(), "--backend", "gpu"});
   CHECK(r.rc == 1);

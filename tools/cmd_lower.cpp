@@ -19,7 +19,7 @@ int cmd_lower(const Args& args) {
   std::string names;
   for (const auto& p : lower::passes()) names += (names.empty() ? "" : "|") + p.name;
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
-      "dump-after", po::value<std::string>()->default_value("fuse"), ("print the graph after this pass: " + names + "|all").c_str())(
+      "dump-after", po::value<std::string>(), ("print the graph after this pass: " + names + "|all (default: the last pass run)").c_str())(
       "list", "list the passes and what each does");
   add_lowering_options(opts);
   po::positional_options_description pos;
@@ -28,20 +28,23 @@ int cmd_lower(const Args& args) {
   if (!parse_options("lower", "FILE [--dump-after PASS|all]", opts, pos, args, vm)) return 0;
   if (vm.count("list")) {
     for (const auto& p : lower::passes()) std::cout << p.name << std::string(12 - p.name.size(), ' ') << p.what << (p.optional ? " (optional)" : "") << "\n";
+    for (const auto& s : lower::optional_steps()) std::cout << "optional step of " << s.pass << ", " << s.name << ": " << s.what << "\n";
     return 0;
   }
-  std::string which = vm["dump-after"].as<std::string>();
-  bool known = which == "all";
+  std::string which = vm.count("dump-after") ? vm["dump-after"].as<std::string>() : "";
+  bool known = which.empty() || which == "all";
   for (const auto& p : lower::passes()) known = known || p.name == which;
   if (!known) throw Error("ow lower: unknown pass '" + which + "' (passes: " + names + ", or all)");
-  UOp root = load_graph(vm["file"].as<std::string>()).root;
   lower::Context ctx;
   ctx.skip = skipped_passes(vm);
-  lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {
+  if (ctx.skip.count(which)) throw Error("ow lower: --dump-after " + which + ": that pass is skipped (--skip-pass), there is no graph after it");
+  UOp root = load_graph(vm["file"].as<std::string>()).root;
+  UOp last = lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {
     if (which != "all" && which != p.name) return;
     if (which == "all") std::cout << "# ---- after " << p.name << ": " << p.what << "\n";
     std::cout << print_graph(g);
   });
+  if (which.empty()) std::cout << print_graph(last);
   return 0;
 }
 

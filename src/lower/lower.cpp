@@ -29,6 +29,13 @@ const std::vector<Pass>& passes() {
   return list;
 }
 
+const std::vector<OptionalStep>& optional_steps() {
+  static const std::vector<OptionalStep> list{
+      {"scan-in-place", "scans", "an assign scan of one slot per step writes the target in place, not through an accumulator"},
+  };
+  return list;
+}
+
 UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string& name, bool parents_first) {
   RewriteOptions opts;
   opts.name = name;
@@ -42,9 +49,12 @@ Unsupported unsupported(Reason reason, const std::string& what) { return Unsuppo
 
 namespace {
 
-// Every name in ctx.skip must be an optional pass: a typo must not silently run the pipeline whole.
+// Every name in ctx.skip must be an optional pass or step: a typo must not silently run the
+// pipeline whole.
 void check_skips(const Context& ctx) {
   for (const std::string& name : ctx.skip) {
+    const auto& steps = optional_steps();
+    if (std::any_of(steps.begin(), steps.end(), [&](const OptionalStep& s) { return s.name == name; })) continue;
     auto p = std::find_if(passes().begin(), passes().end(), [&](const Pass& q) { return q.name == name; });
     if (p == passes().end()) throw Error("lowering: cannot skip pass '" + name + "': there is no such pass (ow lower --list)");
     if (!p->optional) throw Error("lowering: cannot skip pass '" + name + "': later passes need its output (only optimisations can be skipped)");

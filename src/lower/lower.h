@@ -24,8 +24,8 @@ struct Context {
   int next_kernel = 0;        // kernels k0, k1, ...
   std::map<const UOpNode*, std::pair<UOp, UOp>> temps;  // BUFFERIZE -> (temp BUFFER, its KERNEL)
   std::function<void(const Rule&, UOp, UOp)> on_fire;   // every rule firing (ow explain)
-  // Optional passes not to run (ow run/lower --skip-pass): to see what a pass buys, and to keep
-  // the pipeline as it was before it for side-by-side measurements (ow bench).
+  // Optional passes and steps not to run (ow run/lower --skip-pass): to see what one buys, and to
+  // keep the pipeline as it was before it for side-by-side measurements (ow bench).
   std::set<std::string> skip;
   // Per-node analyses shared by the passes (UOps are immutable: a node's answer never changes).
   std::map<const UOpNode*, std::vector<std::optional<int64_t>>> strides;  // realize: constant strides of a view
@@ -53,6 +53,15 @@ struct Pass {
 
 // The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule, fuse.
 const std::vector<Pass>& passes();
+
+// An optimisation inside a pass, skippable like an optional pass (Context::skip): without it the
+// pass takes its general route for the same nodes.
+struct OptionalStep {
+  std::string name;
+  std::string pass;  // the pass that asks Context::skip for it
+  std::string what;
+};
+const std::vector<OptionalStep>& optional_steps();
 
 // The error for a graph the compiled path does not handle yet:
 // `throw unsupported(Reason::SymbolicShape, "a STORE into ...")`.

@@ -488,7 +488,7 @@ std::vector<UOp> in_place_steps(UOp target, UOp red, const Fold& f) {
 
 UOp assign_scan_in_place(const Match& m) {
   UOp target = m.node->src[0], red = m.node->src[1];
-  if (red->op != Ops::REDUCE || !has_outer(red)) return UOp();
+  if (red->op != Ops::REDUCE || !has_outer(red) || m.context<Context>().skip.count("scan-in-place")) return UOp();
   Fold f = fold_of(red);
   f.x = name_loop_ranges(f.x, f.ranges, {base_buffer(target).get()});
   std::vector<UOp> steps = in_place_steps(target, red, f);

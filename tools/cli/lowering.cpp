@@ -1,4 +1,5 @@
-// --skip-pass PASS: lower without an optional pass (lower::Pass::optional), to see what it buys.
+// --skip-pass NAME: lower without an optional pass (lower::Pass::optional) or optional step of a
+// pass (lower::optional_steps), to see what it buys.
 #include "cli.h"
 #include "lower/lower.h"
 
@@ -8,8 +9,9 @@ void add_lowering_options(po::options_description& opts) {
   std::string optional;
   for (const auto& p : lower::passes())
     if (p.optional) optional += (optional.empty() ? "" : ", ") + p.name;
+  for (const auto& s : lower::optional_steps()) optional += ", " + s.name + " (in " + s.pass + ")";
   opts.add_options()("skip-pass", po::value<std::vector<std::string>>()->composing()->value_name("PASS"),
-                     ("lower without this optimisation pass (repeatable; optional passes: " + optional + ")").c_str());
+                     ("lower without this optimisation (repeatable; optional: " + optional + ")").c_str());
 }
 
 std::set<std::string> skipped_passes(const po::variables_map& vm) {
