@@ -41,11 +41,6 @@ UOp Namer::range(UOp extent) { return UOp::range(extent, next_range_--, AxisType
 
 bool is_effect(UOp u) { return u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::GROUP || u->op == Ops::ASSIGN; }
 
-UOp base_of(UOp v) {
-  while (is_movement(v->op) || v->op == Ops::AFTER) v = v->src[0];
-  return v->op == Ops::BUFFER ? v : UOp();
-}
-
 bool is_read(UOp u) {
   for (; u->op != Ops::BUFFER; u = u->src[0])
     if (u->op != Ops::RESHAPE && u->op != Ops::PERMUTE && u->op != Ops::SHRINK && u->op != Ops::FLIP && u->op != Ops::AFTER) return false;
@@ -54,7 +49,7 @@ bool is_read(UOp u) {
 
 bool is_writable_read(UOp u) {
   for (; u->op != Ops::BUFFER; u = u->src[0]) {
-    if (u->op == Ops::RESHAPE && (u->src[0]->op == Ops::BUFFER || (u->src[0]->op == Ops::AFTER && base_of(u->src[0]) && is_read(u->src[0])))) continue;  // of the whole buffer: contiguous
+    if (u->op == Ops::RESHAPE && (u->src[0]->op == Ops::BUFFER || (u->src[0]->op == Ops::AFTER && base_buffer(u->src[0]) && is_read(u->src[0])))) continue;  // of the whole buffer: contiguous
     if (u->op != Ops::PERMUTE && u->op != Ops::SHRINK && u->op != Ops::FLIP && u->op != Ops::AFTER) return false;
   }
   return true;

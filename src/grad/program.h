@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "uop/shape.h"  // base_buffer
 #include "uop/uop.h"
 
 namespace ow::grad {
@@ -42,8 +43,6 @@ struct Program {
 };
 Program program_of(UOp value, const std::vector<UOp>& before, Namer& names);
 
-// The BUFFER a view (movement ops and AFTERs) reads, or null.
-UOp base_of(UOp view);
 // Is `u` a read: a chain of RESHAPE/PERMUTE/SHRINK/FLIP/AFTER over a BUFFER?
 bool is_read(UOp u);
 bool is_effect(UOp u);  // STORE, END, GROUP, ASSIGN

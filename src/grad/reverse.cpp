@@ -172,11 +172,11 @@ class Backward {
 
   void check_reads_in(UOp x, const std::vector<const Stmt*>& earlier, const NodeSet& checked, const NodeSet& ordered) {
     for (const UOpNode* n : reads_in(x, checked)) {
-      UOp r(n), b = base_of(r);
+      UOp r(n), b = base_buffer(r);
       NodeSet named;
       for (UOp u : toposort(r)) named.insert(u.get());
       for (const Stmt* w : earlier)
-        if (base_of(w->target) == b && !named.count(w->node.get()) && !ordered.count(w->node.get()))
+        if (base_buffer(w->target) == b && !named.count(w->node.get()) && !ordered.count(w->node.get()))
           throw NotDifferentiable("a read of buffer '" + buffer_name(b) +
                       "' is not ordered after a write of it that comes earlier in the program (it sees the contents from before, S5.5); "
                       "name the write with AFTER (at " + number_graph(r).line(r) + ")");
@@ -192,13 +192,13 @@ class Backward {
     };
     reads_in(loss_);
     for_each_store(prog_.stmts, [&](const Stmt& s, const auto&) {
-      if (!base_of(s.target)) throw NotDifferentiable("a store whose target is not a view of a buffer (at " + number_graph(s.node).line(s.node) + ")");
+      if (!base_buffer(s.target)) throw NotDifferentiable("a store whose target is not a view of a buffer (at " + number_graph(s.node).line(s.node) + ")");
       reads_in(s.value);
       for (UOp u = s.target; u->op != Ops::BUFFER; u = u->src[0])  // a target's own indices may read too
         for (size_t i = 1; i < u->src.size(); ++i) reads_in(u->src[i]);
     });
     for_each_store(prog_.stmts, [&](const Stmt& s, const std::vector<const Stmt*>& loops) {
-      UOp b = base_of(s.target);
+      UOp b = base_buffer(s.target);
       if (!work_.count(b.get()) && read.count(b.get())) work_[b.get()] = names_.buffer("gw", b->dtype, buffer_size(b));
       if (!adj_.count(b.get()) && is_float_buffer(b)) adj_[b.get()] = names_.buffer("g", b->dtype, buffer_size(b));
       if (read.count(b.get())) add_tape(s, loops);
@@ -208,7 +208,7 @@ class Backward {
         gx_[t.get()] = names_.buffer("gx", t->dtype, numel(static_dims(t, "a gradient's variable")));
         continue;
       }
-      UOp b = base_of(t);
+      UOp b = base_buffer(t);
       if (!adj_.count(b.get())) adj_[b.get()] = names_.buffer("g", b->dtype, buffer_size(b));
     }
     for (auto& [b, g] : adj_) emit(view(g, {UOp::index(buffer_size(g))}).store(full({UOp::index(buffer_size(g))}, g->dtype, 0)));
@@ -268,7 +268,7 @@ class Backward {
     return b;
   }
 
-  UOp rebase(UOp read, UOp to) { return substitute(read, {{base_of(read), to}}); }
+  UOp rebase(UOp read, UOp to) { return substitute(read, {{base_buffer(read), to}}); }
 
   // Backpropagates `seed` (the adjoint of value) into the adjoints of what value reads.
   void backprop(UOp value, UOp seed) {
@@ -284,7 +284,7 @@ class Backward {
       return true;
     };
     for (UOp u : toposort(v))
-      if (is_writable_read(u) && adj_.count(forward_buffer(base_of(u)).get()) && bound_only(u)) in_read.insert(u.get());
+      if (is_writable_read(u) && adj_.count(forward_buffer(base_buffer(u)).get()) && bound_only(u)) in_read.insert(u.get());
     for (UOp u : toposort(v))
       for (UOp s : u->src)
         if (in_read.count(s.get()) && !in_read.count(u.get()) && std::find(reads.begin(), reads.end(), s) == reads.end()) reads.push_back(s);
@@ -308,7 +308,7 @@ class Backward {
 
   // adjoint[view] += g, through the read's own view of its buffer.
   void scatter(UOp read, UOp g) {
-    UOp gb = adj_.at(forward_buffer(base_of(read)).get());
+    UOp gb = adj_.at(forward_buffer(base_buffer(read)).get());
     if (auto it = gather_.find(gb.get()); it != gather_.end()) gb = it->second;
     UOp place = rebase(read, gb);
     emit(place.store(add(place, cast(g, place->dtype))));
@@ -330,7 +330,7 @@ class Backward {
   }
 
   void reverse_store(const Stmt& s) {
-    UOp b = base_of(s.target);
+    UOp b = base_buffer(s.target);
     UOp t = bw(s.target);
     UOp gv;
     if (adj_.count(b.get())) {
@@ -389,7 +389,7 @@ class Backward {
     close_reversed(loop, js);
     std::vector<std::pair<UOp, UOp>> joins;
     for (const Stmt* s : stores) {
-      UOp b = base_of(s->target);
+      UOp b = base_buffer(s->target);
       if (!adj_.count(b.get()) || gather_.count(adj_.at(b.get()).get())) continue;
       UOp gb = adj_.at(b.get()), gs = names_.buffer("gs", gb->dtype, buffer_size(gb));
       UOp flat = UOp::index(buffer_size(gb));
@@ -400,7 +400,7 @@ class Backward {
     js = open_reversed(loop);
     for (auto it = stores.rbegin(); it != stores.rend(); ++it) {
       const Stmt& s = **it;
-      UOp b = base_of(s.target);
+      UOp b = base_buffer(s.target);
       if (!adj_.count(b.get())) continue;
       std::vector<UOp> dims = static_dims(s.target, "a store's target");
       UOp tmp = view(names_.buffer("gt", b->dtype, numel(dims)), dims);
@@ -424,7 +424,7 @@ class Backward {
     for (UOp t : targets_) {
       UOp g;
       if (auto it = gx_.find(t.get()); it != gx_.end()) g = view(it->second, static_dims(t, "a gradient's variable"));
-      else g = rebase(bw(t), adj_.at(base_of(t).get()));
+      else g = rebase(bw(t), adj_.at(base_buffer(t).get()));
       out.push_back(cast(g.after({steps}), t->dtype));
     }
     return out;

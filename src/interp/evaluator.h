@@ -21,8 +21,6 @@
 namespace ow::interp {
 
 bool is_effect_op(Ops op);
-// The BUFFER a STORE/ASSIGN target is a view of (through movement ops and AFTER), or null.
-UOp base_buffer(UOp u);
 // A KERNEL that materializes a realized value into its own temporary (LOWERING.md).
 bool is_value_kernel(UOp u);
 // A REDUCE that rangeify made from a REDUCE_AXIS: its terms are unordered.

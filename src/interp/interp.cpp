@@ -17,17 +17,6 @@ namespace ow::interp {
 
 bool is_effect_op(Ops op) { return op == Ops::STORE || op == Ops::END || op == Ops::ASSIGN || op == Ops::GROUP || op == Ops::KERNEL; }
 
-UOp base_buffer(UOp u) {
-  while (true) {
-    if (u->op == Ops::BUFFER) return u;
-    if ((is_movement(u->op) || u->op == Ops::AFTER) && !u->src.empty()) {
-      u = u->src[0];
-      continue;
-    }
-    return UOp();
-  }
-}
-
 
 bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag.is<std::string>() && u->tag.as<std::string>() == "axis"; }
 

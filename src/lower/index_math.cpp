@@ -98,11 +98,6 @@ UOp make_index(UOp x, std::vector<UOp> idx, UOp gate) {
 
 bool is_store_value(UOp u) { return u->op == Ops::BUFFERIZE && u->tag.is<std::string>() && u->tag.as<std::string>() == "store"; }
 
-UOp base_buffer(UOp t) {
-  while (is_movement(t->op) || t->op == Ops::AFTER) t = t->src[0];
-  return t->op == Ops::BUFFER ? t : UOp();
-}
-
 std::vector<UOp> sorted_ranges(std::vector<UOp> rs) {
   std::sort(rs.begin(), rs.end(), StableLess());
   return rs;

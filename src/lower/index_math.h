@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "uop/scan_form.h"  // reduce_identity
+#include "uop/shape.h"      // base_buffer
 #include "uop/uop.h"
 
 namespace ow::lower {
@@ -35,8 +36,6 @@ std::optional<IndexParts> index_parts(UOp u);
 std::string value_text(UOp u);
 UOp make_index(UOp x, std::vector<UOp> idx, UOp gate);
 
-// The BUFFER a view (movement ops and AFTERs over a BUFFER) denotes; null if there is none.
-UOp base_buffer(UOp view);
 
 // The BUFFERIZE a STORE writes through (tagged "store"), as opposed to a realized value.
 bool is_store_value(UOp u);

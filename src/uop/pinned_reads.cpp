@@ -1,16 +1,11 @@
 #include "uop/pinned_reads.h"
 
 #include "uop/args.h"
+#include "uop/shape.h"
 
 namespace ow {
 
 namespace {
-
-// The buffer a STORE/ASSIGN target views (through RESHAPE, SHRINK, AFTER, ...), or none.
-UOp target_buffer(UOp t) {
-  while (t->op != Ops::BUFFER && !t->src.empty()) t = t->src[0];
-  return t->op == Ops::BUFFER ? t : UOp();
-}
 
 // Is a buffer in `written` read as a value in `u` (not as a STORE/ASSIGN target)?
 bool reads_any(UOp u, const std::set<const UOpNode*>& written, std::set<const UOpNode*>& seen) {
@@ -35,7 +30,7 @@ bool reads_after_inner_write(UOp body, const std::set<std::string>& skip) {
     if (u->op != Ops::STORE && u->op != Ops::ASSIGN) continue;
     std::set<const UOpNode*> written, seen;
     for (UOp w : toposort(u->src[1]))
-      if (UOp b = w->op == Ops::STORE || w->op == Ops::ASSIGN ? target_buffer(w->src[0]) : UOp(); b && !skip.count(buffer_name(b)))
+      if (UOp b = w->op == Ops::STORE || w->op == Ops::ASSIGN ? base_buffer(w->src[0]) : UOp(); b && !skip.count(buffer_name(b)))
         written.insert(b.get());
     if (!written.empty() && reads_any(u->src[1], written, seen)) return true;
   }

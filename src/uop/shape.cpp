@@ -244,4 +244,9 @@ UOp broadcast(UOp value, const std::vector<UOp>& dims) {
   return UOp::make(Ops::EXPAND, value->dtype, full);
 }
 
+UOp base_buffer(UOp view) {
+  while (is_movement(view->op) || view->op == Ops::AFTER) view = view->src[0];
+  return view->op == Ops::BUFFER ? view : UOp();
+}
+
 }  // namespace ow

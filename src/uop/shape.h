@@ -22,6 +22,10 @@ std::string shape_text(const std::vector<int64_t>& dims);  // "(3, 1, 10)", "(10
 // An unshaped value seen with shape `dims`: EXPAND(RESHAPE(value, 1, ..., 1), dims...).
 UOp broadcast(UOp value, const std::vector<UOp>& dims);
 
+// The BUFFER a view is of (through movement ops and AFTERs): what a STORE/ASSIGN target writes or
+// a read reads. Null if the chain ends anywhere else.
+UOp base_buffer(UOp view);
+
 // Largest element count we accept for one shape or buffer (2^32): bigger is an error, not an OOM.
 inline constexpr int64_t kMaxElements = int64_t{1} << 32;
 
