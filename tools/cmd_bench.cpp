@@ -237,10 +237,11 @@ void print_table(const std::vector<Row>& rows, const Settings& s) {
       auto q = [&](const std::string& a, const std::string& b) { return med(a) && med(b) ? fmt_ratio(*med(a) / *med(b)) : std::string("-"); };
       std::printf("%-18s %10s %10s %10s %10s\n", row.name.c_str(), q("interp", "numpy").c_str(), q("tcc", "numpy").c_str(), q("cc", "numpy").c_str(), q("tcc", "cc").c_str());
     }
-    // The issue's targets, for the cases it names.
+    // The targets for the cases the issues name: cc within 1.2x of numpy with its best BLAS kernel
+    // (issue 18), tcc within 10x (issue 4).
     for (const Row& row : rows) {
       if (row.name != "scan_big_64x128" && row.name != "vmap_mlp_32x128") continue;
-      for (auto [b, limit] : {std::pair<const char*, double>{"cc", 1.5}, {"tcc", 10.0}}) {
+      for (auto [b, limit] : {std::pair<const char*, double>{"cc", 1.2}, {"tcc", 10.0}}) {
         const Result *x = nullptr, *np = nullptr;
         for (const Result& r : row.results) {
           if (r.backend == b && r.timed) x = &r;

@@ -159,6 +159,9 @@ class KernelRenderer {
   void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
   void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   bool column_blocked(UOp end);
+  bool transpose_blocked(UOp end);
+  UOp tile_copy(UOp end) const;
+  void transpose_tiles(UOp end, UOp load);
   bool owns_row(UOp st, UOp r, std::map<int64_t, int64_t>& rows) const;
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
   void store(UOp st);

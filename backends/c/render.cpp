@@ -446,7 +446,7 @@ RenderedKernel KernelRenderer::run() {
         interchange(st, reds);
         continue;
       }
-      if (column_blocked(st)) continue;
+      if (column_blocked(st) || transpose_blocked(st)) continue;
       for (size_t i = 1; i < st->src.size(); ++i) open(st->src[i]);
       store(st->src.at(0));
       for (size_t i = 1; i < st->src.size(); ++i) close(i == 1);  // the innermost loop: unrolled for tcc
