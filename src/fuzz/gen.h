@@ -141,6 +141,9 @@ class Gen {
   Tensor pad_to(const Shape& s, DType d, int depth);
   Tensor shrink_to(const Shape& s, DType d, int depth);
   Tensor flip_of(const Shape& s, DType d, int depth);
+  // An output that swaps the last two axes of a (n,) a x b tensor, a and b multiples of 8 up to 40:
+  // the renderer's transposed copies (blocked rows; cc's 8x8 register tiles when it is a copy).
+  Tensor wide_transpose(DType d, int depth);
 
   Ops rand_reduce_op(bool bias_add);
 

@@ -71,7 +71,7 @@ Generated Gen::run_values() {
     DType d = rand_dtype();
     int depth = 2 + static_cast<int>(pick(4));
     uint64_t k = pick(100);
-    outs.push_back(output(s, d, depth, k).uop());
+    outs.push_back(k < 3 ? wide_transpose(d, depth).uop() : output(s, d, depth, k).uop());
     names.emplace_back("out" + std::to_string(i));
   }
   return finish(UOp::sink(outs, Arg(names)));

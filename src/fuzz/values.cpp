@@ -177,6 +177,18 @@ Tensor Gen::permute_to(const Shape& s, DType d, int depth) {
   return expr(s2, d, depth - 1).permute(p);
 }
 
+Tensor Gen::wide_transpose(DType d, int depth) {
+  form("wide-transpose");
+  static const int64_t sides[] = {8, 16, 24, 32, 40};
+  Shape from{sides[pick(5)], sides[pick(5)]};
+  if (chance(0.3)) from.insert(from.begin(), 2);
+  size_t n = from.size();
+  std::vector<int64_t> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(i);
+  std::swap(p[n - 1], p[n - 2]);
+  return expr(from, d, chance(0.5) ? 0 : depth - 1).permute(p);  // depth 0: a leaf, often a plain copy
+}
+
 // EXPAND of some axes set to 1, and sometimes of fewer leading axes.
 Tensor Gen::expand_to(const Shape& s, DType d, int depth) {
   form("EXPAND");
