@@ -29,6 +29,17 @@ namespace ow::lower {
 
 namespace {
 
+// Does u depend on some of `ranges` (does it change from one iteration of a loop over them to
+// another)? On every one of them?
+bool depends_on_any(UOp u, const std::vector<UOp>& ranges) {
+  std::vector<UOp> free = free_ranges(u);
+  return std::any_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); });
+}
+bool depends_on_all(UOp u, const std::vector<UOp>& ranges) {
+  std::vector<UOp> free = free_ranges(u);
+  return std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); });
+}
+
 UOp fold(Ops op, UOp acc, UOp x) { return UOp::make(op, acc->dtype, {acc, x}); }
 
 UOp buffer(Context& ctx, const std::string& prefix, DType dt, int64_t n) {
@@ -175,10 +186,8 @@ bool folds_on_host(UOp red) {
 // only inside an effect that runs once (its runner depends on none of the ranges, S5.4).
 std::set<const UOpNode*> evaluated_per_iteration(UOp body, const std::vector<UOp>& ranges) {
   std::set<const UOpNode*> once, seen;
-  for (const auto& [effect, runner] : effects_and_runners(body)) {
-    std::vector<UOp> free = free_ranges(runner);
-    if (std::none_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); })) once.insert(effect.get());
-  }
+  for (const auto& [effect, runner] : effects_and_runners(body))
+    if (!depends_on_any(runner, ranges)) once.insert(effect.get());
   std::vector<UOp> stack{body};
   while (!stack.empty()) {
     UOp u = stack.back();
@@ -194,9 +203,7 @@ UOp name_loop_ranges(UOp body, const std::vector<UOp>& ranges, const std::set<co
   std::vector<std::pair<UOp, UOp>> swap;
   std::set<const UOpNode*> each = evaluated_per_iteration(body, ranges);  // fuzz 833586: a fold in a run-once effect stays run once
   for (UOp n : toposort(body)) {
-    if (n->op != Ops::REDUCE || !each.count(n.get()) || !folds_on_host(n)) continue;
-    std::vector<UOp> free = free_ranges(n);
-    if (std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); })) continue;
+    if (n->op != Ops::REDUCE || !each.count(n.get()) || !folds_on_host(n) || depends_on_all(n, ranges)) continue;
     std::vector<std::pair<UOp, UOp>> named;
     for (UOp v : toposort(n->src[0]))
       if (v->op == Ops::BUFFER && written.count(v.get())) named.push_back({v, v.after(ranges)});
@@ -313,10 +320,8 @@ UOp on_host(UOp u, UOp body) {
 // Does `body` run an effect whose runner depends on one of `ranges` (so once per iteration,
 // S5.4)?
 bool effect_per_iteration(UOp body, const std::vector<UOp>& ranges) {
-  for (const auto& effect : effects_and_runners(body))
-    for (UOp r : free_ranges(effect.second))
-      if (std::find(ranges.begin(), ranges.end(), r) != ranges.end()) return true;
-  return false;
+  const auto effects = effects_and_runners(body);
+  return std::any_of(effects.begin(), effects.end(), [&](const auto& e) { return depends_on_any(e.second, ranges); });
 }
 
 // A REDUCE folds in order whatever its ranges' axes (S3.1): one whose value runs an effect in
