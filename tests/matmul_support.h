@@ -11,8 +11,8 @@
 namespace ow::test_matmul {
 
 // c = a @ b for an (m x kn) by (kn x n) matrix pair, as `ow bench --micro` builds it: REDUCE_AXIS
-// of an expanded product, (m, kn, 1) * (1, kn, n) summed over axis 1.
-inline std::string matmul_text(int64_t m, int64_t kn, int64_t n, const char* dt = "float32") {
+// of an expanded product, (m, kn, 1) * (1, kn, n) summed over axis 1. relu_a: max(a, 0) @ b.
+inline std::string matmul_text(int64_t m, int64_t kn, int64_t n, const char* dt = "float32", bool relu_a = false) {
   std::string d(dt), s;
   auto line = [&](const std::string& l) { s += l + "\n"; };
   line("%0 = BUFFER " + d + " () (\"a\", " + std::to_string(m * kn) + ")");
@@ -20,7 +20,13 @@ inline std::string matmul_text(int64_t m, int64_t kn, int64_t n, const char* dt 
   line("%2 = CONST index () " + std::to_string(kn));
   line("%3 = CONST index () " + std::to_string(n));
   line("%4 = CONST index () 1");
-  line("%5 = RESHAPE " + d + " (%0, %1, %2, %4)");
+  line(std::string(relu_a ? "%50" : "%5") + " = RESHAPE " + d + " (%0, %1, %2, %4)");
+  if (relu_a) {
+    line("%51 = CONST " + d + " () 0.0");
+    line("%52 = RESHAPE " + d + " (%51, %4, %4, %4)");
+    line("%53 = EXPAND " + d + " (%52, %1, %2, %4)");
+    line("%5 = MAX " + d + " (%50, %53)");
+  }
   line("%6 = EXPAND " + d + " (%5, %1, %2, %3)");
   line("%7 = BUFFER " + d + " () (\"b\", " + std::to_string(kn * n) + ")");
   line("%8 = RESHAPE " + d + " (%7, %4, %2, %3)");

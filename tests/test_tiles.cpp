@@ -12,6 +12,7 @@
 #include "backends/c/render.h"
 #include "backends/program.h"
 #include "interp/interp.h"
+#include "lower/lower.h"
 #include "uop/text.h"
 
 #include "matmul_support.h"
@@ -23,9 +24,9 @@ namespace {
 
 // a @ b on the interpreter, then on tcc, cc and check (each kernel against the interpreter's
 // kernel evaluator): every element bit for bit the interpreter's.
-void check_matmul(int64_t m, int64_t kn, int64_t n, DType d) {
-  INFO(m << " x " << kn << " x " << n << " " << to_string(d));
-  UOp root = parse_graph(matmul_text(m, kn, n, d == dtypes::float32 ? "float32" : "float64"), "mm.uop").root;
+void check_matmul(int64_t m, int64_t kn, int64_t n, DType d, bool relu_a = false) {
+  INFO(m << " x " << kn << " x " << n << " " << to_string(d) << (relu_a ? " relu(a)" : ""));
+  UOp root = parse_graph(matmul_text(m, kn, n, d == dtypes::float32 ? "float32" : "float64", relu_a), "mm.uop").root;
   interp::BufferMap in{{"a", data(d, m * kn, 0)}, {"b", data(d, kn * n, 11)}};
   auto fresh = [&] {
     interp::BufferMap b;
@@ -103,4 +104,18 @@ TEST_CASE("tiles: matrix products of odd and tile-sized shapes equal the interpr
   // float64: vectors of 8 doubles, tiles of 16 columns.
   for (auto [m, kn, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{16, 7, 40}, {5, 3, 11}})
     check_matmul(m, kn, n, dtypes::float64);
+}
+
+// A fused layer's relu(a[i, k]) is each row's factor in every tile of the row: cc computes it once
+// per k into an array (s<acc>[k]) and the tiles read it back. The values must not change.
+TEST_CASE("tiles: a row factor that is more than a load is computed once per k, the same bits", "[tiles]") {
+  UOp root = parse_graph(matmul_text(11, 40, 96, "float32", true), "mm.uop").root;
+  std::string c = backend::show_c(lower::lower(root), {}, true);
+  INFO(c);
+  CHECK(c.find("[40];") != std::string::npos);  // an array of 40 factors per row
+  CHECK(c.find("[i] * l") != std::string::npos);  // read back inside the tiles (the reduce range is named i here)
+  for (auto [m, kn, n] : {std::tuple<int64_t, int64_t, int64_t>{11, 40, 96}, {3, 7, 80}, {16, 5, 48}}) {
+    check_matmul(m, kn, n, dtypes::float32, true);
+    check_matmul(m, kn, n, dtypes::float64, true);
+  }
 }

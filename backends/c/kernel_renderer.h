@@ -106,9 +106,11 @@ class KernelRenderer {
   struct TileTerm {
     UOp s, idx;
     bool load_first;
+    std::string ahead;  // the array holding s for each k, when fill_tiles computes it ahead
   };
   std::vector<TileTerm> tile_terms(const std::vector<UOp>& accs, Ops op, UOp j) const;
   void fill_tiles(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
+  std::vector<TileTerm> scalars_ahead(UOp r, const std::vector<UOp>& accs, std::vector<TileTerm> terms);
   void fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
   void tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms, int64_t start, int64_t count, int nvec);
   std::vector<std::string> detached(const std::function<void()>& body);

@@ -42,7 +42,7 @@ std::vector<KernelRenderer::TileTerm> KernelRenderer::tile_terms(const std::vect
     if (depends(s, j) || ld->op != Ops::LOAD || ld->dtype != d || ld->src.size() != 1) return {};
     UOp idx = ld->src[0];
     if (idx->op != Ops::INDEX || idx->src.size() != 2 || idx->src[0]->op != Ops::DEFINE_GLOBAL || coefficient(idx->src[1], j) != 1) return {};
-    terms.push_back({s, idx, first});
+    terms.push_back({s, idx, first, ""});
   }
   return terms;
 }
@@ -77,11 +77,33 @@ void KernelRenderer::fill_tiles(UOp r, const std::vector<UOp>& accs, UOp j, cons
   std::vector<int> shapes{per_row};  // vectors per row of each kind of tile; 0: one column
   if (per_row > 1) shapes.push_back(1);
   shapes.push_back(0);
+  std::vector<TileTerm> t = n > per_row * lanes ? scalars_ahead(r, accs, terms) : terms;
   for (int nvec : shapes) {
     int64_t width = nvec ? nvec * lanes : 1, count = (n - done) / width;
-    if (count > 0) tile_loop(r, accs, j, terms, done, count, nvec);
+    if (count > 0) tile_loop(r, accs, j, t, done, count, nvec);
     done += count * width;
   }
+}
+
+// A row's factor s that is more than a load (relu(a[i, k]) of a fused layer) would be computed
+// again in every tile of the row: computed once for every k into an array instead (the same ops
+// on the same values: results do not change), when the fold has one range of at most 1024 steps.
+std::vector<KernelRenderer::TileTerm> KernelRenderer::scalars_ahead(UOp r, const std::vector<UOp>& accs, std::vector<TileTerm> terms) {
+  const int64_t* e = r->src.size() == 2 && r->src[1]->src.at(0).is_const() ? r->src[1]->src[0]->arg.get_if<int64_t>() : nullptr;
+  if (!e || *e > 1024) return terms;
+  UOp k = r->src[1];
+  std::vector<size_t> costly;
+  for (size_t u = 0; u < terms.size(); ++u)
+    if (terms[u].s->op != Ops::LOAD && depends(terms[u].s, k)) costly.push_back(u);
+  if (costly.empty()) return terms;
+  for (size_t u : costly) {
+    terms[u].ahead = "s" + num(accs[u]);
+    emit(depth(), ctype(r->dtype, r) + " " + terms[u].ahead + "[" + std::to_string(*e) + "];");
+  }
+  open(k);
+  for (size_t u : costly) emit(depth(), terms[u].ahead + "[" + range_var(k) + "] = " + val(terms[u].s, depth()) + ";");
+  close();
+  return terms;
 }
 
 // `count` tiles of nvec vectors per accumulator (nvec 0: one column), from column `start`.
@@ -105,7 +127,7 @@ void KernelRenderer::tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const
   simplify_ahead(cells);
   std::map<const UOpNode*, std::string> loaded;  // a vector of b shared by the rows
   for (size_t u = 0; u < accs.size(); ++u) {
-    std::string s = val(terms[u].s, depth(), true);
+    std::string s = terms[u].ahead.empty() ? val(terms[u].s, depth(), true) : terms[u].ahead + "[" + range_var(r->src[1]) + "]";
     for (int v = 0; v < nv; ++v) {
       UOp idx = simplified_at(terms[u].idx->src[1], {{j, col(v)}});
       std::string b = "b" + std::to_string(terms[u].idx->src[0]->arg.as<int64_t>()), l = "l" + num(idx);
