@@ -855,3 +855,21 @@ TEST_CASE("a REDUCE MUL over a LOOP range with a row of accumulators runs on cc"
     for (int i = 0; i < 30; ++i) CHECK(interp::get_element(outs[0].value, i) == (0.25 * i - 3.0) * (0.25 * i - 3.0));
   }
 }
+
+// A graph built through the C++ API is not verified by parse_graph or by the caller: before
+// 2026-12-04 the compiled path lowered and ran one the interpreter refuses (a float CONST with
+// an integer arg rendered as 1.0f), so the oracle and the JIT disagreed on what the graph means.
+TEST_CASE("the compiled path refuses an invalid graph with the interpreter's message", "[compiled]") {
+  UOp root = parse_graph("%0 = BUFFER float32 () (\"a\", 4)\n%1 = CONST float32 () 1\n%2 = CONST index () 4\n%3 = RESHAPE float32 (%1, %2)\n"
+                         "%4 = ADD float32 (%0, %3)\n%5 = SINK void (%4) (\"out\",)\n", "bad.uop").root;
+  std::string want = "invalid graph: const.arg: CONST float32 needs a float (with '.') arg, got 1";
+  interp::BufferMap in{{"a", interp::BufferData{dtypes::float32, std::make_shared<interp::Storage>(dtypes::float32, 4), nullptr}}};
+  CHECK_THROWS_WITH(interp::run(root, in), Catch::Contains(want));
+  for (const char* tier : {"tcc", "cc", "check"}) {
+    INFO(tier);
+    backend::RunOptions o;
+    o.backend = tier;
+    CHECK_THROWS_WITH(backend::run_graph(root, in, o), Catch::Contains(want));
+  }
+  CHECK_THROWS_WITH(lower::lower(root), Catch::Contains(want));
+}

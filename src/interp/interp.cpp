@@ -41,11 +41,7 @@ std::vector<int64_t> concrete_shape(const std::vector<Value>& vals) {
 
 Interpreter::Interpreter(UOp root, BufferMap& buffers, const Options& opts)
     : root_(root), opts_(opts), mem_([this](UOp u) { return describe(u); }) {
-  auto issues = verify(root);
-  if (!issues.empty()) {
-    Printed p = number_graph(root);
-    throw Error("invalid graph: " + issues[0].rule + ": " + issues[0].message + " (at " + p.line(issues[0].node) + ")");
-  }
+  require_valid(root);
   printed_ = number_graph(root);
   bind_buffers(buffers);
   ctx_ = Clock(mem_, Clock::Kind::Live);

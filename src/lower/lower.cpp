@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "uop/args.h"
+#include "uop/verify.h"
 
 namespace ow::lower {
 
@@ -65,6 +66,7 @@ void check_skips(const Context& ctx) {
 
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
   check_skips(ctx);
+  require_valid(root);  // the interpreter refuses an invalid graph: so does the compiled path
   ctx.take_names(root);
   for (const Pass& p : passes()) {
     if (ctx.skip.count(p.name)) continue;

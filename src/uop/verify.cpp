@@ -10,6 +10,8 @@
 #include "uop/args.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
+#include "uop/error.h"
+#include "uop/text.h"
 
 namespace ow {
 
@@ -322,6 +324,12 @@ std::vector<UOp> free_ranges(UOp u) {
   for (const UOpNode* r : u->free) out.emplace_back(r);
   std::sort(out.begin(), out.end(), StableLess());
   return out;
+}
+
+void require_valid(UOp root) {
+  auto issues = verify(root);
+  if (!issues.empty())
+    throw Error("invalid graph: " + issues[0].rule + ": " + issues[0].message + " (at " + number_graph(root).line(issues[0].node) + ")");
 }
 
 std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts) {

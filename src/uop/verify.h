@@ -22,6 +22,11 @@ struct VerifyOptions {
 // Every problem in the graph under root, in topological order (sources first).
 std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts = {});
 
+// Throws Error("invalid graph: rule: message (at the node's printed line)") for the first
+// problem: what the interpreter and the compiled path both say before they run a graph, so a
+// graph one refuses the other refuses too.
+void require_valid(UOp root);
+
 // The kernel grammar (reference/LOWERING.md, "Kernel-level program") of one KERNEL, or of every
 // KERNEL under root; checked once, at the end of lowering's `kernelize`. A violation is
 // outerworld's bug: an InternalError naming the kernel, the rule and the node's line in the
