@@ -18,6 +18,7 @@
 #include "uop/args.h"
 #include "uop/error.h"
 #include "uop/text.h"
+#include "uop/verify.h"
 
 namespace ow::backend {
 
@@ -410,7 +411,8 @@ void CompiledGraph::prepare() {
 // a buffer, e.g. a WHERE's discarded branch), after checking them against the graph itself: the
 // inputs a graph needs do not depend on how it was lowered.
 std::vector<interp::Output> CompiledGraph::run_lowered(interp::BufferMap& buffers) {
-  interp::check_inputs(specs_, buffers);  // before lowering, which could fail for another reason
+  require_valid(graph_);                  // as the interpreter: an invalid graph's inputs mean nothing,
+  interp::check_inputs(specs_, buffers);  // and before lowering, which could fail for another reason
   prepare();
   interp::BufferMap mine;
   for (const std::string& name : declared_)

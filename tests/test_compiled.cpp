@@ -872,4 +872,10 @@ TEST_CASE("the compiled path refuses an invalid graph with the interpreter's mes
     CHECK_THROWS_WITH(backend::run_graph(root, in, o), Catch::Contains(want));
   }
   CHECK_THROWS_WITH(lower::lower(root), Catch::Contains(want));
+  // without the input's data too: the graph is refused first (fuzz_run: bufferize-vmax-overflow)
+  interp::BufferMap none;
+  CHECK_THROWS_WITH(interp::run(root, none), Catch::Contains(want));
+  backend::RunOptions o;
+  o.backend = "cc";
+  CHECK_THROWS_WITH(backend::run_graph(root, none, o), Catch::Contains(want));
 }

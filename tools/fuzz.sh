@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libFuzzer harnesses (clang, with ASan + UBSan):
 #   parse  tests/fuzz/fuzz_parse.cpp  the .uop parser, verifier and printer (round trip)
-#   run    tests/fuzz/fuzz_run.cpp    the reference interpreter on every graph that verifies
+#   run    tests/fuzz/fuzz_run.cpp    the reference interpreter on every graph that verifies; lowering
+#                                     refuses every graph that does not, as the interpreter does
 #
 #   tools/fuzz.sh [--target T] [SECONDS]   build build-fuzz/fuzz_T and fuzz for SECONDS (default 60)
 #   tools/fuzz.sh [--target T] --build     only build it
@@ -43,7 +44,7 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 # harness reaches).
 case "$target" in
   parse) dirs=(src/uop) ;;
-  run) dirs=(src/uop src/grad src/interp) ;;
+  run) dirs=(src/uop src/grad src/interp src/lower) ;;
   *) die "unknown target '$target' (parse or run)" ;;
 esac
 harness=tests/fuzz/fuzz_$target.cpp

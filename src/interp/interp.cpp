@@ -553,6 +553,7 @@ BufferMap copy_buffers(const BufferMap& b) {
 }
 
 std::vector<Output> run(UOp root, BufferMap& buffers, const Options& opts) {
+  require_valid(root);  // first: an invalid graph's inputs (or gradient) mean nothing
   check_inputs(graph_buffers(root), buffers);
   if (grad::has_gradient(root)) root = grad::expand(root);  // a GRADIENT means the graph computing it (S9)
   Interpreter in(root, buffers, opts);

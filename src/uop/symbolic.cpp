@@ -373,7 +373,7 @@ void poison_sources(UOp u, std::vector<UOp>& out) {
     UOp n = stack.back();
     stack.pop_back();
     if (n->op == Ops::CONST || n->op == Ops::RANGE || n->op == Ops::DEFINE_VAR || n->op == Ops::SPECIAL) continue;
-    if (n->op == Ops::WHERE && n->src[0]->op == Ops::CONST) {  // only the selected branch counts
+    if (n->op == Ops::WHERE && n->src.size() == 3 && n->src[0]->op == Ops::CONST) {  // only the selected branch counts (arity: a parsed graph is simplified before it is verified)
       stack.push_back(n->src[0].const_value() != 0 ? n->src[1] : n->src[2]);
     } else if (is_elementwise(n->op) || n->op == Ops::BIND) {  // a BIND's value is a constant or a range
       for (UOp s : n->src) stack.push_back(s);
