@@ -391,7 +391,8 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) { return Program(program, opts).run(buffers); }
 
 CompiledGraph::CompiledGraph(UOp graph, RunOptions opts)
-    : graph_(graph), backend_(opts.backend), opts_(std::move(opts)), specs_(interp::graph_buffers(graph)) {}
+    : graph_(graph), backend_(opts.backend), opts_(std::move(opts)), specs_((require_valid(graph), interp::graph_buffers(graph))) {}
+// (verified first, as the interpreter does: an invalid graph's inputs mean nothing)
 
 void CompiledGraph::prepare() {
   if (program_) return;
@@ -411,8 +412,7 @@ void CompiledGraph::prepare() {
 // a buffer, e.g. a WHERE's discarded branch), after checking them against the graph itself: the
 // inputs a graph needs do not depend on how it was lowered.
 std::vector<interp::Output> CompiledGraph::run_lowered(interp::BufferMap& buffers) {
-  require_valid(graph_);                  // as the interpreter: an invalid graph's inputs mean nothing,
-  interp::check_inputs(specs_, buffers);  // and before lowering, which could fail for another reason
+  interp::check_inputs(specs_, buffers);  // before lowering, which could fail for another reason
   prepare();
   interp::BufferMap mine;
   for (const std::string& name : declared_)

@@ -276,11 +276,21 @@ TEST_CASE("gradient check: second order through a scan [S9.4]", "[gradcheck]") {
 
 // ---- what is refused: never a number that is not the derivative ----
 
-std::string refusal(UOp loss, const Tensor& var) {
+// The error of the graph that outputs GRADIENT(loss, var); a variable that depends on a range
+// (a per-binding variable) has its gradient stored row by row in a buffer `gout` under an END
+// over that range, so the graph is valid and the refusal is the gradient pass's.
+std::string refusal(UOp loss, const Tensor& var, UOp per = UOp()) {
   UOp g = UOp::make(Ops::GRADIENT, F64, {loss, var.uop()});
-  Inputs in = random_inputs(g, 1);
+  UOp root = UOp::sink({g}, Arg(ArgTuple{Arg("g")}));
+  if (per) {
+    std::vector<int64_t> shape{per->src[0].const_value() > 0 ? static_cast<int64_t>(per->src[0].const_value()) : 1};
+    for (UOp d : var.shape()) shape.push_back(static_cast<int64_t>(d.const_value()));
+    Tensor out = ::var("gout", shape);
+    root = UOp::sink({out.after({out[per].store(Tensor(g)).end({per}).uop()}).uop()}, Arg(ArgTuple{Arg("g")}));
+  }
+  Inputs in = random_inputs(root, 1);
   try {
-    interp::run(UOp::sink({g}, Arg(ArgTuple{Arg("g")})), in);
+    interp::run(root, in);
   } catch (const Error& e) {
     return e.what();
   }
@@ -303,7 +313,7 @@ TEST_CASE("gradient refusals name the node and the reason [S9.5]", "[gradcheck]"
     UOp i = UOp::range(4, -1, AxisType::OUTER);
     Tensor b_i = b.after({i});
     Tensor loss = b.after({b_i.store(b_i * a[i]).end({i}).uop()});
-    CHECK_THAT(refusal(loss.uop(), b_i), Catch::Contains("the variable depends on range m1 but the loss does not"));
+    CHECK_THAT(refusal(loss.uop(), b_i, i), Catch::Contains("the variable depends on range m1 but the loss does not"));
   }
   SECTION("an effect that a loop's value runs in every iteration") {
     UOp i = UOp::range(4, -1, AxisType::OUTER);
