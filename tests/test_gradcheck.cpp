@@ -291,6 +291,8 @@ std::string refusal(UOp loss, const Tensor& var, UOp per = UOp()) {
   Inputs in = random_inputs(root, 1);
   try {
     interp::run(root, in);
+  } catch (const grad::NotDifferentiable& e) {
+    return std::string(e.what()) + "\nreason: " + grad::reason_name(e.reason);
   } catch (const Error& e) {
     return e.what();
   }
@@ -308,12 +310,15 @@ TEST_CASE("gradient refusals name the node and the reason [S9.5]", "[gradcheck]"
     std::string e = refusal(loss.uop(), b);
     CHECK_THAT(e, Catch::Contains("a read of buffer 'b' is not ordered after a write of it"));
     CHECK_THAT(e, Catch::Contains("(at %2 = RESHAPE float64 (%0, %1))"));
+    CHECK_THAT(e, Catch::EndsWith("reason: unordered-read"));
   }
   SECTION("a per-binding variable whose loss sums over the loop") {
     UOp i = UOp::range(4, -1, AxisType::OUTER);
     Tensor b_i = b.after({i});
     Tensor loss = b.after({b_i.store(b_i * a[i]).end({i}).uop()});
-    CHECK_THAT(refusal(loss.uop(), b_i, i), Catch::Contains("the variable depends on range m1 but the loss does not"));
+    std::string e = refusal(loss.uop(), b_i, i);
+    CHECK_THAT(e, Catch::Contains("the variable depends on range m1 but the loss does not"));
+    CHECK_THAT(e, Catch::EndsWith("reason: per-binding-through-effects"));
   }
   SECTION("an effect that a loop's value runs in every iteration") {
     UOp i = UOp::range(4, -1, AxisType::OUTER);
@@ -321,7 +326,9 @@ TEST_CASE("gradient refusals name the node and the reason [S9.5]", "[gradcheck]"
     Tensor t_i = t.after({t.store(a[i] * 2.0).uop()});  // rewritten in every iteration
     Tensor b_i = b.after({i});
     Tensor loss = b.after({b_i.store(b_i * t_i).end({i}).uop()});
-    CHECK_THAT(refusal(loss.uop(), a), Catch::Contains("an effect run in every iteration of a loop by a node inside the loop's values"));
+    std::string e = refusal(loss.uop(), a);
+    CHECK_THAT(e, Catch::Contains("an effect run in every iteration of a loop by a node inside the loop's values"));
+    CHECK_THAT(e, Catch::EndsWith("reason: effect-in-loop-value"));
   }
 }
 
@@ -342,5 +349,6 @@ TEST_CASE("a parallel END that reads what an effect inside it wrote is not diffe
   } catch (const grad::NotDifferentiable& e) {
     CHECK_THAT(e.what(), Catch::Contains("a parallel END whose stored value reads a buffer after an effect inside the loop writes it"));
     CHECK_THAT(e.what(), Catch::Contains("%14 = END"));
+    CHECK(std::string(grad::reason_name(e.reason)) == "read-after-loop-effect");
   }
 }

@@ -214,7 +214,7 @@ bool Fuzzer::check_reference(uint64_t seed, const fuzz::Generated& gen, const in
   Outcome ref = interpret(gen.root, inputs);
   if (ref.ok) return true;
   if (gen.loss && ref.kind == Kind::NotDifferentiable) {  // a clear refusal, not a finding
-    grad_refused_[refusal_kind(ref.error)].push_back(seed);
+    grad_refused_[ref.label].push_back(seed);  // by reason (grad::reason_name)
     return false;
   }
   if (gen.loss)

@@ -16,6 +16,7 @@
 
 #include "backends/program.h"
 #include "cli.h"
+#include "grad/gradient.h"
 #include "json/json.h"
 #include "json/json_read.h"
 #include "uop/error.h"
@@ -30,6 +31,7 @@ using Kind = JsonValue::Kind;
 // The kind of a user-level error, as the protocol names it (reference/SERVE.md).
 const char* error_kind(const Error& e) {
   if (dynamic_cast<const Unsupported*>(&e)) return "unsupported";
+  if (dynamic_cast<const grad::NotDifferentiable*>(&e)) return "not-differentiable";
   if (dynamic_cast<const UninitializedRead*>(&e)) return "uninitialized";
   if (dynamic_cast<const BudgetExceeded*>(&e)) return "budget";
   return "user";
@@ -121,7 +123,8 @@ void put_id(Json& j, const JsonValue* id) {
   else j.null();
 }
 
-// `reason`: for kind "unsupported", which limit of the compiled path (reason_name, error.h).
+// `reason`: for kind "unsupported", which limit of the compiled path (reason_name, error.h); for
+// "not-differentiable", which gradient limit (grad::reason_name, grad/gradient.h).
 Response error_response(const JsonValue* id, const std::string& message, const char* kind, const char* reason = nullptr) {
   Json j;
   j.begin_obj();
@@ -201,7 +204,8 @@ class Server {
       return error_response(id, e.what(), "user");
     } catch (const Error& e) {
       const auto* u = dynamic_cast<const Unsupported*>(&e);
-      return error_response(id, e.what(), error_kind(e), u ? reason_name(u->reason) : nullptr);
+      auto* nd = dynamic_cast<const grad::NotDifferentiable*>(&e);
+      return error_response(id, e.what(), error_kind(e), u ? reason_name(u->reason) : nd ? grad::reason_name(nd->reason) : nullptr);
     } catch (const std::bad_alloc&) {
       return error_response(id, "out of memory", "internal");
     } catch (const InternalError& e) {

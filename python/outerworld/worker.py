@@ -24,8 +24,10 @@ class Error(Exception):
     kind says whose problem it is: "user" (the graph or the inputs), "unsupported" (a valid graph
     the compiled path does not handle yet; backend "interp" runs it), "uninitialized" (an output
     reads memory nothing initialized), "budget" (a step or memory limit ran out), "internal" (a
-    bug in outerworld), "died" (WorkerDied). reason: for "unsupported", which limit of the
-    compiled path it is (a stable name such as "unshaped-value"), else None.
+    bug in outerworld), "died" (WorkerDied), "not-differentiable" (a GRADIENT outerworld refuses to
+    define). reason: for "unsupported", which limit of the compiled path it is (a stable name such
+    as "unshaped-value"); for "not-differentiable", which gradient limit (e.g. "no-rule",
+    "per-binding-through-effects"); else None.
     """
 
     def __init__(self, message, kind="user", reason=None):

@@ -11,6 +11,23 @@
 
 namespace ow::grad {
 
+const char* reason_name(NotDifferentiable::Reason r) {
+  using R = NotDifferentiable::Reason;
+  switch (r) {
+    case R::NoRule: return "no-rule";
+    case R::UnshapedValue: return "unshaped-value";
+    case R::SymbolicShape: return "symbolic-shape";
+    case R::CollectedWindow: return "collected-window";
+    case R::PerBindingThroughEffects: return "per-binding-through-effects";
+    case R::UnorderedRead: return "unordered-read";
+    case R::StoreNotToBuffer: return "store-not-to-buffer";
+    case R::StoreRunsTwice: return "store-runs-twice";
+    case R::EffectInLoopValue: return "effect-in-loop-value";
+    case R::ReadAfterLoopEffect: return "read-after-loop-effect";
+  }
+  return "unknown";
+}
+
 bool has_gradient(UOp root) {
   for (UOp u : toposort(root))
     if (u->op == Ops::GRADIENT) return true;

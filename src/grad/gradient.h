@@ -19,10 +19,27 @@
 namespace ow::grad {
 
 // A gradient refused with its reason ("gradient: ..."): the interpreter cannot define it, so no
-// backend computes it. A type of its own so ow fuzz counts refusals apart from findings.
+// backend computes it. A type of its own so ow fuzz counts refusals apart from findings; `reason`
+// says which limit it is, the same for every graph that meets it (the message names the node).
 struct NotDifferentiable : Error {
-  explicit NotDifferentiable(const std::string& why) : Error("gradient: " + why) {}
+  enum class Reason {
+    NoRule,                   // an op (or an effect) without a gradient rule
+    UnshapedValue,            // the value flows through an unshaped node
+    SymbolicShape,            // a tape or working copy of symbolic size
+    CollectedWindow,          // a SHRINK of a collected axis to a window other than its own row
+    PerBindingThroughEffects, // a per-binding variable whose loss sums over the loop, effects between
+    UnorderedRead,            // a read of a buffer not ordered after an earlier write of it (S5.5)
+    StoreNotToBuffer,         // a store whose target is not a view of a buffer
+    StoreRunsTwice,           // one STORE node run at two places of the program
+    EffectInLoopValue,        // an effect a loop's value runs in every iteration
+    ReadAfterLoopEffect,      // a parallel END's value reads a buffer an effect inside it writes (S5.3)
+  };
+  NotDifferentiable(Reason reason, const std::string& why) : Error("gradient: " + why), reason(reason) {}
+  Reason reason;
 };
+
+// The reason as a short stable name ("no-rule"), for summaries and machine output.
+const char* reason_name(NotDifferentiable::Reason r);
 
 // Reverse mode over values: the adjoint of each leaf (null where root does not depend on it),
 // given root_grad, the adjoint of root. Leaves are not looked through, nor nodes `stop` accepts.

@@ -70,8 +70,8 @@ void for_each_store(const std::vector<Stmt>& stmts, const std::function<void(con
 
 namespace {
 
-[[noreturn]] void refuse(UOp at, const std::string& why) {
-  throw NotDifferentiable(why + " (at " + number_graph(at).line(at) + ")");
+[[noreturn]] void refuse(UOp at, NotDifferentiable::Reason reason, const std::string& why) {
+  throw NotDifferentiable(reason, why + " (at " + number_graph(at).line(at) + ")");
 }
 
 UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
@@ -118,7 +118,7 @@ class Parser {
       // its effects in every iteration: the program has no statement for that.
       for (UOp r : free_ranges(n))
         if (std::find(bound_.begin(), bound_.end(), r) == bound_.end())
-          refuse(n, "an effect run in every iteration of a loop by a node inside the loop's values is not differentiated");
+          refuse(n, NotDifferentiable::Reason::EffectInLoopValue, "an effect run in every iteration of a loop by a node inside the loop's values is not differentiated");
       for (UOp e : found) add(e, nested);
     }
   }
@@ -154,11 +154,11 @@ class Parser {
         Stmt s{Stmt::Kind::Loop, e, {}, {}, {e->src.begin() + 1, e->src.end()}, true, {}};
         s.sequential = std::all_of(s.ranges.begin(), s.ranges.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
         if (!s.sequential && reads_after_inner_write(e->src[0]))  // fuzz 820925: the backward would see the write
-          refuse(e, "a parallel END whose stored value reads a buffer after an effect inside the loop writes it (S5.3 pins the read to the loop's start) is not differentiated");
+          refuse(e, NotDifferentiable::Reason::ReadAfterLoopEffect, "a parallel END whose stored value reads a buffer after an effect inside the loop writes it (S5.3 pins the read to the loop's start) is not differentiated");
         s.body.push_back(parse(e->src[0]));
         return s;
       }
-      default: refuse(e, std::string("no gradient through a ") + std::string(op_name(e->op)) + " effect");
+      default: refuse(e, NotDifferentiable::Reason::NoRule, std::string("no gradient through a ") + std::string(op_name(e->op)) + " effect");
     }
   }
 
@@ -180,7 +180,7 @@ class Parser {
       UOp x = twins.empty() ? value->src[0] : substitute(value->src[0], twins);
       auto static_dims_of = [&](UOp like) {
         auto d = like->shape.kind == ShapeInfo::Kind::Shaped ? static_dims(like->shape.dims) : std::nullopt;
-        if (!d) refuse(a, "an assign scan of a symbolic or unshaped target");
+        if (!d) refuse(a, NotDifferentiable::Reason::SymbolicShape, "an assign scan of a symbolic or unshaped target");
         return *d;
       };
       ScanForm f = assign_scan_form(target, value->arg.as<Ops>(), x, [&](const std::string& prefix, DType dt) {

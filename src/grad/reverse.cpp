@@ -34,7 +34,7 @@ UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, 
 
 std::vector<UOp> static_dims(UOp x, const char* what) {
   auto d = shaped(x) ? ow::static_dims(dims_of(x)) : std::nullopt;
-  if (!d) throw NotDifferentiable(std::string(what) + " has a symbolic or no shape (at " + number_graph(x).line(x) + ")");
+  if (!d) throw NotDifferentiable(NotDifferentiable::Reason::SymbolicShape, std::string(what) + " has a symbolic or no shape (at " + number_graph(x).line(x) + ")");
   std::vector<UOp> out;
   for (int64_t k : *d) out.push_back(UOp::index(k));
   return out;
@@ -59,7 +59,7 @@ class Backward {
     for (UOp t : targets_)
       for (UOp r : free_ranges(t))
         if (std::find(loss_free.begin(), loss_free.end(), r) == loss_free.end())
-          throw NotDifferentiable("the variable depends on range " + range_name(r) + " but the loss does not, and effects lie between them: "
+          throw NotDifferentiable(NotDifferentiable::Reason::PerBindingThroughEffects, "the variable depends on range " + range_name(r) + " but the loss does not, and effects lie between them: "
                       "a per-binding gradient through a loop is not supported (at " + number_graph(t).line(t) + ")");
     check_reads();
     prepare();
@@ -177,7 +177,7 @@ class Backward {
       for (UOp u : toposort(r)) named.insert(u.get());
       for (const Stmt* w : earlier)
         if (base_buffer(w->target) == b && !named.count(w->node.get()) && !ordered.count(w->node.get()))
-          throw NotDifferentiable("a read of buffer '" + buffer_name(b) +
+          throw NotDifferentiable(NotDifferentiable::Reason::UnorderedRead, "a read of buffer '" + buffer_name(b) +
                       "' is not ordered after a write of it that comes earlier in the program (it sees the contents from before, S5.5); "
                       "name the write with AFTER (at " + number_graph(r).line(r) + ")");
     }
@@ -192,7 +192,7 @@ class Backward {
     };
     reads_in(loss_);
     for_each_store(prog_.stmts, [&](const Stmt& s, const auto&) {
-      if (!base_buffer(s.target)) throw NotDifferentiable("a store whose target is not a view of a buffer (at " + number_graph(s.node).line(s.node) + ")");
+      if (!base_buffer(s.target)) throw NotDifferentiable(NotDifferentiable::Reason::StoreNotToBuffer, "a store whose target is not a view of a buffer (at " + number_graph(s.node).line(s.node) + ")");
       reads_in(s.value);
       for (UOp u = s.target; u->op != Ops::BUFFER; u = u->src[0])  // a target's own indices may read too
         for (size_t i = 1; i < u->src.size(); ++i) reads_in(u->src[i]);
@@ -227,13 +227,13 @@ class Backward {
     // second-order expansion zeroes one adjoint before and inside its loops); its tapes would
     // be one, so it is refused rather than mixed up.
     if (tapes_.count(s.node.get()))
-      throw NotDifferentiable("one STORE node runs at two places of the program, so what each overwrites cannot be saved apart (at " +
+      throw NotDifferentiable(NotDifferentiable::Reason::StoreRunsTwice, "one STORE node runs at two places of the program, so what each overwrites cannot be saved apart (at " +
                   number_graph(s.node).line(s.node) + ")");
     Tape t;
     for (const Stmt* l : loops)
       for (UOp r : l->ranges) {
         auto n = r->src[0]->op == Ops::CONST ? std::optional<int64_t>(static_cast<int64_t>(r->src[0].const_value())) : std::nullopt;
-        if (!n) throw NotDifferentiable("a loop of symbolic length " + range_name(r) + " (the tape needs its size)");
+        if (!n) throw NotDifferentiable(NotDifferentiable::Reason::SymbolicShape, "a loop of symbolic length " + range_name(r) + " (the tape needs its size)");
         t.extents.push_back(UOp::index(*n));
         t.ranges.push_back(r);
       }

@@ -41,7 +41,7 @@ UOp shrink_grad(UOp ret, UOp g, const std::vector<UOp>& xs) {
     UOp b = ret->src[1 + 2 * i], e = ret->src[2 + 2 * i];
     bool range_axis = xs[i]->op == Ops::RANGE;
     if (range_axis && (simplify(b) != xs[i] || simplify(e) != simplify(xs[i] + 1)))
-      throw NotDifferentiable("a SHRINK of an axis that collects range " + range_name(xs[i]) + " to a window other than its own row (at " +
+      throw NotDifferentiable(NotDifferentiable::Reason::CollectedWindow, "a SHRINK of an axis that collects range " + range_name(xs[i]) + " to a window other than its own row (at " +
                               number_graph(ret).line(ret) + ")");
     w.push_back(range_axis ? std::make_pair(UOp::index(0), UOp::index(0)) : std::make_pair(b, xs[i] - e));
     collects = collects || range_axis;
@@ -175,7 +175,7 @@ Grads rule(UOp ret, UOp g, const std::vector<UOp>& x_free) {
     case Ops::REDUCE_AXIS: return reduce_axis_grad(ret, g);
     default:
       if (is_movement(ret->op)) return movement_grad(ret, g, x_free);
-      throw NotDifferentiable("no rule for " + std::string(op_name(ret->op)) + " (it is not differentiable here)");
+      throw NotDifferentiable(NotDifferentiable::Reason::NoRule, "no rule for " + std::string(op_name(ret->op)) + " (it is not differentiable here)");
   }
 }
 
@@ -207,7 +207,7 @@ std::vector<UOp> reverse(UOp root, UOp root_grad, const std::vector<UOp>& leaves
     for (size_t i = 0; i < sg.size() && i < u->src.size(); ++i) {
       UOp s = u->src[i];
       if (!sg[i] || !on_path.count(s.get())) continue;
-      if (!shaped(s)) throw NotDifferentiable("the value flows through an unshaped " + std::string(op_name(s->op)) + ", which has no gradient");
+      if (!shaped(s)) throw NotDifferentiable(NotDifferentiable::Reason::UnshapedValue, "the value flows through an unshaped " + std::string(op_name(s->op)) + ", which has no gradient");
       // One contribution per binding of u's ranges (and of any the contribution mentions): summed
       // over those s does not depend on, even where the contribution itself happens not to
       // mention them (a bound simplified away: then each binding adds the same amount).

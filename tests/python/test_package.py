@@ -92,6 +92,17 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(e.exception.kind, "unsupported")
         self.assertEqual(e.exception.reason, "unshaped-value")
         self.assertEqual(str(e.exception), "lowering: an unshaped (scalar) output CONST (not supported by the compiled path yet)")
+        # A gradient outerworld refuses to define: refused alike on every backend, with its reason.
+        unordered = ('%0 = BUFFER float64 () ("b", 3)\n%1 = CONST float64 () 2.0\n%2 = CONST index () 1\n'
+                     '%3 = RESHAPE float64 (%1, %2)\n%4 = CONST index () 3\n%5 = EXPAND float64 (%3, %4)\n'
+                     '%6 = MUL float64 (%0, %5)\n%7 = STORE void (%0, %6)\n%8 = AFTER float64 (%0, %7)\n'
+                     '%9 = MUL float64 (%8, %0)\n%10 = GRADIENT float64 (%9, %0)\n%11 = SINK void (%10) ("g",)\n')
+        for backend in ["interp", "tcc"]:
+            with self.subTest(backend=backend), self.assertRaises(outerworld.Error) as e:
+                self.worker.run(unordered, {"b": np.ones(3)}, backend=backend)
+            self.assertEqual(e.exception.kind, "not-differentiable")
+            self.assertEqual(e.exception.reason, "unordered-read")
+            self.assertTrue(str(e.exception).startswith("gradient: a read of buffer 'b' is not ordered after a write of it"))
 
     def test_shape_mismatch_says_how_to_pass_flat(self):
         inputs = scan_inputs()

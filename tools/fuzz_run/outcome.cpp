@@ -32,7 +32,7 @@ Outcome caught() {
   } catch (const BudgetExceeded& e) {
     return failed(e.what(), Kind::Budget);
   } catch (const grad::NotDifferentiable& e) {
-    return failed(e.what(), Kind::NotDifferentiable);
+    return failed(e.what(), Kind::NotDifferentiable, grad::reason_name(e.reason));
   } catch (const backend::CheckMismatch& e) {
     return failed(e.what(), e.where == backend::CheckMismatch::Where::Kernel ? Kind::KernelDiverges : Kind::OutputMismatch);
   } catch (const backend::KernelFailed& e) {
@@ -69,17 +69,6 @@ std::string category(const Outcome& o) {
     case Kind::NotDifferentiable: return "gradient-refused";
     default: return message_head(o.error);
   }
-}
-
-std::string refusal_kind(const std::string& msg) {
-  std::string m = msg.substr(0, msg.find(" (at ")), out;
-  bool quoted = false;
-  for (size_t i = 0; i < m.size(); ++i) {
-    char c = m[i];
-    if (c == '\'' && (quoted || i == 0 || m[i - 1] == ' ')) quoted = !quoted, out += quoted ? "'" : "";  // a quoted name, not "loop's"
-    else if (!quoted && !std::isdigit(static_cast<unsigned char>(c))) out += c;
-  }
-  return out;
 }
 
 interp::BufferMap only_inputs(UOp g, const interp::BufferMap& all) {

@@ -35,8 +35,6 @@ Outcome failed(const std::string& error, Kind kind = Kind::User, const std::stri
 
 // A coarse class of a failure, so the shrinker keeps the same kind of failure.
 std::string category(const Outcome& o);
-// A refusal's message without the node, names and numbers, to count refusals by kind.
-std::string refusal_kind(const std::string& msg);
 
 // The buffers of `all` that the graph only reads: the ones it writes are left without data.
 interp::BufferMap only_inputs(UOp g, const interp::BufferMap& all);
