@@ -82,27 +82,22 @@ static inline ow_vf64 ow_vsplat_f64(double x) { ow_vf64 v; for (int l = 0; l < 8
    the 8 columns of d + k*ds, moved as bits through three rounds of pairwise interleaves */
 typedef unsigned int ow_vu32x8 __attribute__((vector_size(32)));
 typedef int ow_vi32x8 __attribute__((vector_size(32)));
-#define OW_MIX(a, b, ...) __builtin_shuffle(a, b, (ow_vi32x8){__VA_ARGS__})
+/* one interleave of rows p and q into rows x and y of o: their lo and hi lanes */
+#define OW_PAIR(o, i, x, y, p, q, lo, hi) (o[x] = __builtin_shuffle(i[p], i[q], lo), o[y] = __builtin_shuffle(i[p], i[q], hi))
 static inline __attribute__((always_inline)) void ow_transpose8_u32(const unsigned int* s, long long ss, unsigned int* d, long long ds) {
+  const ow_vi32x8 lo1 = {0, 8, 1, 9, 4, 12, 5, 13}, hi1 = {2, 10, 3, 11, 6, 14, 7, 15};
+  const ow_vi32x8 lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+  const ow_vi32x8 lo3 = {0, 1, 2, 3, 8, 9, 10, 11}, hi3 = {4, 5, 6, 7, 12, 13, 14, 15};
   ow_vu32x8 r[8], t[8];
   __builtin_memcpy(&r[0], s, 32); __builtin_memcpy(&r[1], s + ss, 32); __builtin_memcpy(&r[2], s + 2 * ss, 32); __builtin_memcpy(&r[3], s + 3 * ss, 32);
   __builtin_memcpy(&r[4], s + 4 * ss, 32); __builtin_memcpy(&r[5], s + 5 * ss, 32); __builtin_memcpy(&r[6], s + 6 * ss, 32); __builtin_memcpy(&r[7], s + 7 * ss, 32);
-  t[0] = OW_MIX(r[0], r[1], 0, 8, 1, 9, 4, 12, 5, 13); t[1] = OW_MIX(r[0], r[1], 2, 10, 3, 11, 6, 14, 7, 15);
-  t[2] = OW_MIX(r[2], r[3], 0, 8, 1, 9, 4, 12, 5, 13); t[3] = OW_MIX(r[2], r[3], 2, 10, 3, 11, 6, 14, 7, 15);
-  t[4] = OW_MIX(r[4], r[5], 0, 8, 1, 9, 4, 12, 5, 13); t[5] = OW_MIX(r[4], r[5], 2, 10, 3, 11, 6, 14, 7, 15);
-  t[6] = OW_MIX(r[6], r[7], 0, 8, 1, 9, 4, 12, 5, 13); t[7] = OW_MIX(r[6], r[7], 2, 10, 3, 11, 6, 14, 7, 15);
-  r[0] = OW_MIX(t[0], t[2], 0, 1, 8, 9, 4, 5, 12, 13); r[1] = OW_MIX(t[0], t[2], 2, 3, 10, 11, 6, 7, 14, 15);
-  r[2] = OW_MIX(t[1], t[3], 0, 1, 8, 9, 4, 5, 12, 13); r[3] = OW_MIX(t[1], t[3], 2, 3, 10, 11, 6, 7, 14, 15);
-  r[4] = OW_MIX(t[4], t[6], 0, 1, 8, 9, 4, 5, 12, 13); r[5] = OW_MIX(t[4], t[6], 2, 3, 10, 11, 6, 7, 14, 15);
-  r[6] = OW_MIX(t[5], t[7], 0, 1, 8, 9, 4, 5, 12, 13); r[7] = OW_MIX(t[5], t[7], 2, 3, 10, 11, 6, 7, 14, 15);
-  t[0] = OW_MIX(r[0], r[4], 0, 1, 2, 3, 8, 9, 10, 11); t[4] = OW_MIX(r[0], r[4], 4, 5, 6, 7, 12, 13, 14, 15);
-  t[1] = OW_MIX(r[1], r[5], 0, 1, 2, 3, 8, 9, 10, 11); t[5] = OW_MIX(r[1], r[5], 4, 5, 6, 7, 12, 13, 14, 15);
-  t[2] = OW_MIX(r[2], r[6], 0, 1, 2, 3, 8, 9, 10, 11); t[6] = OW_MIX(r[2], r[6], 4, 5, 6, 7, 12, 13, 14, 15);
-  t[3] = OW_MIX(r[3], r[7], 0, 1, 2, 3, 8, 9, 10, 11); t[7] = OW_MIX(r[3], r[7], 4, 5, 6, 7, 12, 13, 14, 15);
+  OW_PAIR(t, r, 0, 1, 0, 1, lo1, hi1); OW_PAIR(t, r, 2, 3, 2, 3, lo1, hi1); OW_PAIR(t, r, 4, 5, 4, 5, lo1, hi1); OW_PAIR(t, r, 6, 7, 6, 7, lo1, hi1);
+  OW_PAIR(r, t, 0, 1, 0, 2, lo2, hi2); OW_PAIR(r, t, 2, 3, 1, 3, lo2, hi2); OW_PAIR(r, t, 4, 5, 4, 6, lo2, hi2); OW_PAIR(r, t, 6, 7, 5, 7, lo2, hi2);
+  OW_PAIR(t, r, 0, 4, 0, 4, lo3, hi3); OW_PAIR(t, r, 1, 5, 1, 5, lo3, hi3); OW_PAIR(t, r, 2, 6, 2, 6, lo3, hi3); OW_PAIR(t, r, 3, 7, 3, 7, lo3, hi3);
   __builtin_memcpy(d, &t[0], 32); __builtin_memcpy(d + ds, &t[1], 32); __builtin_memcpy(d + 2 * ds, &t[2], 32); __builtin_memcpy(d + 3 * ds, &t[3], 32);
   __builtin_memcpy(d + 4 * ds, &t[4], 32); __builtin_memcpy(d + 5 * ds, &t[5], 32); __builtin_memcpy(d + 6 * ds, &t[6], 32); __builtin_memcpy(d + 7 * ds, &t[7], 32);
 }
-#undef OW_MIX
+#undef OW_PAIR
 /* cc's two-thread kernels (render: parallel.cpp); pthread_t is an unsigned long in glibc */
 typedef unsigned long ow_pthread_t;
 int pthread_create(ow_pthread_t*, const void*, void* (*)(void*), void*);
