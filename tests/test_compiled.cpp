@@ -879,3 +879,29 @@ TEST_CASE("the compiled path refuses an invalid graph with the interpreter's mes
   o.backend = "cc";
   CHECK_THROWS_WITH(backend::run_graph(root, none, o), Catch::Contains(want));
 }
+
+// Fuzz seed 960114: a vmap's slot gets `0 + y(r)` (the REDUCE's identity plus the row), here
+// y = -(float)r. GCC 12.2 folds `0.0f + -(float)r` into `-(float)r` even at -O0, so row 0 came out
+// -0.0 where IEEE addition gives +0.0 (0 + -0 = +0), and cc disagreed with the interpreter.
+// cc now compiles with -frounding-math, which stops that fold.
+TEST_CASE("a vmap of -(float)r: row 0 is +0.0 on every backend, as 0 + -0 is", "[compiled][fuzz]") {
+  std::string text = slurp(source_root() / "tests" / "fuzz" / "lower" / "fuzz-960114.txt");
+  UOp root = parse_graph(text.substr(text.find("# the graph as generated:\n") + 26), "fuzz-960114.txt").root;
+  for (const char* tier : {"interp", "tcc", "cc"}) {
+    INFO(tier);
+    auto zeros = std::make_shared<interp::Storage>(dtypes::float32, 20);
+    interp::BufferMap b{{"tgt0", interp::BufferData{dtypes::float32, zeros, nullptr}}};
+    backend::RunOptions o;
+    o.backend = tier;
+    std::vector<interp::Output> got = std::string(tier) == "interp" ? interp::run(root, b) : backend::run_graph(root, b, o);
+    REQUIRE(got.size() == 1);
+    REQUIRE(got[0].value.numel() == 20);
+    const float* v = reinterpret_cast<const float*>(got[0].value.data->bytes.data());
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 5; ++c) {
+        INFO("row " << r << " column " << c);
+        CHECK(v[r * 5 + c] == -float(r));
+        CHECK(std::signbit(v[r * 5 + c]) == (r > 0));  // row 0: +0.0, not -0.0
+      }
+  }
+}
