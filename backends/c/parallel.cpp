@@ -150,20 +150,25 @@ std::string as_static(std::string fn, const std::string& name, const std::string
   return fn.replace(at, sig.size(), "static int " + to + "(void** bufs,");
 }
 
-// The entry: the upper half on a new thread (or after the lower one if none can be created),
-// the lower half here; the lower half's error first, as the serial loop would report it.
+// The entry: the upper half on a new thread, the lower half here; whichever of the two first
+// claims the upper half runs it, so when the thread has not started by the time the lower half
+// is done (its core is busy, or it could not be created), this thread runs it too instead of
+// waiting. Either way each half runs once, on one thread, in its order. The lower half's error
+// first, as the serial loop would report it.
 std::string entry(const std::string& name) {
   std::string p = "ow_par_" + name, n = std::to_string(abi::kSlots);
-  return "struct " + p + "_job { void** bufs; const long long* vars; long long err[" + n + "]; int rc; };\n" +
+  std::string claim = "__atomic_exchange_n(&job->claimed, 1, __ATOMIC_ACQ_REL) == 0";
+  return "struct " + p + "_job { void** bufs; const long long* vars; long long err[" + n + "]; int rc; int claimed; };\n" +
          "static void* " + p + "_run(void* arg) {\n  struct " + p + "_job* job = (struct " + p + "_job*)arg;\n" +
-         "  job->rc = " + p + "_hi(job->bufs, job->vars, job->err);\n  return 0;\n}\n" +
+         "  if (" + claim + ") job->rc = " + p + "_hi(job->bufs, job->vars, job->err);\n  return 0;\n}\n" +
          "int " + name + "(void** bufs, const long long* vars, long long* err) {\n" +
-         "  struct " + p + "_job job = {bufs, vars, {0}, 0};\n  ow_pthread_t thread;\n" +
-         "  int spawned = pthread_create(&thread, 0, " + p + "_run, &job) == 0;\n" +
+         "  struct " + p + "_job job_ = {bufs, vars, {0}, 0, 0}, *job = &job_;\n  ow_pthread_t thread;\n" +
+         "  int spawned = pthread_create(&thread, 0, " + p + "_run, job) == 0;\n" +
          "  int rc = " + p + "_lo(bufs, vars, err);\n" +
-         "  if (spawned) pthread_join(thread, 0);\n  else if (rc == 0) " + p + "_run(&job);\n" +
-         "  if (rc != 0 || job.rc == 0) return rc;\n" +
-         "  for (int q = 0; q < " + n + "; q++) err[q] = job.err[q];\n  return job.rc;\n}\n";
+         "  if ((!spawned || " + claim + ") && rc == 0) job->rc = " + p + "_hi(bufs, vars, job->err);\n" +
+         "  if (spawned) pthread_join(thread, 0);\n" +
+         "  if (rc != 0 || job->rc == 0) return rc;\n" +
+         "  for (int q = 0; q < " + n + "; q++) err[q] = job->err[q];\n  return job->rc;\n}\n";
 }
 
 }  // namespace
