@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "interp/dispatch.h"
@@ -409,11 +410,43 @@ void accumulate(Ops op, Value& acc, const Value& x_raw) {
   }
 }
 
+namespace {
+// The fold of reduce_axes when at most one kept axis is longer than 1 (a sum of rows, a row of
+// sums): the same f(acc[i], x) in the same order as accumulate_t, straight on the storage, instead
+// of a Value per reduced index (which cost ~30 ns an element on a 16M-element sum).
+template <class T, class F> void fold_rows(const Value& x, const Split& s, size_t kept, Value& acc, F f) {
+  T* pacc = acc.data->as<T>();
+  const T* px = std::as_const(*x.data).as<T>() + x.view.offset;
+  int64_t n = s.kept_shape.empty() ? 1 : s.kept_shape[kept], sx = s.kept_shape.empty() ? 0 : x.view.strides[kept];
+  for_each_reduced(s, s, [&](int64_t delta, int64_t) {
+    const T* row = px + delta;
+    for (int64_t i = 0; i < n; ++i) pacc[i] = f(pacc[i], row[i * sx]);
+  });
+}
+
+// The one kept axis longer than 1 (0 when there is none), or nullopt when there are several.
+std::optional<size_t> single_kept_axis(const Split& s) {
+  std::optional<size_t> k;
+  for (size_t i = 0; i < s.kept_shape.size(); ++i)
+    if (s.kept_shape[i] != 1) {
+      if (k) return std::nullopt;
+      k = i;
+    }
+  return k.value_or(0);
+}
+}  // namespace
+
 Value reduce_axes(Ops op, const Value& x, const std::vector<int64_t>& axes) {
   Split s = split_axes(x.view, axes);
   Value acc = identity_like(op, x.dtype, s.kept_shape);
   dispatch(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (auto k = single_kept_axis(s)) {
+      if (op == Ops::ADD) fold_rows<T>(x, s, *k, acc, wrap_add<T>);
+      else if (op == Ops::MUL) fold_rows<T>(x, s, *k, acc, wrap_mul<T>);
+      else fold_rows<T>(x, s, *k, acc, max_op<T>);
+      return;
+    }
     for_each_reduced(s, s, [&](int64_t delta, int64_t) { accumulate_t<T>(op, acc, slice_at(x, s, delta)); });
   });
   acc.poison = reduce_poison(x, axes);
