@@ -114,6 +114,7 @@ class KernelRenderer {
   void fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
   void tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms, int64_t start, int64_t count, int nvec);
   std::vector<std::string> detached(const std::function<void()>& body);
+  void per_compiler(const std::function<void()>& cc, const std::function<void()>& tcc);
   std::vector<std::string> axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j);
   std::vector<std::pair<UOp, UOp>> axpy_terms(const std::vector<UOp>& accs, Ops op, UOp j);
   std::string offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at);

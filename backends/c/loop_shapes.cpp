@@ -347,14 +347,9 @@ void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
     // The arrays of a block and of the rows left over stay within 2 * kMaxBlockBytes of stack.
     int most = static_cast<int>(std::clamp<int64_t>(kMaxBlockBytes / std::max<int64_t>(row_bytes, 1), 1, kTileRows));
     int cc_block = block_size(end, pos, reds, most, false);
-    std::vector<std::string> cc = detached([&] { tier_ = Tier::cc, rows_in_blocks(end, reds, cc_block, false); });
-    std::vector<std::string> tcc = detached([&] { tier_ = Tier::tcc, rows_in_blocks(end, reds, block, false); });
+    per_compiler([&] { tier_ = Tier::cc, rows_in_blocks(end, reds, cc_block, false); },
+                 [&] { tier_ = Tier::tcc, rows_in_blocks(end, reds, block, false); });
     tier_ = Tier::both;
-    emit(depth(), "#ifndef __TINYC__");
-    for (std::string& l : cc) emit(depth(), std::move(l));
-    emit(depth(), "#else");
-    for (std::string& l : tcc) emit(depth(), std::move(l));
-    emit(depth(), "#endif");
   }
   for (size_t q = 1; q < pos; ++q) close();
 }

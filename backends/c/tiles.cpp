@@ -60,12 +60,16 @@ std::vector<std::string> KernelRenderer::detached(const std::function<void()>& b
 
 // The accumulator arrays of `accs` filled by tiles (cc) or by fold_rows (tcc).
 void KernelRenderer::fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms) {
-  std::vector<std::string> cc = detached([&] { fill_tiles(r, accs, j, terms); });
-  std::vector<std::string> tcc = detached([&] { fold_rows(r, accs, j); });
+  per_compiler([&] { fill_tiles(r, accs, j, terms); }, [&] { fold_rows(r, accs, j); });
+}
+
+// What `cc` renders under #ifndef __TINYC__, what `tcc` renders under #else.
+void KernelRenderer::per_compiler(const std::function<void()>& cc, const std::function<void()>& tcc) {
+  std::vector<std::string> for_cc = detached(cc), for_tcc = detached(tcc);
   emit(depth(), "#ifndef __TINYC__");
-  for (std::string& l : cc) emit(depth(), std::move(l));
+  for (std::string& l : for_cc) emit(depth(), std::move(l));
   emit(depth(), "#else");
-  for (std::string& l : tcc) emit(depth(), std::move(l));
+  for (std::string& l : for_tcc) emit(depth(), std::move(l));
   emit(depth(), "#endif");
 }
 

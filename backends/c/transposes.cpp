@@ -34,17 +34,8 @@ bool KernelRenderer::transpose_blocked(UOp end) {
     close();
     close();
   };
-  if (UOp load = tile_copy(end)) {
-    std::vector<std::string> cc = detached([&] { transpose_tiles(end, load); });
-    std::vector<std::string> tcc = detached(rows);
-    emit(depth(), "#ifndef __TINYC__");
-    for (std::string& l : cc) emit(depth(), std::move(l));
-    emit(depth(), "#else");
-    for (std::string& l : tcc) emit(depth(), std::move(l));
-    emit(depth(), "#endif");
-  } else {
-    rows();
-  }
+  if (UOp load = tile_copy(end)) per_compiler([&] { transpose_tiles(end, load); }, rows);
+  else rows();
   for (size_t k = 1; k < pos; ++k) close();
   return true;
 }
