@@ -28,7 +28,7 @@ bool is_axis_fold(UOp u);
 
 class Interpreter {
  public:
-  Interpreter(UOp root, BufferMap& buffers, const Options& opts);
+  Interpreter(UOp root, BufferMap& buffers, const Options& opts);  // root verified (interp::run)
   std::vector<Output> outputs();
 
  private:

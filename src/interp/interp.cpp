@@ -41,7 +41,6 @@ std::vector<int64_t> concrete_shape(const std::vector<Value>& vals) {
 
 Interpreter::Interpreter(UOp root, BufferMap& buffers, const Options& opts)
     : root_(root), opts_(opts), mem_([this](UOp u) { return describe(u); }) {
-  require_valid(root);
   printed_ = number_graph(root);
   bind_buffers(buffers);
   ctx_ = Clock(mem_, Clock::Kind::Live);
@@ -555,7 +554,10 @@ BufferMap copy_buffers(const BufferMap& b) {
 std::vector<Output> run(UOp root, BufferMap& buffers, const Options& opts) {
   require_valid(root);  // first: an invalid graph's inputs (or gradient) mean nothing
   check_inputs(graph_buffers(root), buffers);
-  if (grad::has_gradient(root)) root = grad::expand(root);  // a GRADIENT means the graph computing it (S9)
+  if (grad::has_gradient(root)) {
+    root = grad::expand(root);  // a GRADIENT means the graph computing it (S9)
+    require_valid(root);        // what the gradient pass built
+  }
   Interpreter in(root, buffers, opts);
   return in.outputs();
 }

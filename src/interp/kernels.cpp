@@ -66,6 +66,7 @@ using sop::DivByZero;
 using sop::idiv_op;
 using sop::max_op;
 using sop::mod_op;
+using sop::with_fold;
 using sop::wrap_add;
 using sop::wrap_mul;
 using sop::wrap_sub;
@@ -338,11 +339,7 @@ namespace {
 template <class T> void accumulate_t(Ops op, Value& acc, const Value& x) {
   Value prev = acc;
   std::array<const Value*, 2> in{&prev, &x};
-  switch (op) {
-    case Ops::ADD: map_n<T, T, 2>(acc, in, wrap_add<T>); break;
-    case Ops::MUL: map_n<T, T, 2>(acc, in, wrap_mul<T>); break;
-    default: map_n<T, T, 2>(acc, in, max_op<T>); break;
-  }
+  with_fold<T>(op, [&](auto f) { map_n<T, T, 2>(acc, in, f); });
 }
 
 // Splits x's axes into reduced (outer loop, row-major) and kept ones.
@@ -441,12 +438,7 @@ Value reduce_axes(Ops op, const Value& x, const std::vector<int64_t>& axes) {
   Value acc = identity_like(op, x.dtype, s.kept_shape);
   dispatch(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (auto k = single_kept_axis(s)) {
-      if (op == Ops::ADD) fold_rows<T>(x, s, *k, acc, wrap_add<T>);
-      else if (op == Ops::MUL) fold_rows<T>(x, s, *k, acc, wrap_mul<T>);
-      else fold_rows<T>(x, s, *k, acc, max_op<T>);
-      return;
-    }
+    if (auto k = single_kept_axis(s)) return with_fold<T>(op, [&](auto f) { fold_rows<T>(x, s, *k, acc, f); });
     for_each_reduced(s, s, [&](int64_t delta, int64_t) { accumulate_t<T>(op, acc, slice_at(x, s, delta)); });
   });
   acc.poison = reduce_poison(x, axes);
@@ -477,12 +469,9 @@ Value reduce_mul_add(const Value& a, const Value& b, const std::vector<int64_t>&
         for (int64_t i = 0; i < n; ++i) d[i] = wrap_add<T>(d[i], wrap_mul<T>(x[i * sx], y[i * sy]));
       }
     };
-    std::vector<size_t> kept;  // kept axes longer than 1
-    for (size_t i = 0; i < s.kept_shape.size(); ++i)
-      if (s.kept_shape[i] != 1) kept.push_back(i);
-    if (kept.size() <= 1) {  // the usual matmul/gemv case: one strided row per reduced index
-      int64_t n = kept.empty() ? 1 : s.kept_shape[kept[0]];
-      int64_t sx = kept.empty() ? 0 : a.view.strides[kept[0]], sy = kept.empty() ? 0 : b.view.strides[kept[0]];
+    if (auto k = single_kept_axis(s)) {  // the usual matmul/gemv case: one strided row per reduced index
+      bool none = s.kept_shape.empty();
+      int64_t n = none ? 1 : s.kept_shape[*k], sx = none ? 0 : a.view.strides[*k], sy = none ? 0 : b.view.strides[*k];
       for_each_reduced(s, sb, [&](int64_t da, int64_t db) { row(pacc, pa + a.view.offset + da, pb + b.view.offset + db, n, sx, sy); });
       return;
     }

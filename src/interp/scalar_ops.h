@@ -143,6 +143,14 @@ template <class T> T fold(Ops op, T a, T b) {
     default: return max_op<T>(a, b);
   }
 }
+// g called with the fold step of op as a function (for loops that apply it to many elements).
+template <class T, class G> void with_fold(Ops op, G g) {
+  switch (op) {
+    case Ops::ADD: return g(wrap_add<T>);
+    case Ops::MUL: return g(wrap_mul<T>);
+    default: return g(max_op<T>);
+  }
+}
 template <class T> T identity(Ops op) {
   return op == Ops::MUL ? T(1)
          : op == Ops::MAX ? (std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest())
