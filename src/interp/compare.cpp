@@ -11,7 +11,7 @@ namespace ow::interp {
 namespace {
 
 template <class T> bool same(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y));
+  if constexpr (is_float_v<T>) return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y));
   else return x == y;
 }
 

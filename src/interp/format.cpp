@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "interp/dispatch.h"
+#include "uop/floats.h"
 #include "uop/shape.h"
 
 namespace ow::interp {
@@ -16,19 +18,19 @@ namespace ow::interp {
 namespace {
 
 // Does text read back to x in the value's dtype? float32 values compare as float32, so 0.1f
-// prints as 0.1 rather than 0.100000001.
-bool reads_back(const char* text, double x, bool single) {
-  double y = std::strtod(text, nullptr);
-  return single ? static_cast<float>(y) == static_cast<float>(x) : y == x;
+// prints as 0.1 rather than 0.100000001; the narrow floats likewise in their own format (float16
+// as numpy prints it; bfloat16 and the fp8s by the same rule).
+bool reads_back(const char* text, double x, DType dtype) {
+  return fp::round_to(dtype, std::strtod(text, nullptr)) == x;
 }
 
 // The digits after the point of the shortest printf rendering of x (conversion 'f' or 'e')
 // that reads back; past `precision` digits, x rounded to `precision` without trailing zeros.
-int shortest_digits(double x, char conv, int precision, bool single) {
+int shortest_digits(double x, char conv, int precision, DType dtype) {
   char fmt[8] = {'%', '.', '*', conv, 0}, buf[400];
   for (int k = 0; k < precision; ++k) {
     std::snprintf(buf, sizeof buf, fmt, k, x);
-    if (reads_back(buf, x, single)) return k;
+    if (reads_back(buf, x, dtype)) return k;
   }
   std::snprintf(buf, sizeof buf, fmt, precision, x);
   std::string t = buf;
@@ -47,7 +49,7 @@ std::string printf_text(double x, char conv, int digits) {
 struct FloatStyle {
   bool scientific = false;
   int digits = 0;  // scientific: mantissa digits after the point, the same for all elements
-  bool single = false;
+  DType dtype;
   int precision = 8;
   size_t int_width = 0, frac_width = 0;  // positional: widths of "-12" and of ".5" parts
 };
@@ -61,14 +63,14 @@ std::string float_text(double x, const FloatStyle& s) {
     if (s.digits == 0 && e != std::string::npos) t.insert(e, 1, '.');  // numpy writes "1.e-05"
     return t;
   }
-  std::string t = printf_text(x, 'f', shortest_digits(x, 'f', s.precision, s.single));
+  std::string t = printf_text(x, 'f', shortest_digits(x, 'f', s.precision, s.dtype));
   if (t.find('.') == std::string::npos) t += ".";
   return t;
 }
 
-FloatStyle float_style(const std::vector<double>& xs, bool single, int precision) {
+FloatStyle float_style(const std::vector<double>& xs, DType dtype, int precision) {
   FloatStyle s;
-  s.single = single;
+  s.dtype = dtype;
   s.precision = precision;
   double lo = INFINITY, hi = 0;
   for (double x : xs)
@@ -76,7 +78,7 @@ FloatStyle float_style(const std::vector<double>& xs, bool single, int precision
   s.scientific = hi > 0 && (hi >= 1e8 || lo < 1e-4 || hi / lo > 1e3);
   if (s.scientific)
     for (double x : xs)
-      if (std::isfinite(x)) s.digits = std::max(s.digits, shortest_digits(x, 'e', precision, single));
+      if (std::isfinite(x)) s.digits = std::max(s.digits, shortest_digits(x, 'e', precision, dtype));
   return s;
 }
 
@@ -117,12 +119,11 @@ std::vector<std::vector<int64_t>> shown_indices(const std::vector<int64_t>& shap
 // Integers are read from storage, not through double: 64-bit values beyond 2^53 print exactly.
 std::string int_text(const Value& v, int64_t flat) {
   int64_t at = v.view.offset_of(unflatten(v.shape(), flat));
-  switch (v.dtype.scalar) {
-    case Scalar::Int32: return std::to_string(v.data->as<int32_t>()[at]);
-    case Scalar::Uint32: return std::to_string(v.data->as<uint32_t>()[at]);
-    case Scalar::Uint64: return std::to_string(v.data->as<uint64_t>()[at]);
-    default: return std::to_string(v.data->as<int64_t>()[at]);
-  }
+  return dispatch(v.dtype, [&](auto tag) -> std::string {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) return std::to_string(+v.data->as<T>()[at]);  // + : char8_t as a number
+    else throw InternalError("int_text of " + to_string(v.dtype));
+  });
 }
 
 class Printer {
@@ -174,7 +175,7 @@ class Printer {
     for (int64_t f : flats_)
       if (!poisoned(f)) xs.push_back(get_element(v_, f));
     FloatStyle style;
-    if (v_.dtype.is_float()) style = float_style(xs, v_.dtype.scalar != Scalar::Float64, o_.precision);
+    if (v_.dtype.is_float()) style = float_style(xs, v_.dtype, o_.precision);
     for (int64_t f : flats_) {
       double x = get_element(v_, f);
       if (poisoned(f)) texts_.push_back("poison");

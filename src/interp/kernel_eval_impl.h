@@ -26,6 +26,7 @@
 
 #include "interp/kernel_eval.h"
 #include "interp/launch_snapshot.h"
+#include "interp/narrow.h"
 #include "interp/value.h"
 #include "uop/text.h"
 
@@ -42,10 +43,26 @@ union Val {
   uint32_t u32;
   uint64_t u64;
   uint8_t b;
+  int8_t i8;
+  u8 u8_;
+  int16_t i16;
+  uint16_t u16;
+  f16 h;
+  bf16 bh;
+  f8e4m3 e4m3;
+  f8e5m2 e5m2;
 };
 
 template <class T> inline T& get(Val& v) {
   if constexpr (std::is_same_v<T, uint8_t>) return v.b;
+  else if constexpr (std::is_same_v<T, int8_t>) return v.i8;
+  else if constexpr (std::is_same_v<T, u8>) return v.u8_;
+  else if constexpr (std::is_same_v<T, int16_t>) return v.i16;
+  else if constexpr (std::is_same_v<T, uint16_t>) return v.u16;
+  else if constexpr (std::is_same_v<T, f16>) return v.h;
+  else if constexpr (std::is_same_v<T, bf16>) return v.bh;
+  else if constexpr (std::is_same_v<T, f8e4m3>) return v.e4m3;
+  else if constexpr (std::is_same_v<T, f8e5m2>) return v.e5m2;
   else if constexpr (std::is_same_v<T, int32_t>) return v.i32;
   else if constexpr (std::is_same_v<T, int64_t>) return v.i;
   else if constexpr (std::is_same_v<T, uint32_t>) return v.u32;

@@ -13,10 +13,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "interp/dispatch.h"
+#include "uop/floats.h"
 
 namespace ow::interp {
 
@@ -26,75 +29,67 @@ struct Descr {
   const char* text;
   DType dtype;
 };
-// What we write (and read without conversion).
-const Descr kDescrs[] = {{"<f4", dtypes::float32}, {"<f8", dtypes::float64}, {"<i4", dtypes::int32}, {"<i8", dtypes::int64},
-                         {"<u4", dtypes::uint32},  {"<u8", dtypes::uint64},  {"|b1", dtypes::bool_}, {"|u1", dtypes::bool_}};
+// What we write (and read without conversion). bfloat16 and the fp8s have no numpy dtype: their
+// files hold the raw bits in a structured dtype of one field named after the dtype, which numpy
+// reads as it is (np.load(f)['bfloat16'] are the bits as uint16).
+const Descr kDescrs[] = {{"'<f4'", dtypes::float32}, {"'<f8'", dtypes::float64}, {"'<i4'", dtypes::int32}, {"'<i8'", dtypes::int64},
+                         {"'<u4'", dtypes::uint32},  {"'<u8'", dtypes::uint64},  {"'|b1'", dtypes::bool_}, {"'<f2'", dtypes::float16},
+                         {"'|i1'", dtypes::int8},    {"'|u1'", dtypes::uint8},   {"'<i2'", dtypes::int16}, {"'<u2'", dtypes::uint16},
+                         {"[('bfloat16', '<u2')]", dtypes::bfloat16}, {"[('fp8e4m3', '|u1')]", dtypes::fp8e4m3}, {"[('fp8e5m2', '|u1')]", dtypes::fp8e5m2}};
 
-// A file's element type: kind 'f', 'i', 'u' or 'b', size in bytes, byte order.
+// A file's element type: kind 'f', 'i', 'u' or 'b', size in bytes, byte order; `bits_of` a
+// narrow float whose raw bits the file holds (kind 'u').
 struct FileType {
   char kind = 0;
   int size = 0;
   bool big_endian = false;
+  DType bits_of;
 };
 
+// [('bfloat16', '<u2')]: the bits of that dtype, in either byte order.
+std::optional<FileType> bits_type(const std::string& descr) {
+  for (DType d : {dtypes::bfloat16, dtypes::fp8e4m3, dtypes::fp8e5m2}) {
+    std::string name = to_string(d), size = std::to_string(d.itemsize());
+    for (const char* order : d.itemsize() == 1 ? std::vector<const char*>{"|", "<", ">", "="} : std::vector<const char*>{"<", ">", "="})
+      if (descr == "[('" + name + "', '" + order + "u" + size + "')]") return FileType{'u', d.itemsize(), *order == '>', d};
+  }
+  return std::nullopt;
+}
+
 FileType file_type(const std::string& descr, const std::string& path) {
+  if (auto t = bits_type(descr)) return *t;
   // descr is quoted: '<f4'
   std::string d = descr.size() >= 2 ? descr.substr(1, descr.size() - 2) : descr;
   FileType t;
-  if (d.size() >= 3 && std::string("<>|=").find(d[0]) != std::string::npos) {
+  if (descr[0] == '\'' && d.size() >= 3 && std::string("<>|=").find(d[0]) != std::string::npos) {
     t.big_endian = d[0] == '>';
     t.kind = d[1];
     t.size = std::atoi(d.c_str() + 2);
   }
-  bool ok = (t.kind == 'f' && (t.size == 4 || t.size == 8)) || ((t.kind == 'i' || t.kind == 'u') && (t.size == 1 || t.size == 2 || t.size == 4 || t.size == 8)) ||
+  bool ok = (t.kind == 'f' && (t.size == 2 || t.size == 4 || t.size == 8)) || ((t.kind == 'i' || t.kind == 'u') && (t.size == 1 || t.size == 2 || t.size == 4 || t.size == 8)) ||
             (t.kind == 'b' && t.size == 1);
-  if (!ok) throw Error(path + ": unsupported .npy dtype " + descr + " (supported: floats of 4 or 8 bytes, integers, bool; convert with a.astype(np.float32))");
+  if (!ok)
+    throw Error(path + ": unsupported .npy dtype " + descr +
+                " (supported: floats of 2, 4 or 8 bytes, integers, bool, and the bits of bfloat16/fp8e4m3/fp8e5m2 as [('bfloat16', '<u2')], [('fp8e4m3', '|u1')], [('fp8e5m2', '|u1')]; convert with a.astype(np.float32))");
   return t;
 }
 
-// Reads one element of a file's data as an exact integer (kind i/u/b) or double (kind f).
-struct Element {
-  bool is_float;
-  int64_t i;
-  uint64_t u;
-  double f;
-  unsigned char bits[8];  // in our byte order: a float32 is copied, so a signaling NaN stays one
-};
-Element read_element(const unsigned char* p, const FileType& t) {
-  unsigned char b[8];
-  for (int k = 0; k < t.size; ++k) b[k] = p[t.big_endian ? t.size - 1 - k : k];
-  Element e{t.kind == 'f', 0, 0, 0, {}};
-  std::memcpy(e.bits, b, static_cast<size_t>(t.size));
-  uint64_t raw = 0;
-  std::memcpy(&raw, b, static_cast<size_t>(t.size));
-  if (t.kind == 'f') {
-    if (t.size == 4) {
-      float x;
-      std::memcpy(&x, b, 4);
-      e.f = x;
-    } else {
-      std::memcpy(&e.f, b, 8);
-    }
-  } else if (t.kind == 'i') {
-    int shift = 64 - 8 * t.size;
-    e.i = static_cast<int64_t>(raw << shift) >> shift;  // sign-extend
-    e.u = static_cast<uint64_t>(e.i);
-  } else {
-    e.u = raw;
-    e.i = static_cast<int64_t>(raw);
-  }
-  return e;
+// Copies one element of a file's data into `dst` in our (little-endian) byte order: every
+// element is stored as the file's own dtype (storage_dtype), bits untouched (a float's signaling
+// NaN stays one).
+void read_element(const unsigned char* p, const FileType& t, unsigned char* dst) {
+  for (int k = 0; k < t.size; ++k) dst[k] = p[t.big_endian ? t.size - 1 - k : k];
 }
 
-// The storage dtype a file's data is read into: ours when it matches, else the widest of its
-// kind (conversion to the buffer's dtype is npy_as's, exactly or not at all).
+// The storage dtype a file's data is read into: the file's own (conversion to the buffer's
+// dtype is npy_as's, exactly or not at all).
 DType storage_dtype(const FileType& t) {
-  if (t.kind == 'f') return t.size == 4 ? dtypes::float32 : dtypes::float64;
+  if (t.bits_of != dtypes::void_) return t.bits_of;
+  if (t.kind == 'f') return t.size == 2 ? dtypes::float16 : t.size == 4 ? dtypes::float32 : dtypes::float64;
   if (t.kind == 'b') return dtypes::bool_;
-  if (t.kind == 'i' && t.size == 4) return dtypes::int32;
-  if (t.kind == 'u' && t.size == 4) return dtypes::uint32;
-  if (t.kind == 'u' && t.size == 8) return dtypes::uint64;
-  return dtypes::int64;  // the narrower integers fit it
+  const DType ints[] = {dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64}, uints[] = {dtypes::uint8, dtypes::uint16, dtypes::uint32, dtypes::uint64};
+  int k = t.size == 1 ? 0 : t.size == 2 ? 1 : t.size == 4 ? 2 : 3;
+  return t.kind == 'i' ? ints[k] : uints[k];
 }
 
 std::string field(const std::string& header, const std::string& key, const std::string& path) {
@@ -103,7 +98,7 @@ std::string field(const std::string& header, const std::string& key, const std::
   size_t colon = header.find(':', k);
   if (colon == std::string::npos) throw Error(path + ": malformed .npy header");
   size_t s = header.find_first_not_of(' ', colon + 1);
-  size_t e = header[s] == '(' ? header.find(')', s) + 1 : header.find_first_of(",}", s);
+  size_t e = header[s] == '(' ? header.find(')', s) + 1 : header[s] == '[' ? header.find(']', s) + 1 : header.find_first_of(",}", s);
   if (s == std::string::npos || e == std::string::npos || e == 0) throw Error(path + ": malformed .npy header");
   return header.substr(s, e - s);
 }
@@ -177,8 +172,7 @@ void read_at(int fd, void* dst, size_t n, size_t offset, const std::string& path
 
 // Layouts whose bytes are the storage's bytes on this (little-endian) machine: read straight in.
 bool raw_layout(const FileType& t) {
-  if (t.big_endian) return false;
-  return ((t.kind == 'f' || t.kind == 'i' || t.kind == 'u') && (t.size == 4 || t.size == 8)) || (t.kind == 'b' && t.size == 1);
+  return !t.big_endian;
 }
 
 // What parse_npy's element-wise path does to such data beyond copying: bools become 0/1.
@@ -250,64 +244,47 @@ NpyArray parse_npy(const std::string& all, const std::string& path) {
   int64_t n = h.n;
   const auto* src = reinterpret_cast<const unsigned char*>(all.data() + h.data_at);
   out.data = std::make_shared<Storage>(out.dtype, n);
-  for (int64_t i = 0; i < n; ++i) {
-    Element e = read_element(src + i * type.size, type);
-    switch (out.dtype.scalar) {
-      case Scalar::Float32: std::memcpy(out.data->as<float>() + i, e.bits, 4); break;
-      case Scalar::Float64: std::memcpy(out.data->as<double>() + i, e.bits, 8); break;
-      case Scalar::Int32: out.data->as<int32_t>()[i] = static_cast<int32_t>(e.i); break;
-      case Scalar::Uint32: out.data->as<uint32_t>()[i] = static_cast<uint32_t>(e.u); break;
-      case Scalar::Uint64: out.data->as<uint64_t>()[i] = e.u; break;
-      case Scalar::Bool: out.data->as<uint8_t>()[i] = e.u != 0; break;
-      default: out.data->as<int64_t>()[i] = e.i; break;
-    }
-  }
+  for (int64_t i = 0; i < n; ++i) read_element(src + i * type.size, type, out.data->bytes.data() + i * type.size);
+  finish_raw(*out.data, type);
   return out;
 }
 
 namespace {
 long double exact_element(const Storage& s, int64_t i) {
-  switch (s.dtype.scalar) {
-    case Scalar::Float32: return s.as<float>()[i];
-    case Scalar::Float64: return s.as<double>()[i];
-    case Scalar::Int32: return s.as<int32_t>()[i];
-    case Scalar::Uint32: return s.as<uint32_t>()[i];
-    case Scalar::Uint64: return static_cast<long double>(s.as<uint64_t>()[i]);
-    case Scalar::Bool: return s.as<uint8_t>()[i];
-    default: return static_cast<long double>(s.as<int64_t>()[i]);
-  }
+  return dispatch(s.dtype, [&](auto tag) -> long double {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_narrow_float_v<T>) return static_cast<float>(s.as<T>()[i]);
+    else return static_cast<long double>(s.as<T>()[i]);
+  });
 }
 
 // Writes x as element i of s; false when the dtype cannot hold x exactly. (long double holds
 // every int64, uint64 and double exactly, so the comparisons below are exact.)
 bool store_exact(Storage& s, int64_t i, long double x) {
   bool nan = x != x;
-  switch (s.dtype.scalar) {
-    case Scalar::Float32: s.as<float>()[i] = static_cast<float>(x); return nan || static_cast<long double>(s.as<float>()[i]) == x;
-    case Scalar::Float64: s.as<double>()[i] = static_cast<double>(x); return nan || static_cast<long double>(s.as<double>()[i]) == x;
-    case Scalar::Bool: s.as<uint8_t>()[i] = x != 0; return x == 0 || x == 1;
-    case Scalar::Int32:
-      if (nan || x != std::trunc(x) || x < INT32_MIN || x > INT32_MAX) return false;
-      s.as<int32_t>()[i] = static_cast<int32_t>(x);
-      return true;
-    case Scalar::Uint32:
-      if (nan || x != std::trunc(x) || x < 0 || x > UINT32_MAX) return false;
-      s.as<uint32_t>()[i] = static_cast<uint32_t>(x);
-      return true;
-    case Scalar::Uint64:
-      if (nan || x != std::trunc(x) || x < 0 || x >= 0x1p64L) return false;
-      s.as<uint64_t>()[i] = static_cast<uint64_t>(x);
-      return true;
-    default:
-      if (nan || x != std::trunc(x) || x < -0x1p63L || x >= 0x1p63L) return false;
-      s.as<int64_t>()[i] = static_cast<int64_t>(x);
-      return true;
+  if (s.dtype.is_bool()) {
+    s.as<uint8_t>()[i] = x != 0;
+    return x == 0 || x == 1;
   }
+  return dispatch(s.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      T v = static_cast<T>(static_cast<double>(x));  // a value exact in T is exact in double
+      s.as<T>()[i] = v;
+      return nan || static_cast<long double>(static_cast<double>(v)) == x;
+    } else {
+      auto [lo, hi] = std::pair<long double, long double>(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+      if (nan || x != std::trunc(x) || x < lo || x > hi) return false;
+      s.as<T>()[i] = static_cast<T>(x);
+      return true;
+    }
+  });
 }
 
 std::string numpy_name(DType d) {
   if (d.is_bool()) return "np.bool_";
   if (d.is_index()) return "np.int64";
+  if (d == dtypes::bfloat16 || d == dtypes::fp8e4m3 || d == dtypes::fp8e5m2) return "np.float32) for a float32 buffer, or save the bits of a " + to_string(d) + " as np.dtype([('" + to_string(d) + "', '<u" + std::to_string(d.itemsize()) + "')]";
   return "np." + to_string(d);
 }
 }  // namespace
@@ -334,12 +311,12 @@ std::string npy_header(const Value& v) {
   const char* descr = nullptr;
   for (const Descr& d : kDescrs)
     if (d.dtype == v.dtype && !descr) descr = d.text;
-  if (v.dtype.is_index()) descr = "<i8";
+  if (v.dtype.is_index()) descr = "'<i8'";
   if (!descr) throw Error("cannot save dtype " + to_string(v.dtype) + " as .npy");
   std::string shape = "(";
   for (size_t i = 0; i < v.shape().size(); ++i) shape += std::to_string(v.shape()[i]) + (v.shape().size() == 1 ? "," : i + 1 < v.shape().size() ? ", " : "");
   shape += ")";
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header = std::string("{'descr': ") + descr + ", 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';

@@ -1,5 +1,7 @@
-// Reading and writing NumPy .npy files (format versions 1-3, C order). Reading takes either byte
-// order and any integer, float32/64 or bool dtype; integers narrower than 32 bits widen to int64.
+// Reading and writing NumPy .npy files (format versions 1-3, C order), in either byte order: bool,
+// every integer, float16/32/64 as numpy has them, and bfloat16, fp8e4m3 and fp8e5m2 (no numpy
+// dtype) as their raw bits in a one-field structured dtype named after them:
+// [('bfloat16', '<u2')], [('fp8e4m3', '|u1')], [('fp8e5m2', '|u1')].
 #pragma once
 #include <string>
 #include <vector>

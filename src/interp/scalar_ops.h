@@ -1,6 +1,7 @@
 // The per-element arithmetic of SEMANTICS.md S2.1, shared by the tensor-level kernels
 // (kernels.cpp) and the scalar kernel evaluator (kernel_eval.cpp) so the two cannot drift.
-// Every function computes in T with one rounding; files including this must be compiled with
+// Every function computes in T with one rounding (a narrow float T computes in the float32 it
+// widens to and rounds the result back, interp/narrow.h); files including this must be compiled with
 // -ffp-contract=off (the ow_interp library is).
 #pragma once
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "interp/narrow.h"
 #include "uop/ops.h"
 
 namespace ow::interp::sop {
@@ -23,24 +25,26 @@ struct BadShift {
   std::string message() const { return "shift count " + count + " outside [0, " + std::to_string(bits) + ")"; }
 };
 
+// Integer arithmetic is computed in uint64_t and keeps the low bits: the narrow types would be
+// promoted to int, where uint16 65535 * 65535 overflows.
 template <class T> T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
   else if constexpr (std::is_same_v<T, uint8_t>) return a | b;
   else return a + b;
 }
 template <class T> T wrap_sub(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) - static_cast<std::make_unsigned_t<T>>(b));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
   else if constexpr (std::is_same_v<T, uint8_t>) return a ^ b;
   else return a - b;
 }
 template <class T> T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
   else if constexpr (std::is_same_v<T, uint8_t>) return a & b;
   else return a * b;
 }
 // MAX propagates NaN (SEMANTICS.md "MAX").
 template <class T> T max_op(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_float_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
   }
   return a > b ? a : b;
@@ -86,7 +90,7 @@ template <class T> T shift_count(T b) {
   if (negative || b >= static_cast<T>(bits)) throw BadShift{std::to_string(b), bits};
   return b;
 }
-template <class T> T shl_op(T a, T b) { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << shift_count(b)); }
+template <class T> T shl_op(T a, T b) { return static_cast<T>(static_cast<uint64_t>(a) << shift_count(b)); }
 template <class T> T shr_op(T a, T b) { return static_cast<T>(a >> shift_count(b)); }
 
 // THREEFRY (SEMANTICS.md S2.1): Threefry-2x32 with 20 rounds (Salmon et al. 2011, Random123) of
@@ -121,7 +125,7 @@ template <class To, class From> To bitcast_op(From x) {
 
 // IEEE negation flips the sign (-(+0) is -0, as in C); integers wrap (0 - x).
 template <class T> T neg_op(T x) {
-  if constexpr (std::is_floating_point_v<T>) return -x;
+  if constexpr (is_float_v<T>) return -x;
   else return wrap_sub<T>(T(0), x);
 }
 template <class T> T recip_op(T x) { return T(1) / x; }
@@ -130,7 +134,7 @@ template <class T> T exp2_op(T x) { return static_cast<T>(std::exp2(x)); }
 template <class T> T log2_op(T x) { return static_cast<T>(std::log2(x)); }
 template <class T> T sin_op(T x) { return static_cast<T>(std::sin(x)); }
 template <class T> T trunc_op(T x) {
-  if constexpr (std::is_floating_point_v<T>) return std::trunc(x);
+  if constexpr (is_float_v<T>) return std::trunc(x);
   else return x;
 }
 template <class T> T mulacc_op(T x, T y, T z) { return wrap_add<T>(wrap_mul<T>(x, y), z); }
@@ -153,7 +157,7 @@ template <class T, class G> void with_fold(Ops op, G g) {
 }
 template <class T> T identity(Ops op) {
   return op == Ops::MUL ? T(1)
-         : op == Ops::MAX ? (std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest())
+         : op == Ops::MAX ? (std::numeric_limits<T>::has_infinity ? T(-std::numeric_limits<T>::infinity()) : std::numeric_limits<T>::lowest())
                           : T(0);
 }
 

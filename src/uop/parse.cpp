@@ -121,7 +121,7 @@ class Parser {
     std::string dtname = word("a dtype such as float32");
     auto dtype = dtype_from_string(dtname);
     if (!dtype)
-      error_at(dt_pos, "unknown dtype '" + clip(dtname) + "' (expected void, bool, int32, int64, index, float16, float32, float64, or a pointer like float32*10)");
+      error_at(dt_pos, "unknown dtype '" + clip(dtname) + "' (expected " + dtype_names_text() + ")");
     std::vector<UOp> src = sources();
     Arg arg, tag;
     skip_ws();

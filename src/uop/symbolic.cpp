@@ -21,14 +21,10 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 bool intlike(DType d) { return (d.is_int() && d != dtypes::uint64) || d.is_bool(); }
 // The division rules below reason about values as integers that do not wrap, which unsigned
 // arithmetic does all the time (x - 1 is x + 2^32 - 1): signed integers only.
-bool divisible_int(DType d) { return d.is_signed_int(); }
+// int8 and int16 wrap within the ranges of ordinary index arithmetic, so they are left out too.
+bool divisible_int(DType d) { return d.is_signed_int() && d.itemsize() >= 4; }
 
-std::pair<int64_t, int64_t> limits(DType d) {
-  if (d.is_bool()) return {0, 1};
-  if (!d.ptr && d.scalar == Scalar::Int32) return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
-  if (!d.ptr && d.scalar == Scalar::Uint32) return {0, std::numeric_limits<uint32_t>::max()};
-  return {kMin, kMax};
-}
+std::pair<int64_t, int64_t> limits(DType d) { return d.ptr ? std::pair{kMin, kMax} : int_limits(d); }
 
 // Bounds are computed in 128 bits; an interval the dtype cannot hold may wrap, so it is unknown.
 std::pair<int64_t, int64_t> fit(DType d, i128 lo, i128 hi) {
@@ -74,7 +70,7 @@ std::pair<int64_t, int64_t> binary_bounds(const UOpNode& n) {
 }  // namespace
 
 // An unsigned CONST's value is its arg modulo 2^bits (a uint32 arg may be written as -1).
-int64_t canonical(DType d, int64_t v) { return d.scalar == Scalar::Uint32 ? static_cast<uint32_t>(v) : v; }
+int64_t canonical(DType d, int64_t v) { return d.is_unsigned() && d != dtypes::uint64 ? wrap_int(d, static_cast<uint64_t>(v)) : v; }
 
 std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n) {
   auto [dlo, dhi] = limits(n.dtype);
@@ -113,12 +109,7 @@ std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n) {
 
 bool fold_int_alu(Ops op, DType dtype, const int64_t* v, size_t n, int64_t& out) {
   using u64 = uint64_t;
-  auto wrap = [&](u64 x) -> int64_t {
-    if (dtype.is_bool()) return x != 0;
-    if (dtype.scalar == Scalar::Int32) return static_cast<int32_t>(static_cast<uint32_t>(x));
-    if (dtype.scalar == Scalar::Uint32) return static_cast<uint32_t>(x);
-    return static_cast<int64_t>(x);
-  };
+  auto wrap = [&](u64 x) -> int64_t { return wrap_int(dtype, x); };
   if (n != static_cast<size_t>(alu_arity(op))) return false;  // malformed nodes never fold
   if (dtype == dtypes::uint64) return false;                  // its values do not all fit int64
   int bits = dtype.itemsize() * 8;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "uop/error.h"
+#include "uop/floats.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
 #include "uop/verify.h"
@@ -96,14 +97,13 @@ UOp UOp::cnst(DType dtype, double value) {
       throw Error("constant " + format_double(value) + " does not fit " + to_string(dtype));
     return int_const(dtype, static_cast<int64_t>(value));
   }
-  if (dtype.scalar == Scalar::Float32) value = static_cast<double>(static_cast<float>(value));
+  value = fp::round_to(dtype, value);
   if (std::isnan(value)) value = std::copysign(std::numeric_limits<double>::quiet_NaN(), value);  // one NaN per sign
   return make(Ops::CONST, dtype, {}, Arg(value));
 }
 
 UOp UOp::int_const(DType dtype, int64_t value) {
-  if (dtype.scalar == Scalar::Int32) value = static_cast<int32_t>(value);
-  if (dtype.scalar == Scalar::Uint32) value = static_cast<uint32_t>(value);  // uint64: the arg holds the bits
+  if (dtype.is_int() && dtype.itemsize() < 8) value = wrap_int(dtype, static_cast<uint64_t>(value));  // uint64: the arg holds the bits
   return make(Ops::CONST, dtype, {}, Arg(value));
 }
 

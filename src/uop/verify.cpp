@@ -51,14 +51,15 @@ Check check_const(UOp u) {
   const Arg& a = u->arg;
   bool ok = u->dtype.is_bool() ? a.is<bool>() : u->dtype.is_int() ? a.is<int64_t>() : u->dtype.is_float() ? a.is<double>() : false;
   if (!ok) return fail("const.arg", "CONST " + dt(u->dtype) + " needs a " + (u->dtype.is_bool() ? "bool" : u->dtype.is_int() ? "integer" : u->dtype.is_float() ? "float (with '.')" : "value dtype") + " arg, got " + arg_text(a));
-  if (u->dtype.scalar == Scalar::Int32) {
-    int64_t v = a.as<int64_t>();
-    if (v != static_cast<int32_t>(v)) return fail("const.arg", "value " + std::to_string(v) + " does not fit int32");
-  }
+  if (!u->dtype.is_int() || u->dtype.itemsize() == 8) return std::nullopt;
+  int64_t v = a.as<int64_t>();
+  auto [lo, hi] = int_limits(u->dtype);
+  if (u->dtype.is_signed_int() && (v < lo || v > hi)) return fail("const.arg", "value " + std::to_string(v) + " does not fit " + dt(u->dtype));
   // An unsigned CONST holds its value modulo 2^bits, its bits read unsigned or as two's complement
   // (tinygrad writes uint32 2^32 - 1 as -1; a uint64 above 2^63 - 1 can only be written that way).
-  if (u->dtype.scalar == Scalar::Uint32 && (a.as<int64_t>() < INT32_MIN || a.as<int64_t>() > UINT32_MAX))
-    return fail("const.arg", "value " + std::to_string(a.as<int64_t>()) + " does not fit uint32 (-2^31 .. 2^32-1, taken modulo 2^32)");
+  std::string bits = std::to_string(8 * u->dtype.itemsize());
+  if (u->dtype.is_unsigned() && (v < -(hi / 2) - 1 || v > hi))
+    return fail("const.arg", "value " + std::to_string(v) + " does not fit " + dt(u->dtype) + " (-2^" + std::to_string(8 * u->dtype.itemsize() - 1) + " .. 2^" + bits + "-1, taken modulo 2^" + bits + ")");
   return std::nullopt;
 }
 

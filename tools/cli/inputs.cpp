@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "uop/shape.h"
+#include "interp/dispatch.h"
 #include "interp/inputs.h"
 #include "interp/npy.h"
 #include "tensor/random.h"
@@ -37,7 +38,7 @@ interp::BufferData load_one(const interp::BufferSpec& spec, const std::string& p
 template <class T> void fill(interp::Storage& s, Random& rng) {
   T* p = s.as<T>();
   for (int64_t i = 0; i < s.size; ++i) {
-    if constexpr (std::is_floating_point_v<T>) p[i] = static_cast<T>(rng.uniform() * 2.0f - 1.0f);
+    if constexpr (interp::is_float_v<T>) p[i] = static_cast<T>(rng.uniform() * 2.0f - 1.0f);
     else if constexpr (std::is_same_v<T, uint8_t>) p[i] = static_cast<T>(rng.next() & 1);
     else if constexpr (std::is_unsigned_v<T>) p[i] = static_cast<T>(rng.next() % 17);
     else p[i] = static_cast<T>(static_cast<int64_t>(rng.next() % 17) - 8);
@@ -85,16 +86,7 @@ std::vector<std::string> fill_random_inputs(UOp root, interp::BufferMap& buffers
   for (const interp::BufferSpec& spec : interp::graph_buffers(root)) {
     if (buffers.count(spec.name)) continue;
     auto data = std::make_shared<interp::Storage>(spec.dtype, spec.size);
-    switch (spec.dtype.scalar) {
-      case Scalar::Float32: fill<float>(*data, rng); break;
-      case Scalar::Float64: fill<double>(*data, rng); break;
-      case Scalar::Int32: fill<int32_t>(*data, rng); break;
-      case Scalar::Int64: case Scalar::Index: fill<int64_t>(*data, rng); break;
-      case Scalar::Uint32: fill<uint32_t>(*data, rng); break;
-      case Scalar::Uint64: fill<uint64_t>(*data, rng); break;
-      case Scalar::Bool: fill<uint8_t>(*data, rng); break;
-      default: throw Error("no random data for buffer '" + spec.name + "' of dtype " + to_string(spec.dtype));
-    }
+    interp::dispatch(spec.dtype, [&](auto tag) { fill<typename decltype(tag)::type>(*data, rng); });
     buffers[spec.name] = interp::BufferData{spec.dtype, data, nullptr};
     filled.push_back(spec.name);
   }
