@@ -14,7 +14,9 @@
 namespace ow::backend::abi {
 
 // A shift's kind names its width, so the message can say the valid range.
-enum Kind : long long { kDivisionByZero = 1, kOutOfBounds = 2, kShiftCount32 = 3, kShiftCount64 = 4 };
+enum Kind : long long { kDivisionByZero = 1, kOutOfBounds = 2, kShiftCount32 = 3, kShiftCount64 = 4, kShiftCount8 = 5, kShiftCount16 = 6 };
+inline Kind shift_kind(int bits) { return bits == 8 ? kShiftCount8 : bits == 16 ? kShiftCount16 : bits == 32 ? kShiftCount32 : kShiftCount64; }
+inline int shift_bits(long long kind) { return kind == kShiftCount8 ? 8 : kind == kShiftCount16 ? 16 : kind == kShiftCount32 ? 32 : kind == kShiftCount64 ? 64 : 0; }
 enum Slot : int { kKind = 0, kNode = 1, kValue = 2, kSlots = 4 };  // err[] holds kSlots entries
 
 // The C helper every kernel's prelude defines (indices as in Slot).
@@ -45,8 +47,7 @@ inline std::string describe(const long long* err, const std::map<long long, std:
   std::string node = it != nodes.end() ? it->second : "node #" + std::to_string(err[kNode]);
   std::string what = err[kKind] == kDivisionByZero ? "integer division by zero"
                      : err[kKind] == kOutOfBounds  ? "out-of-bounds access at index " + std::to_string(err[kValue])
-                     : err[kKind] == kShiftCount32 ? "shift count " + std::to_string(err[kValue]) + " outside [0, 32)"
-                     : err[kKind] == kShiftCount64 ? "shift count " + std::to_string(err[kValue]) + " outside [0, 64)"
+                     : shift_bits(err[kKind])      ? "shift count " + std::to_string(err[kValue]) + " outside [0, " + std::to_string(shift_bits(err[kKind])) + ")"
                                                    : "error kind " + std::to_string(err[kKind]);
   return what + "\n  at " + node;
 }

@@ -24,6 +24,8 @@
 namespace ow::backend::detail {
 
 inline bool is32(DType d) { return d.scalar == Scalar::Int32 || d.scalar == Scalar::Uint32 || d.scalar == Scalar::Float32; }
+// int8, uint8, int16, uint16: C computes them as int, so results are cast back to their width.
+inline bool narrow_int(DType d) { return d.is_int() && d.itemsize() < 4; }
 
 struct Scope {
   UOp range;           // null for the function body
@@ -170,7 +172,11 @@ class KernelRenderer {
   void store(UOp st);
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);
   std::string alu(UOp u, int level);
+  std::string int_alu(UOp u, int level, std::vector<std::string>& s, UOp den, bool safe_den);
+  std::string narrow_float_op(Ops op, DType n, std::vector<std::string> s, UOp at);
   std::string cast(UOp u, const std::string& x);
+  std::string narrow_float_cast(UOp u, const std::string& x);
+  std::string float_to_int(DType from, DType to, const std::string& x, UOp at) const;
   std::string shift(UOp u, int level, const std::string& a, const std::string& b);
   static bool shift_in_range(UOp u);
   static std::string suffix(DType d);

@@ -53,6 +53,78 @@ static inline double ow_u32_to_f64(unsigned int x) { return (double)(long long)x
 static inline float ow_u32_to_f32(unsigned int x) { return (float)(long long)x; }
 static inline unsigned int ow_f32_as_u32(float v) { union { float f; unsigned int u; } x; x.f = v; return x.u; }
 static inline unsigned long long ow_f64_as_u64(double v) { union { double f; unsigned long long u; } x; x.f = v; return x.u; }
+/* NEG flips the sign bit, also of a NaN (tcc 0.9.27 compiles -x as a subtraction, which keeps a NaN's sign) */
+static inline float ow_neg_f32(float x) { return ow_f32_bits(ow_f32_as_u32(x) ^ 0x80000000u); }
+static inline double ow_neg_f64(double x) { return ow_f64_bits(ow_f64_as_u64(x) ^ 0x8000000000000000ull); }
+/* 8- and 16-bit integers from a float: the saturated 64-bit value clamped to their limits */
+static inline long long ow_clamp_i64(long long v, long long lo, long long hi) { return v < lo ? lo : v > hi ? hi : v; }
+/* Narrow floats (float16, bfloat16, fp8e4m3, fp8e5m2) are held as their bits, 1 sign, eb exponent
+   and mb mantissa bits (SEMANTICS S2.1, the same rule as src/uop/floats.cpp): an op widens them
+   exactly to float32 and rounds its result back; every conversion into one rounds the exact
+   value (-1)^neg * m * 2^e once, ties to even. Past the largest finite value: +-inf, or the
+   largest finite (sat: the fp8s); fp8e4m3 has no infinities (has_inf 0: only S.1111.111 is NaN).
+   A NaN keeps its sign and leading payload bits and becomes quiet. */
+static inline unsigned long long ow_shift_round(unsigned long long m, int k) {
+  unsigned long long q, rem, half;
+  if (k == 0) return m;
+  if (k > 64) return 0;
+  q = k == 64 ? 0 : m >> k;
+  rem = k == 64 ? m : m & ((1ull << k) - 1);
+  half = 1ull << (k - 1);
+  return (rem > half || (rem == half && (q & 1))) ? q + 1 : q;
+}
+static unsigned int ow_round_narrow(int neg, unsigned long long m, int e, int eb, int mb, int sat, int has_inf) {
+  unsigned int sign = neg ? 1u << (eb + mb) : 0, infb = ((1u << eb) - 1) << mb, bits;
+  unsigned int maxb = has_inf ? infb - 1 : (infb | ((1u << mb) - 1)) - 1, over = sign | (sat ? maxb : infb);
+  int bias = (1 << (eb - 1)) - 1, emin = 1 - bias, emax = has_inf ? (1 << eb) - 2 - bias : (1 << eb) - 1 - bias;
+  int p = mb + 1, top = 63, exponent, quantum, biased;
+  unsigned long long s;
+  if (m == 0) return sign;
+  while (!(m >> top)) top--;
+  exponent = top + e;
+  if (exponent > emax + 1) return over;
+  quantum = (exponent < emin ? emin : exponent) - (p - 1);
+  s = quantum >= e ? ow_shift_round(m, quantum - e) : m << (e - quantum);
+  if (s >> p) { s >>= 1; quantum++; }
+  if (s == 0) return sign;
+  biased = (s >> (p - 1)) ? quantum + (p - 1) + bias : 0;
+  bits = ((unsigned int)biased << mb) | (unsigned int)(s & ((1ull << mb) - 1));
+  if (quantum + (p - 1) > emax || bits > maxb) return over;
+  return sign | bits;
+}
+static unsigned int ow_f64_to_narrow(double x, int eb, int mb, int sat, int has_inf) {
+  unsigned long long u = ow_f64_as_u64(x), mant = u & ((1ull << 52) - 1);
+  int neg = (int)(u >> 63), biased = (int)((u >> 52) & 0x7ff);
+  unsigned int sign = neg ? 1u << (eb + mb) : 0, infb = ((1u << eb) - 1) << mb;
+  if (biased == 0x7ff) {
+    if (!has_inf) return sign | infb | ((1u << mb) - 1);  /* NaN, also for an infinity */
+    if (mant == 0) return sign | infb;
+    return sign | infb | (1u << (mb - 1)) | (unsigned int)(mant >> (52 - mb));
+  }
+  if (biased == 0) return ow_round_narrow(neg, mant, -1074, eb, mb, sat, has_inf);
+  return ow_round_narrow(neg, mant | (1ull << 52), biased - 1075, eb, mb, sat, has_inf);
+}
+static float ow_narrow_to_f32(unsigned int b, int eb, int mb, int has_inf) {
+  unsigned int sign = (b >> (eb + mb)) & 1, mant = b & ((1u << mb) - 1), mag = b & ((1u << (eb + mb)) - 1), infb = ((1u << eb) - 1) << mb;
+  int bias = (1 << (eb - 1)) - 1, biased = (int)(mag >> mb);
+  double v;
+  if (has_inf ? mag > infb : mag == (infb | ((1u << mb) - 1))) return ow_f32_bits(sign << 31 | 0x7fc00000u | mant << (23 - mb));
+  if (has_inf && mag == infb) return ow_f32_bits(sign << 31 | 0x7f800000u);
+  if (biased == 0) v = (double)mant * ow_f64_bits((unsigned long long)(1023 + 1 - bias - mb) << 52);
+  else v = (double)(mant | (1u << mb)) * ow_f64_bits((unsigned long long)(1023 + biased - bias - mb) << 52);
+  return (float)(sign ? -v : v);
+}
+#define OW_NARROW(N, T, EB, MB, SAT, INF) \
+  static inline float ow_##N##_to_f32(T b) { return ow_narrow_to_f32(b, EB, MB, INF); } \
+  static inline T ow_f64_to_##N(double x) { return (T)ow_f64_to_narrow(x, EB, MB, SAT, INF); } \
+  static inline T ow_f32_to_##N(float x) { return (T)ow_f64_to_narrow((double)x, EB, MB, SAT, INF); } \
+  static inline T ow_u64_to_##N(unsigned long long x) { return (T)ow_round_narrow(0, x, 0, EB, MB, SAT, INF); } \
+  static inline T ow_i64_to_##N(long long x) { return (T)ow_round_narrow(x < 0, x < 0 ? 0ull - (unsigned long long)x : (unsigned long long)x, 0, EB, MB, SAT, INF); }
+OW_NARROW(f16, unsigned short, 5, 10, 0, 1)
+OW_NARROW(bf16, unsigned short, 8, 7, 0, 1)
+OW_NARROW(e4m3, unsigned char, 4, 3, 1, 0)
+OW_NARROW(e5m2, unsigned char, 5, 2, 1, 1)
+#undef OW_NARROW
 /* THREEFRY: Threefry-2x32-20 (Random123) of the counter (x low, x high) under the key (key low,
    key high), packed the same way (src/interp/scalar_ops.h has the same function) */
 static inline unsigned long long ow_threefry(unsigned long long x, unsigned long long key) {

@@ -27,6 +27,7 @@
 #include <unordered_set>
 
 #include "uop/error.h"
+#include "uop/floats.h"
 #include "uop/pattern.h"
 #include "uop/text.h"
 
@@ -48,14 +49,16 @@ namespace detail {
 std::string KernelRenderer::ctype(DType d, UOp at) const {
   if (d.ptr) fail(at, "a pointer is not a value in the C backend");
   switch (d.scalar) {
-    case Scalar::Bool: return "unsigned char";
+    case Scalar::Bool: case Scalar::Uint8: case Scalar::Fp8e4m3: case Scalar::Fp8e5m2: return "unsigned char";  // fp8s: their bits
+    case Scalar::Int8: return "signed char";
+    case Scalar::Int16: return "short";
+    case Scalar::Uint16: case Scalar::Float16: case Scalar::BFloat16: return "unsigned short";  // float16, bfloat16: their bits
     case Scalar::Int32: return "int";
     case Scalar::Int64: case Scalar::Index: return "long long";
     case Scalar::Uint32: return "unsigned int";
     case Scalar::Uint64: return "unsigned long long";
     case Scalar::Float32: return "float";
     case Scalar::Float64: return "double";
-    case Scalar::Float16: fail(at, "float16 is not supported by the C backend");
     default: fail(at, "the C backend has no values of dtype " + to_string(d));
   }
 }
@@ -192,9 +195,11 @@ std::string KernelRenderer::literal(UOp u) const {
     if (d.scalar == Scalar::Uint32) return std::to_string(static_cast<uint32_t>(*p)) + "u";
     if (d.scalar == Scalar::Uint64) return std::to_string(static_cast<uint64_t>(*p)) + "ull";
     if (d.scalar == Scalar::Int32) return *p == INT32_MIN ? "(-2147483647 - 1)" : paren(std::to_string(*p));
+    if (narrow_int(d)) return "((" + ctype(d, u) + ")" + paren(std::to_string(wrap_int(d, static_cast<uint64_t>(*p)))) + ")";
     return *p == INT64_MIN ? "(-9223372036854775807LL - 1)" : paren(std::to_string(*p) + "LL");
   }
   double v = u.const_value();
+  if (d.is_narrow_float()) return "((" + ctype(d, u) + ")" + std::to_string(fp::from_double(fp::format_of(d), v)) + ")";
   bool f32 = d.scalar == Scalar::Float32;
   if (std::isnan(v) || std::isinf(v)) {
     bool neg = std::signbit(v);
@@ -219,6 +224,12 @@ std::string KernelRenderer::identity(UOp u, Ops op) const {
   if (u->src.size() < 2) fail(u, "REDUCE needs at least one range");
   DType d = u->dtype;
   ctype(d, u);
+  if (d.is_narrow_float()) {  // the bits of 0, 1, and -inf (fp8e4m3, without infinities: the lowest finite value)
+    const fp::Format& f = fp::format_of(d);
+    uint32_t bits = op == Ops::ADD ? 0 : op == Ops::MUL ? fp::from_int(f, 1) : f.sign_bit() | (f.has_inf ? f.inf_bits() : f.max_finite_bits());
+    return "((" + ctype(d, u) + ")" + std::to_string(bits) + ")";
+  }
+  if (narrow_int(d) && op == Ops::MAX) return std::to_string(int_limits(d).first);
   if (op == Ops::ADD) return d.is_float() ? (is32(d) ? "0.0f" : "0.0") : "0";
   if (op == Ops::MUL) return d.is_float() ? (is32(d) ? "1.0f" : "1.0") : "1";
   if (d.is_float()) return is32(d) ? "ow_f32_bits(0xff800000u)" : "ow_f64_bits(0xfff0000000000000ull)";
@@ -281,14 +292,22 @@ void KernelRenderer::store(UOp st) {
 bool KernelRenderer::may_wrap(UOp u) const {
   DType d = u->dtype;
   if (!d.is_signed_int()) return false;
-  int64_t lo = d.scalar == Scalar::Int32 ? INT32_MIN : INT64_MIN, hi = d.scalar == Scalar::Int32 ? INT32_MAX : INT64_MAX;
+  auto [lo, hi] = int_limits(d);
   return !(u.vmin() > lo && u.vmax() < hi);
 }
 
-// The prelude's name for a dtype in its helpers: ow_max_u32, ow_f64_to_i64, ...
+// The prelude's name for a dtype in its helpers: ow_max_u32, ow_f64_to_i64, ow_f16_to_f32, ...
+// The 8- and 16-bit integers use the 32-bit helpers (C computes them as int) and are cast back.
 std::string KernelRenderer::suffix(DType d) {
   if (d.is_bool()) return "u8";
-  std::string bits = d.itemsize() == 4 ? "32" : "64";
+  switch (d.scalar) {
+    case Scalar::Float16: return "f16";
+    case Scalar::BFloat16: return "bf16";
+    case Scalar::Fp8e4m3: return "e4m3";
+    case Scalar::Fp8e5m2: return "e5m2";
+    default: break;
+  }
+  std::string bits = d.itemsize() == 8 ? "64" : "32";
   return (d.is_float() ? "f" : d.is_unsigned() ? "u" : "i") + bits;
 }
 
@@ -306,10 +325,10 @@ std::string KernelRenderer::shift(UOp u, int lv, const std::string& a, const std
   std::string bits = std::to_string(d.itemsize() * 8);
   if (!shift_in_range(u)) {
     std::string bad = d.is_unsigned() ? b + " >= " + bits : b + " < 0 || " + b + " >= " + bits;
-    emit(lv, "if (" + bad + ") " + fail_at(d.itemsize() == 4 ? abi::kShiftCount32 : abi::kShiftCount64, u, "(long long)" + b));
+    emit(lv, "if (" + bad + ") " + fail_at(abi::shift_kind(d.itemsize() * 8), u, "(long long)" + b));
   }
   if (u->op == Ops::SHR) return "(" + a + " >> " + b + ")";
-  if (d.is_unsigned()) return "(" + a + " << " + b + ")";
+  if (d.is_unsigned() || narrow_int(d)) return "(" + a + " << " + b + ")";  // narrow: in int, cast back by alu
   std::string un = d.itemsize() == 4 ? "(unsigned)" : "(unsigned long long)";
   return "(" + ctype(d, u) + ")(" + un + a + " << " + b + ")";
 }
@@ -319,14 +338,45 @@ std::string KernelRenderer::binop(Ops op, DType d, const std::string& a, const s
   switch (op) {
     case Ops::ADD: case Ops::SUB: case Ops::MUL:
       if (d.is_bool()) return "(" + a + (op == Ops::ADD ? " | " : op == Ops::SUB ? " ^ " : " & ") + b + ")";
+      if (d.is_narrow_float()) return narrow_float_op(op, d, {a, b}, at);
+      // 8- and 16-bit integers: in unsigned int (int would overflow for uint16 65535 * 65535), cast back
+      if (narrow_int(d)) return "((" + ctype(d, at) + ")((unsigned)" + a + " " + sym + " (unsigned)" + b + "))";
       if (d.is_signed_int() && wrap) {
         std::string un = is32(d) ? "(unsigned)" : "(unsigned long long)";
         return "(" + ctype(d, at) + ")(" + un + a + " " + sym + " " + un + b + ")";
       }
       return "(" + a + " " + sym + " " + b + ")";
-    case Ops::MAX: return "ow_max_" + suffix(d) + "(" + a + ", " + b + ")";
+    case Ops::MAX:
+      if (d.is_narrow_float()) return narrow_float_op(op, d, {a, b}, at);
+      if (narrow_int(d)) return "((" + ctype(d, at) + ")ow_max_" + suffix(d) + "(" + a + ", " + b + "))";
+      return "ow_max_" + suffix(d) + "(" + a + ", " + b + ")";
     default: fail(at, std::string("no C rendering of ") + std::string(op_name(op)));
   }
+}
+
+// An op on narrow floats as SEMANTICS S2.1 defines it: the operands widened exactly to float32,
+// the float32 op, the result rounded back (comparisons give their bool as it is).
+std::string KernelRenderer::narrow_float_op(Ops op, DType n, std::vector<std::string> s, UOp at) {
+  std::string sfx = suffix(n);
+  for (std::string& x : s) x = "ow_" + sfx + "_to_f32(" + x + ")";
+  std::string r;
+  switch (op) {
+    case Ops::ADD: case Ops::SUB: case Ops::MUL: case Ops::MAX: r = binop(op, dtypes::float32, s[0], s[1], false, at); break;
+    case Ops::NEG: r = "ow_neg_f32(" + s[0] + ")"; break;
+    case Ops::CMPLT: return "(" + s[0] + " < " + s[1] + ")";
+    case Ops::CMPNE: return "(" + s[0] + " != " + s[1] + ")";
+    case Ops::CMPEQ: return "(" + s[0] + " == " + s[1] + ")";
+    case Ops::FDIV: r = "(" + s[0] + " / " + s[1] + ")"; break;
+    case Ops::RECIPROCAL: r = "(1.0f / " + s[0] + ")"; break;
+    case Ops::EXP2: r = "exp2f(" + s[0] + ")"; break;
+    case Ops::LOG2: r = "log2f(" + s[0] + ")"; break;
+    case Ops::SIN: r = "sinf(" + s[0] + ")"; break;
+    case Ops::SQRT: r = "sqrtf(" + s[0] + ")"; break;
+    case Ops::POW: r = "powf(" + s[0] + ", " + s[1] + ")"; break;
+    case Ops::TRUNC: r = "truncf(" + s[0] + ")"; break;
+    default: fail(at, std::string(op_name(op)) + " on " + to_string(n) + " is not supported by the C backend");
+  }
+  return "ow_f32_to_" + sfx + "(" + r + ")";
 }
 
 std::string KernelRenderer::alu(UOp u, int lv) {
@@ -342,6 +392,16 @@ std::string KernelRenderer::alu(UOp u, int lv) {
   std::vector<std::string> s;
   for (size_t i = 0; i < u->src.size(); ++i)
     s.push_back(val(u->src[i], lv, i == 1 && ((isdiv && !safe_den && !den.is_const()) || checked_count)));
+  if (sd.is_narrow_float() && op != Ops::WHERE && op != Ops::MULACC) return narrow_float_op(op, sd, s, u);
+  // 8- and 16-bit integers compute in int (C's promotion) and are cast back to their width
+  if (narrow_int(d) && op != Ops::WHERE) return "((" + ctype(d, u) + ")" + int_alu(u, lv, s, den, safe_den) + ")";
+  return int_alu(u, lv, s, den, safe_den);
+}
+
+// alu's ops on everything but the narrow floats.
+std::string KernelRenderer::int_alu(UOp u, int lv, std::vector<std::string>& s, UOp den, bool safe_den) {
+  Ops op = u->op;
+  DType d = u->dtype, sd = u->src.at(op == Ops::WHERE ? 1 : 0)->dtype;
   auto fl = [&](const char* f32, const char* f64) {
     if (!sd.is_float()) fail(u, std::string(op_name(op)) + " needs a float dtype in the C backend");
     std::string args = s[0];
@@ -356,6 +416,8 @@ std::string KernelRenderer::alu(UOp u, int lv) {
     }
     case Ops::NEG:
       if (d.is_bool()) return s[0];
+      if (narrow_int(d)) return "(-(unsigned)" + s[0] + ")";
+      if (d.is_float()) return "ow_neg_" + suffix(d) + "(" + s[0] + ")";
       if (may_wrap(u)) return "(" + ctype(d, u) + ")-(" + (is32(d) ? "unsigned" : "unsigned long long") + ")" + s[0];
       return "(-" + s[0] + ")";
     case Ops::CMPLT: return "(" + s[0] + " < " + s[1] + ")";
@@ -395,6 +457,7 @@ std::string KernelRenderer::cast(UOp u, const std::string& x) {
   std::string ty = ctype(to, u);
   ctype(from, u);
   if (to == from) return x;
+  if (to.is_narrow_float() || from.is_narrow_float()) return narrow_float_cast(u, x);
   if (u->op == Ops::BITCAST) {
     if (to.itemsize() != from.itemsize() || to.is_bool() || to.is_index() || from.is_bool() || from.is_index())
       fail(u, "BITCAST between " + to_string(from) + " and " + to_string(to));
@@ -403,9 +466,42 @@ std::string KernelRenderer::cast(UOp u, const std::string& x) {
     if (to.is_float()) return to.scalar == Scalar::Float32 ? "ow_f32_bits((unsigned int)" + x + ")" : "ow_f64_bits((unsigned long long)" + x + ")";
   }
   if (to.is_bool()) return "(" + x + " != 0)";
-  if (from.is_float() && to.is_int()) return "ow_" + suffix(from) + "_to_" + suffix(to) + "(" + x + ")";
-  if (from.is_unsigned() && to.is_float()) return "ow_" + suffix(from) + "_to_" + suffix(to) + "(" + x + ")";
+  if (from.is_float() && to.is_int()) return float_to_int(from, to, x, u);
+  if (from.is_unsigned() && !narrow_int(from) && to.is_float()) return "ow_" + suffix(from) + "_to_" + suffix(to) + "(" + x + ")";
   return "((" + ty + ")" + x + ")";
+}
+
+// CAST and BITCAST to or from a narrow float (C holds it as its bits): bits are reinterpreted as
+// they are; a conversion widens the source exactly to float32 first, and rounds once into a
+// narrow target from the exact source value (prelude: ow_f64_to_f16, ow_i64_to_bf16, ...).
+// float32/float64 -> any integer: truncate and saturate (prelude); an 8- or 16-bit target clamps
+// the saturated 64-bit value to its limits.
+std::string KernelRenderer::float_to_int(DType from, DType to, const std::string& x, UOp at) const {
+  if (!narrow_int(to)) return "ow_" + suffix(from) + "_to_" + suffix(to) + "(" + x + ")";
+  auto [lo, hi] = int_limits(to);
+  return "((" + ctype(to, at) + ")ow_clamp_i64(ow_" + suffix(from) + "_to_i64(" + x + "), " + std::to_string(lo) + "LL, " + std::to_string(hi) + "LL))";
+}
+
+std::string KernelRenderer::narrow_float_cast(UOp u, const std::string& x) {
+  DType to = u->dtype, from = u->src.at(0)->dtype;
+  std::string ty = ctype(to, u);
+  if (u->op == Ops::BITCAST) {
+    if (to.itemsize() != from.itemsize() || to.is_bool() || to.is_index() || from.is_bool() || from.is_index())
+      fail(u, "BITCAST between " + to_string(from) + " and " + to_string(to));
+    return "((" + ty + ")" + x + ")";  // both sides are integers in C, of one size
+  }
+  if (from.is_narrow_float()) {
+    std::string wide = "ow_" + suffix(from) + "_to_f32(" + x + ")";
+    if (to == dtypes::float32) return wide;
+    if (to.is_narrow_float()) return "ow_f32_to_" + suffix(to) + "(" + wide + ")";
+    if (to.is_bool()) return "(" + wide + " != 0)";
+    if (to == dtypes::float64) return "((double)" + wide + ")";
+    return float_to_int(dtypes::float32, to, wide, u);
+  }
+  std::string sfx = suffix(to);
+  if (from.is_float()) return "ow_" + suffix(from) + "_to_" + sfx + "(" + x + ")";
+  if (from.is_unsigned()) return "ow_u64_to_" + sfx + "((unsigned long long)" + x + ")";
+  return "ow_i64_to_" + sfx + "((long long)" + x + ")";  // signed integers and bool
 }
 
 std::string KernelRenderer::expr(UOp u, int lv) {

@@ -69,7 +69,8 @@ negative) gives x86's default NaN 0xFFC00000, which is NEGATIVE (ARM would give 
 e.g. float16 sqrt(-1) is 0xFE00. MAX: NaN if either operand is NaN, and that NaN is float32's
 0x7FC00000 cast by rule 4 (float16 0x7E00, bfloat16 0x7FC0, e4m3 0x7F, e5m2 0x7E); otherwise
 `a > b ? a : b` on the widened values (b when equal, so MAX(-0.0, +0.0) is +0.0 and MAX(+0.0,
--0.0) is -0.0). CMPLT/CMPNE on the widened values. NEG flips the sign bit (NaN too).
+-0.0) is -0.0). CMPLT/CMPNE on the widened values. NEG is the same widening: the sign flipped on
+the float32 (a signalling NaN comes back quiet, as from every other op).
 ALU on narrow ints: ADD SUB MUL NEG wrap modulo 2^bits; IDIV truncates, MOD has the dividend's
 sign, INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 is 0; SHL keeps the low bits, SHR is
 arithmetic for signed and logical for unsigned (counts in [0, bits)); AND OR XOR MAX CMPLT CMPNE.
@@ -700,7 +701,7 @@ def arith_float_case(dt):
     s32 = [f32_sqrt(x) for x in a32]
     outs["sqrt"] = narrow(dt, s32)
     ALU_LOG.extend((dt, "sqrt", x, 0, z, w) for x, z, w in zip(a32, s32, outs["sqrt"]))
-    outs["neg"] = [x ^ f.sign_bit for x in a]
+    outs["neg"] = narrow(dt, [x ^ 0x80000000 for x in a32])  # widened (a NaN quieted), sign flipped, rounded back
     lt = [f32_lt(x, y) for x, y in zip(a32, b32)]
     ne = [not (sval(F32, x)[0] != "nan" and sval(F32, y)[0] != "nan" and key(sval(F32, x)) == key(sval(F32, y)))
           for x, y in zip(a32, b32)]

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Run reference cases with `ow run` and compare every output with its expected .npy, byte for byte.
 
-    check_narrow.py --ow build/tools/ow --cases DIR [--backend interp|tcc|cc] [--case NAME]...
+    check_narrow.py --ow build/tools/ow --cases DIR [--backend interp|tcc|cc|check] [--case NAME]...
 
 A case directory holds, for each case C, the graph C.uop and a directory C/ with the inputs
 C/in_<name>.npy (bound to BUFFER "<name>") and the expected outputs C/out_<name>.npy (SINK output
@@ -110,7 +110,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ow", required=True, help="the ow executable")
     ap.add_argument("--cases", required=True, help="directory of <case>.uop and <case>/{in,out}_<name>.npy")
-    ap.add_argument("--backend", default="interp", choices=["interp", "tcc", "cc"])
+    ap.add_argument("--backend", default="interp", choices=["interp", "tcc", "cc", "check"])
     ap.add_argument("--case", action="append", help="run only this case (repeatable)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per case")
     args = ap.parse_args()
