@@ -188,7 +188,11 @@ Shape Gen::rand_shape(int max_rank, int64_t limit) {
 DType Gen::rand_dtype() {
   if (smooth_) return dtypes::float64;
   uint64_t r = pick(100);
-  return r < 70 ? dtypes::float32 : r < 82 ? dtypes::int32 : r < 85 ? dtypes::uint32 : r < 87 ? dtypes::uint64 : dtypes::bool_;
+  if (r >= 84) {  // the narrow dtypes, 2% each: wrap-around in int arithmetic, one rounding per op
+    static const DType narrow[] = {dtypes::int8, dtypes::uint8, dtypes::int16, dtypes::uint16, dtypes::float16, dtypes::bfloat16, dtypes::fp8e4m3, dtypes::fp8e5m2};
+    return narrow[(r - 84) / 2];
+  }
+  return r < 62 ? dtypes::float32 : r < 72 ? dtypes::int32 : r < 75 ? dtypes::uint32 : r < 77 ? dtypes::uint64 : dtypes::bool_;
 }
 
 double Gen::rand_value(DType d) {

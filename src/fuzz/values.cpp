@@ -70,7 +70,7 @@ UOp Gen::operand(const Shape& s, DType d, int depth, bool nonzero) {
 
 Tensor Gen::binary(const Shape& s, DType d, int depth) {
   if (d == dtypes::bool_ && chance(0.6)) {
-    DType od = chance(0.6) ? dtypes::float32 : (chance(0.7) ? dtypes::int32 : dtypes::bool_);
+    DType od = chance(0.6) ? dtypes::float32 : chance(0.3) ? rand_dtype() : (chance(0.7) ? dtypes::int32 : dtypes::bool_);
     static const Ops cmps[] = {Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
     Ops op = cmps[pick(3)];
     form(op_name(op).data());
@@ -117,6 +117,16 @@ DType Gen::same_size(DType d, bool second) {
   if (d == dtypes::int32) return second ? dtypes::uint32 : dtypes::float32;
   if (d == dtypes::uint64) return dtypes::float64;
   if (d == dtypes::float64) return dtypes::uint64;
+  if (d.itemsize() == 2 && !d.is_bool()) {  // int16 uint16 float16 bfloat16
+    static const DType two[] = {dtypes::int16, dtypes::uint16, dtypes::float16, dtypes::bfloat16};
+    for (int k = second ? 3 : 0; k >= 0 && k < 4; k += second ? -1 : 1)
+      if (two[k] != d) return two[k];
+  }
+  if (d.itemsize() == 1 && !d.is_bool()) {  // int8 uint8 fp8e4m3 fp8e5m2
+    static const DType one[] = {dtypes::int8, dtypes::uint8, dtypes::fp8e4m3, dtypes::fp8e5m2};
+    for (int k = second ? 3 : 0; k >= 0 && k < 4; k += second ? -1 : 1)
+      if (one[k] != d) return one[k];
+  }
   return d;
 }
 

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "uop/floats.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
 
@@ -10,9 +11,13 @@ namespace ow {
 UOp reduce_identity(Ops op, DType dt) {
   if (op == Ops::ADD) return UOp::cnst(dt, 0);
   if (op == Ops::MUL) return UOp::cnst(dt, 1);
+  if (dt.is_narrow_float() && !fp::format_of(dt).has_inf) {  // fp8e4m3: its lowest finite value
+    const fp::Format& f = fp::format_of(dt);
+    return UOp::cnst(dt, -static_cast<double>(fp::to_float(f, f.max_finite_bits())));
+  }
   if (dt.is_float()) return UOp::cnst(dt, -std::numeric_limits<double>::infinity());
   if (dt.is_bool() || dt.is_unsigned()) return UOp::cnst(dt, 0);  // the lowest value
-  return UOp::int_const(dt, dt.itemsize() == 4 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min());
+  return UOp::int_const(dt, int_limits(dt).first);
 }
 
 namespace {
