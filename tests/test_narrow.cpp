@@ -13,6 +13,7 @@
 #include "interp/format.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
+#include "tensor/tensor.h"
 #include "test_support.h"
 #include "uop/floats.h"
 #include "uop/symbolic.h"
@@ -153,4 +154,21 @@ TEST_CASE("float16 prints as numpy prints it; bfloat16 and fp8 by the same short
   CHECK(interp::format_array(out[0].value) == "[1.100e+00 6.550e+04 9.998e-02 3.005e+02]");
   // bfloat16 0x3dcd is 0.10009765625: "0.1" reads back to it in bfloat16
   CHECK(interp::format_element(fp::to_float(fp::kBFloat16, 0x3dcd), dtypes::bfloat16) == "0.1");
+}
+
+TEST_CASE("Tensor dtype promotion of the narrow dtypes is tinygrad's least_upper_dtype", "[narrow][tensor]") {
+  // (a, b, what tinygrad 278ca0388b's least_upper_dtype(a, b) gives)
+  const DType table[][3] = {
+      {dtypes::int8, dtypes::uint8, dtypes::int16},         {dtypes::uint8, dtypes::int16, dtypes::int16},
+      {dtypes::uint16, dtypes::int8, dtypes::int32},        {dtypes::float16, dtypes::bfloat16, dtypes::float32},
+      {dtypes::fp8e4m3, dtypes::fp8e5m2, dtypes::float16},  {dtypes::int64, dtypes::fp8e5m2, dtypes::fp8e5m2},
+      {dtypes::uint16, dtypes::float16, dtypes::float16},   {dtypes::bool_, dtypes::fp8e4m3, dtypes::fp8e4m3},
+      {dtypes::int32, dtypes::bfloat16, dtypes::bfloat16},  {dtypes::uint8, dtypes::uint32, dtypes::uint32},
+      {dtypes::int8, dtypes::float64, dtypes::float64},
+  };
+  for (const auto& [a, b, want] : table) {
+    INFO(to_string(a) << " with " << to_string(b));
+    CHECK((Tensor::full({2}, 1, a) + Tensor::full({2}, 1, b)).dtype() == want);
+    CHECK((Tensor::full({2}, 1, b) + Tensor::full({2}, 1, a)).dtype() == want);
+  }
 }

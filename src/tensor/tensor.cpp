@@ -55,20 +55,46 @@ std::vector<std::shared_ptr<Tensor::State>> live_tensors() {
 }  // namespace tensor_detail
 
 namespace {
-// The dtype two operands meet in (tinygrad's lattice where outerworld has the dtypes): bool
-// below everything, floats above integers, the wider of two integers of one signedness; int32
-// with uint32 meets in int64, and uint64 with a signed integer in nothing outerworld has.
-DType promote(DType a, DType b) {
-  if (a == b || b.is_bool()) return a;
-  if (a.is_bool()) return b;
-  if (a.is_float() || b.is_float()) {
-    auto rank = [](DType d) { return d.scalar == Scalar::Float64 ? 3 : d.scalar == Scalar::Float32 ? 2 : d.is_float() ? 1 : 0; };
-    return rank(a) >= rank(b) ? a : b;
+// The dtype two operands meet in: tinygrad's promotion lattice (promo_lattice and
+// least_upper_dtype in tinygrad/dtype.py), the lowest dtype (in kValueDTypes' order, tinygrad's
+// priorities) above both. One departure: uint64 with a signed integer meets in fp8e4m3 there,
+// which loses almost every bit, so it is an error here.
+std::vector<DType> parents(DType d) {
+  switch (d.scalar) {
+    case Scalar::Bool: return {dtypes::int8, dtypes::uint8};
+    case Scalar::Int8: return {dtypes::int16};
+    case Scalar::Int16: return {dtypes::int32};
+    case Scalar::Int32: return {dtypes::int64};
+    case Scalar::Int64: case Scalar::Uint64: return {dtypes::fp8e4m3, dtypes::fp8e5m2};
+    case Scalar::Uint8: return {dtypes::int16, dtypes::uint16};
+    case Scalar::Uint16: return {dtypes::int32, dtypes::uint32};
+    case Scalar::Uint32: return {dtypes::int64, dtypes::uint64};
+    case Scalar::Fp8e4m3: case Scalar::Fp8e5m2: return {dtypes::float16, dtypes::bfloat16};
+    case Scalar::Float16: case Scalar::BFloat16: return {dtypes::float32};
+    case Scalar::Float32: return {dtypes::float64};
+    default: return {};
   }
-  if (a.is_unsigned() == b.is_unsigned()) return a.itemsize() >= b.itemsize() ? a : b;
-  DType u = a.is_unsigned() ? a : b, s = a.is_unsigned() ? b : a;
-  if (u.itemsize() < s.itemsize()) return s;
-  if (u == dtypes::uint32) return dtypes::int64;
+}
+
+bool above(DType upper, DType d) {  // upper is d or reached from it through the lattice
+  if (upper == d) return true;
+  for (DType p : parents(d))
+    if (above(upper, p)) return true;  // depth at most 8: the lattice's height
+  return false;
+}
+
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  if (a.is_index() || b.is_index()) {  // index is int64 for this, and keeps its name
+    DType o = a.is_index() ? b : a;
+    if (o.is_float()) return o;
+    if (o == dtypes::uint64) throw Error("no common dtype for " + to_string(a) + " and " + to_string(b) + " (cast one of them)");
+    return dtypes::index;
+  }
+  bool mixed64 = (a == dtypes::uint64 && b.is_signed_int()) || (b == dtypes::uint64 && a.is_signed_int());
+  if (mixed64) throw Error("no common dtype for " + to_string(a) + " and " + to_string(b) + " (tinygrad's is fp8e4m3; cast one of them)");
+  for (DType d : kValueDTypes)
+    if (above(d, a) && above(d, b)) return d;
   throw Error("no common dtype for " + to_string(a) + " and " + to_string(b) + " (cast one of them)");
 }
 }  // namespace
