@@ -833,3 +833,28 @@ TEST_CASE("an internal error exits 2, asks for a report and saves the graph it w
   CHECK(saved.rfind("# ow run " + file.string() + " --random-inputs\n", 0) == 0);
   CHECK(print_graph(parse_graph(saved).root) == print_graph(parse_graph(slurp(file)).root));  // the graph, whole
 }
+
+// Another user of the machine plants a link where ow used to save the graph ($TMPDIR/ow-bug-PID.uop,
+// a name anyone can predict: `exec` keeps the shell's PID for ow) to a file of the victim's; ow
+// truncated and wrote that file. Now the saved file has a name of its own, is new and private.
+TEST_CASE("an internal error never writes through a link planted in the temporary directory", "[cli][errors][security]") {
+  TempDir tmp;
+  fs::path victim = tmp / "victim.txt";
+  { std::ofstream(victim) << "precious\n"; }
+  fs::path shared = tmp / "shared-tmp";
+  fs::create_directory(shared);
+  setenv("OW_FAULT", "internal", 1);
+  setenv("TMPDIR", shared.c_str(), 1);
+  std::string script = "ln -s '" + victim.string() + "' \"$TMPDIR/ow-bug-$$.uop\" && exec '" + ow_bin() + "' run '" + case_file("reduce").string() + "' --random-inputs";
+  Result r = run_prog("/bin/sh", {"-c", script});
+  unsetenv("OW_FAULT");
+  unsetenv("TMPDIR");
+  CHECK(r.rc == 2);
+  CHECK(slurp(victim) == "precious\n");
+  std::smatch m;
+  REQUIRE(std::regex_search(r.err, m, std::regex("the graph is saved in (\\S+\\.uop);")));
+  fs::path saved = m[1].str();
+  CHECK(saved.parent_path() == shared);
+  CHECK(!fs::is_symlink(saved));
+  CHECK((fs::status(saved).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+}

@@ -1,7 +1,11 @@
 // UOp core: interning, constants, range names, toposort, bounds and shape inference.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -9,6 +13,7 @@
 #include <vector>
 
 #include "uop/error.h"
+#include "uop/files.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
 #include "uop/uop.h"
@@ -611,4 +616,25 @@ TEST_CASE("invalid shapes propagate to users", "[uop][shape][invalid]") {
   UOp user = bad + UOp::cnst(dtypes::float32, 1.0);
   REQUIRE(user->shape.kind == Kind::Invalid);
   CHECK(user->shape.error == "a source has an invalid shape");
+}
+
+TEST_CASE("private files are created anew, never through a link, readable by the user only", "[uop][security]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("ow-test-files-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::path victim = dir / "victim", link = dir / "planted";
+  { std::ofstream(victim) << "precious"; }
+  fs::create_symlink(victim, link);
+  CHECK_THROWS_WITH(create_private_file(link.string(), "evil"), Catch::Contains("cannot create file (File exists)"));
+  CHECK_THROWS_WITH(create_private_file(victim.string(), "evil"), Catch::Contains("cannot create file (File exists)"));
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "precious");
+  create_private_file((dir / "new").string(), "hello");
+  CHECK((fs::status(dir / "new").permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  std::string t = create_temp_file(dir.string(), "x-", ".uop", "abc");
+  CHECK(t.rfind((dir / "x-").string(), 0) == 0);
+  CHECK(t.size() == (dir / "x-").string().size() + 6 + 4);
+  CHECK((fs::status(t).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  fs::remove_all(dir);
 }

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "uop/error.h"
+#include "uop/files.h"
 
 namespace ow::cli {
 
@@ -30,18 +31,24 @@ std::vector<Command> all_commands() {
 }
 
 // Exit status 2: a bug of outerworld. The message, and the graph saved where the user can attach
-// it to a report (the input file may change or be a pipe).
+// it to a report (the input file may change or be a pipe): a new file of an unpredictable name in
+// the temporary directory, readable by this user only (the directory is everyone's: a predictable
+// name could be a link planted there to a file ow would overwrite).
 int report_bug(const std::string& cmd, const Args& args, const std::string& what) {
   std::cerr << "ow " << cmd << ": " << what << "\n";
   const GraphSource& graph = last_graph();
   if (graph.text.empty()) return 2;
+  std::string text = "# ow " + cmd;
+  for (const std::string& a : args) text += " " + a;
+  text += "\n# " + what.substr(0, what.find('\n')) + "\n# the graph, as read from " + graph.path + ":\n" + graph.text;
   std::error_code ec;
-  std::filesystem::path p = std::filesystem::temp_directory_path(ec) / ("ow-bug-" + std::to_string(getpid()) + ".uop");
-  std::ofstream out(p, std::ios::binary);
-  out << "# ow " << cmd;
-  for (const std::string& a : args) out << " " << a;
-  out << "\n# " << what.substr(0, what.find('\n')) << "\n# the graph, as read from " << graph.path << ":\n" << graph.text;
-  if (out) std::cerr << "  the graph is saved in " << p.string() << "; please attach it to the report\n";
+  std::string dir = std::filesystem::temp_directory_path(ec).string();
+  try {
+    std::string p = create_temp_file(ec ? "/tmp" : dir, "ow-bug-" + std::to_string(getpid()) + "-", ".uop", text);
+    std::cerr << "  the graph is saved in " << p << "; please attach it to the report\n";
+  } catch (const Error& e) {
+    std::cerr << "  the graph could not be saved: " << e.what() << "\n";
+  }
   return 2;
 }
 

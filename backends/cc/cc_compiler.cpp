@@ -21,6 +21,7 @@
 
 #include "backends/compiler.h"
 #include "uop/error.h"
+#include "uop/files.h"
 
 extern char** environ;
 
@@ -135,10 +136,10 @@ std::string temp_name(const std::string& path) {
 
 void write_file(const std::string& path, const std::string& text) {
   std::string tmp = temp_name(path);
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!(f.flush())) throw Error("the cc backend cannot write " + tmp);
+  try {
+    create_private_file(tmp, text);  // never through a link, mode 0600
+  } catch (const Error& e) {
+    throw Error(std::string("the cc backend cannot write: ") + e.what());
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
