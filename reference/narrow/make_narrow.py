@@ -428,6 +428,15 @@ F32_DEFAULT_NAN = 0xFFC00000   # x86's "real indefinite": what an invalid SSE op
 F32_QNAN = 0x7FC00000          # the positive default quiet NaN (MAX's NaN)
 
 
+def nan_operand(A, a, B, b):
+    """x86 SSE: a NaN operand comes out quieted, the first one if both are NaN; None if neither is."""
+    if A[0] == "nan":
+        return a | 0x400000
+    if B[0] == "nan":
+        return b | 0x400000
+    return None
+
+
 def f32_add(a, b, negate_b=False):
     A, B = sval(F32, a), sval(F32, b)
     if A[0] == "nan":
@@ -447,10 +456,8 @@ def f32_add(a, b, negate_b=False):
 
 def f32_mul(a, b):
     A, B = sval(F32, a), sval(F32, b)
-    if A[0] == "nan":
-        return a | 0x400000
-    if B[0] == "nan":
-        return b | 0x400000
+    if (q := nan_operand(A, a, B, b)) is not None:
+        return q
     s = A[1] ^ B[1]
     if A[0] == "inf" or B[0] == "inf":
         if (A[0] == "fin" and A[2] == 0) or (B[0] == "fin" and B[2] == 0):
@@ -461,10 +468,8 @@ def f32_mul(a, b):
 
 def f32_div(a, b):
     A, B = sval(F32, a), sval(F32, b)
-    if A[0] == "nan":
-        return a | 0x400000
-    if B[0] == "nan":
-        return b | 0x400000
+    if (q := nan_operand(A, a, B, b)) is not None:
+        return q
     s = A[1] ^ B[1]
     if A[0] == "inf":
         return F32_DEFAULT_NAN if B[0] == "inf" else s << 31 | F32.inf
