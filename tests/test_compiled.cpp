@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "backends/program.h"
+#include "interp/dispatch.h"
 #include "interp/npy.h"
 #include "lower/index_math.h"
 #include "lower/lower.h"
@@ -60,17 +61,15 @@ interp::BufferMap inputs_for(const std::string& c, UOp root) {
     const std::string& name = u->arg.tuple()->at(0).as<std::string>();
     if (b.count(name) || name.rfind('_', 0) == 0) continue;
     auto s = std::make_shared<interp::Storage>(u->dtype, u->arg.tuple()->at(1).as<int64_t>());
-    for (int64_t i = 0; i < s->size; ++i) {
-      double x = rng.uniform() * 2 - 1;
-      switch (u->dtype.scalar) {
-        case Scalar::Float32: s->as<float>()[i] = static_cast<float>(x); break;
-        case Scalar::Float64: s->as<double>()[i] = x; break;
-        case Scalar::Int32: s->as<int32_t>()[i] = static_cast<int32_t>(x * 8); break;
-        case Scalar::Int64: case Scalar::Index: s->as<int64_t>()[i] = static_cast<int64_t>(x * 8); break;
-        case Scalar::Bool: s->as<uint8_t>()[i] = x > 0; break;
-        default: FAIL("no test data for dtype " << to_string(u->dtype));
+    interp::dispatch(u->dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (int64_t i = 0; i < s->size; ++i) {
+        double x = rng.uniform() * 2 - 1;  // floats in [-1, 1), integers in [-8, 8) (wrapping unsigned), bools
+        if constexpr (std::is_same_v<T, uint8_t>) s->as<T>()[i] = x > 0;
+        else if constexpr (interp::is_float_v<T>) s->as<T>()[i] = static_cast<T>(x);
+        else s->as<T>()[i] = static_cast<T>(static_cast<int64_t>(x * 8));
       }
-    }
+    });
     b[name] = interp::BufferData{u->dtype, s, nullptr};
   }
   return b;

@@ -483,10 +483,15 @@ TEST_CASE("render: variables, integer wrap, IDIV check, errors", "[render]") {
   CHECK(k.source.find(" == 0) return ow_fail(err, 1, ") != std::string::npos);
   CHECK(k.source.find("ow_idiv_i32(") != std::string::npos);
 
+  // float16 is held as its bits: a copy moves unsigned shorts, unconverted
   UOp h = UOp::make(Ops::DEFINE_GLOBAL, dtypes::float16.pointer(4), {}, Arg(int64_t{0}));
   UOp j = UOp::range(4, 0);
-  UOp bad = kernel("k6", {h.index({j}).store(h.index({j}).load()).end({j})}, {buffer("h", 4)});
-  CHECK_THROWS_WITH(render_kernel(bad), Catch::Contains("float16 is not supported by the C backend (at %"));
+  RenderedKernel hk = render_kernel(kernel("k6", {h.index({j}).store(h.index({j}).load()).end({j})}, {buffer("h", 4)}));
+  CHECK(hk.function.find("unsigned short* restrict b0 = (unsigned short*)bufs[0];") != std::string::npos);
+  CHECK(hk.function.find("ow_f16_to_f32") == std::string::npos);
+  UOp vg = UOp::make(Ops::DEFINE_GLOBAL, dtypes::void_.pointer(4), {}, Arg(int64_t{0}));
+  UOp bad = kernel("k7", {vg.index({j}).store(vg.index({j}).load()).end({j})}, {buffer("v", 4)});
+  CHECK_THROWS_WITH(render_kernel(bad), Catch::Contains("the C backend has no values of dtype void (at %"));
 }
 
 TEST_CASE("render: host program", "[render]") {
