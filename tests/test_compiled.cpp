@@ -904,3 +904,25 @@ TEST_CASE("a vmap of -(float)r: row 0 is +0.0 on every backend, as 0 + -0 is", "
       }
   }
 }
+
+// A DEFINE_VAR used without a BIND reached the kernel verifier, an internal error (exit 2) on
+// tcc and cc where the interpreter says the variable is not bound.
+TEST_CASE("an unbound variable is the interpreter's error on every backend, not an internal one", "[compiled][errors]") {
+  UOp root = parse_graph(
+                 "%a = BUFFER float32 () (\"a\", 4)\n%v = DEFINE_VAR index () (\"n\", 0, 3)\n%c = CAST float32 (%v)\n%y = ADD float32 (%a, %c)\n"
+                 "%s = SINK void (%y) (\"y\",)\n")
+                 .root;
+  for (const char* be : {"interp", "tcc", "cc"}) {
+    INFO("backend " << be);
+    interp::BufferMap b = inputs_for("(unbound)", root);
+    backend::RunOptions o;
+    o.backend = be;
+    try {
+      backend::run_graph(root, b, o);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith("variable is not bound to a value (use BIND)\n  at "));
+      CHECK_THAT(e.what(), Catch::Contains("DEFINE_VAR index () (\"n\", 0, 3)"));
+    }
+  }
+}

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "uop/args.h"
+#include "uop/text.h"
 #include "uop/verify.h"
 
 namespace ow::lower {
@@ -62,11 +63,22 @@ void check_skips(const Context& ctx) {
   }
 }
 
+// Only a BIND gives a variable a value: the interpreter refuses a DEFINE_VAR it evaluates, so the
+// compiled path refuses one used as anything but a BIND's variable (kernels would take it as a
+// parameter that nothing binds).
+void require_bound_variables(UOp root) {
+  for (UOp u : toposort(root))
+    for (size_t i = 0; i < u->src.size(); ++i)
+      if (u->src[i]->op == Ops::DEFINE_VAR && !(u->op == Ops::BIND && i == 0))
+        throw Error("variable is not bound to a value (use BIND)\n  at " + number_graph(root).line(u->src[i]));
+}
+
 }  // namespace
 
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
   check_skips(ctx);
   require_valid(root);  // the interpreter refuses an invalid graph: so does the compiled path
+  require_bound_variables(root);
   ctx.take_names(root);
   for (const Pass& p : passes()) {
     if (ctx.skip.count(p.name)) continue;
