@@ -18,7 +18,7 @@ using u8 = char8_t;
 
 template <Scalar S> struct NarrowFloat {
   using Bits = std::conditional_t<S == Scalar::Float16 || S == Scalar::BFloat16, uint16_t, uint8_t>;
-  Bits bits = 0;
+  Bits bits;  // no initializer: a trivial type (memcpy and unions take it), zeroed as T{} like a float
 
   static const fp::Format& format() { return fp::format_of(DType(S)); }
   static NarrowFloat from_bits(uint32_t b) {
