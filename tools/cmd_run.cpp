@@ -8,6 +8,8 @@
 #include "cli/progress.h"
 #include "step/trace.h"
 #include "backends/program.h"
+#include "grad/error_bound.h"
+#include "grad/gradient.h"
 #include "interp/interp.h"
 #include "interp/npy.h"
 #include "uop/error.h"
@@ -47,6 +49,7 @@ po::options_description run_options() {
       "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel) | auto (tcc, then cc once compiled in the background: for programs run many times)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
       "compile", po::value<std::string>()->default_value("program"), "compiled backends: program (all kernels in one translation unit, one compile) | kernel (one compile per kernel)")(
+      "error-bound", "after each float output NAME, NAME:bound (float64: |value - the exact value| at most this, for any rounding order, reference/SEMANTICS.md S8.1) and NAME:nan_origin (the first node, as ow print numbers it, that made a NaN of operands that were not, or -1); interpreter only")(
       "bounds-check", "compiled kernels check every memory access");
   add_input_options(opts);
   add_print_options(opts);
@@ -156,6 +159,10 @@ int cmd_run(const Args& args) {
   interp::FormatOptions print = print_options(vm);
   uint64_t max_steps = apply_budgets(vm);
 
+  if (vm.count("error-bound")) {
+    if (backend != "interp") throw Error("--error-bound runs on the interpreter (--backend interp)");
+    g.root = grad::with_error_bounds(grad::expand(g.root));
+  }
   interp::BufferMap buffers = load_inputs(vm, g.root, "run").buffers;
   interp::Options o;
   o.max_evals = max_steps;

@@ -15,8 +15,9 @@
 #include <thread>
 
 #include "backends/program.h"
-#include "cli.h"
+#include "grad/error_bound.h"
 #include "grad/gradient.h"
+#include "cli.h"
 #include "json/json.h"
 #include "json/json_read.h"
 #include "uop/error.h"
@@ -51,6 +52,7 @@ struct Entry {
   ParsedGraph graph;
   std::vector<interp::BufferSpec> specs;
   std::unique_ptr<backend::CompiledGraph> compiled;  // none for backend interp
+  UOp bounded;                                        // with error bounds (made on first use)
   uint64_t launches = 0;                              // kernel launches of the current run
 };
 
@@ -297,12 +299,14 @@ class Server {
     if (compiler != "tcc" && compiler != "cc") throw Error("compiler must be tcc or cc, got '" + compiler + "'");
     std::string file = text_field(h, "file", "<graph>");
     Entry& e = entry(graph->string, file, backend + "\n" + compiler + "\n" + file + "\n" + graph->string);
+    bool bounds = bool_field(h, "error_bound");
+    if (bounds && backend != "interp") throw Error("error_bound runs on the interpreter (backend interp)");
     interp::BufferMap b = buffers(e, input_headers(h), payloads, bool_field(h, "flat_inputs"));
     ++stats_.runs;
     e.launches = 0;
     std::vector<interp::Output> outs;
     try {
-      outs = backend == "interp" ? interpret(e, b) : compiled(e, backend, compiler).run(b);
+      outs = backend == "interp" ? interpret(e, b, bounds) : compiled(e, backend, compiler).run(b);
     } catch (const backend::CheckMismatch& m) {
       if (!check_op) throw;
       return simple(h, [&](Json& j) { put_check(j, false, e.launches, compiler, m.what()); });
@@ -325,12 +329,14 @@ class Server {
     return r;
   }
 
-  // As `ow run` does: a step budget, and errors naming the node's line in the graph text.
-  std::vector<interp::Output> interpret(const Entry& e, interp::BufferMap& b) const {
+  // As `ow run` does: a step budget, and errors naming the node's line in the graph text; with
+  // `bounds`, the graph with its error bounds (ow run --error-bound).
+  std::vector<interp::Output> interpret(Entry& e, interp::BufferMap& b, bool bounds) const {
     interp::Options o;
     o.max_evals = max_steps_;
     o.describe = [&](UOp u) { return e.graph.line_of(u); };
-    return interp::run(e.graph.root, b, o);
+    if (bounds && !e.bounded) e.bounded = grad::with_error_bounds(grad::expand(e.graph.root));
+    return interp::run(bounds ? e.bounded : e.graph.root, b, o);
   }
 
   // Lowered and compiled on first use.
