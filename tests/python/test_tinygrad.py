@@ -105,8 +105,37 @@ def unsigned_ops():
   w = a.cast(dtypes.uint64) * (2**32 + 3) + 5
   return [(a - 1) // 3 + (a * a).maximum(a), (w // 7) | (w & 0xff), a.bitcast(dtypes.float32), (a < 2).where(a, a.max())]
 
+# The eight narrow dtypes and how their buffers travel to ow (numpy's dtype or the bits).
+NARROW = {}
+def bits_tensor(bits: np.ndarray, dt) -> Tensor:
+  """A realized CPU buffer of dt holding exactly these bits. Not by a tinygrad kernel: its CPU
+  backend cannot compile bfloat16 or fp8 here (clang 14 rejects __bf16; there is no fp8 type),
+  and the PYTHON device's BITCAST quiets a signalling NaN (bfloat16 0xff81 becomes 0xffc1)."""
+  t = Tensor.empty(len(bits), dtype=dt)
+  t.uop.base.buffer.ensure_allocated().copyin(memoryview(bytearray(bits.tobytes())))
+  return t
+
+# 1.0, -2.5, 0.5, 12.0 in each format
+NARROW_BITS = {"bfloat16": np.array([0x3F80, 0xC020, 0x3F00, 0x4140], np.uint16),
+               "fp8e4m3": np.array([0x38, 0xC2, 0x30, 0x54], np.uint8), "fp8e5m2": np.array([0x3C, 0xC1, 0x38, 0x4A], np.uint8)}
+
+def narrow_values(dt) -> list:
+  return [1.0, -2.5, 0.5, 12.0] if dtypes.is_float(dt) else [1, 250, 0, 12] if dtypes.is_unsigned(dt) else [1, -2, 0, 12]
+
+def narrow_tensor(dt):
+  """A realized buffer of dt holding narrow_values(dt)."""
+  if (name := {dtypes.bfloat16: "bfloat16", dtypes.fp8e4m3: "fp8e4m3", dtypes.fp8e5m2: "fp8e5m2"}.get(dt)):
+    return bits_tensor(NARROW_BITS[name], dt)
+  return Tensor(narrow_values(dt), dtype=dt).realize()
+
 PROGRAMS = [elementwise_and_reduce, matmul, movement, ints_where_cast, variable_bind, range_collect,
             scan_with_assign, store_end_fold, random_numbers, unsigned_ops]
+
+
+if IMPORT_ERROR is None:
+  NARROW = {dtypes.int8: np.dtype(np.int8), dtypes.uint8: np.dtype(np.uint8), dtypes.int16: np.dtype("<i2"),
+            dtypes.uint16: np.dtype("<u2"), dtypes.float16: np.dtype("<f2"), dtypes.bfloat16: np.dtype([("bfloat16", "<u2")]),
+            dtypes.fp8e4m3: np.dtype([("fp8e4m3", "u1")]), dtypes.fp8e5m2: np.dtype([("fp8e5m2", "u1")])}
 
 
 class TestExport(unittest.TestCase):
@@ -148,8 +177,51 @@ class TestExport(unittest.TestCase):
     np.testing.assert_array_equal(arr, data)
 
   def test_refusal_names_the_op(self):
-    with self.assertRaisesRegex(ExportError, r"dtype dtypes.uchar has no outerworld equivalent"):
-      export(Tensor(np.array([1, 2], np.uint8)) + 1)
+    # every tinygrad value dtype has an outerworld one now; an image dtype does not
+    with self.assertRaisesRegex(ExportError, r"Ops.CAST: dtype dtypes.imagef\(\(1, 2, 4\)\) has no outerworld equivalent"):
+      export(UOp(Ops.CAST, dtypes.imagef((1, 2, 4)), (Tensor([1.0, 2.0]).uop,)))
+
+  def test_narrow_dtypes_verify_and_round_trip(self):
+    # A realized buffer of each narrow dtype (its bits as ow reads them), a CONST, an ALU op and
+    # CASTs in and out; nothing is realized, so tinygrad need not compile these dtypes.
+    for dt, npy in NARROW.items():
+      with self.subTest(dt):
+        x = narrow_tensor(dt)
+        for t in [x * 3 + 1, x.cast(dtypes.float32) - 1, Tensor([1.5, -2.0, 300.0]).cast(dt), x.max()]:
+          exp = export(t)
+          r = ow_verify(exp.text)
+          self.assertEqual(r.returncode, 0, f"ow verify rejected the export:\n{r.stderr}\n{exp.text}")
+          self.assertIs(to_tinygrad(exp.text), UOp.sink(t.uop))
+        (arr,) = export(x + 0).inputs.values()
+        self.assertEqual(arr.dtype, npy)
+        self.assertEqual(arr.tobytes(), bytes(x.uop.base.realized.as_buffer()))  # bits, not values
+        self.assertEqual(outerworld.values(arr).tolist(), narrow_values(dt))
+
+  def test_bfloat16_nan_payloads_are_sent_as_bits(self):
+    bits = np.array([0x7FC1, 0xFF81, 0x0001, 0x8000], np.uint16)  # quiet and signalling NaN, subnormal, -0
+    x = bits_tensor(bits, dtypes.bfloat16)
+    exp = export(x.reshape(2, 2).permute(1, 0).contiguous())
+    (arr,) = exp.inputs.values()
+    self.assertEqual(arr.dtype, outerworld.BITS_DTYPES["bfloat16"])
+    self.assertEqual(arr["bfloat16"].reshape(-1).tolist(), bits.tolist())
+    out = outerworld.run(exp.text, exp.inputs)["out0"]
+    self.assertEqual(out["bfloat16"].reshape(-1).tolist(), [0x7FC1, 0x0001, 0xFF81, 0x8000])
+
+  def test_narrow_integer_constants(self):
+    # check_const's ranges (src/uop/verify.cpp): signed ones their range; unsigned ones from
+    # -2^(bits-1) (two's complement) to 2^bits-1, taken modulo 2^bits
+    for dt, lo, hi in [(dtypes.int8, -128, 127), (dtypes.int16, -2**15, 2**15 - 1),
+                       (dtypes.uint8, -128, 255), (dtypes.uint16, -2**15, 2**16 - 1)]:
+      with self.subTest(dt):
+        for v in (lo, hi):
+          exp = export(UOp.const(dt, v))
+          self.assertEqual(ow_verify(exp.text).returncode, 0, exp.text)
+          self.assertIs(to_tinygrad(exp.text), UOp.sink(UOp.const(dt, v)))
+        for v in (lo - 1, hi + 1):
+          with self.assertRaisesRegex(ExportError, rf"CONST: value {v} of {dt} is outside \[{lo}, {hi}\]"):
+            export(UOp.const(dt, v))
+    exp = export(Tensor(np.array([5], np.uint8)) + UOp.const(dtypes.uint8, -1))  # -1 is 255
+    self.assertEqual(outerworld.run(exp.text, exp.inputs)["out0"].tolist(), [4])
 
   def test_unsigned_constants(self):
     # tinygrad writes uint32 2^32-1 as -1 (Tensor.arange's start - step); it round-trips as written
