@@ -20,7 +20,7 @@ try:
   from tinygrad import Tensor, UOp, Variable, dtypes
   from tinygrad.uop.ops import AxisType, Ops
   from outerworld.tinygrad import export, to_tinygrad, ExportError, UopImportError
-  from outerworld.tinygrad.oracle import oracle
+  from outerworld.tinygrad.oracle import oracle, tinygrad_array
   IMPORT_ERROR = None
 except ImportError as e:
   IMPORT_ERROR = e
@@ -254,6 +254,24 @@ class TestCompare(unittest.TestCase):
     self.assertIsNotNone(compare("o", np.array([np.inf, 2.0]), np.array([np.inf, 1.0]), k=1)[0])
 
 
+  def test_narrow_floats_compared_in_their_own_precision(self):
+    from outerworld.tinygrad.oracle import compare
+    bf16 = outerworld.BITS_DTYPES["bfloat16"]
+    one, one_ulp_up, one_and_half = (np.array([b], np.uint16).view(bf16) for b in (0x3F80, 0x3F81, 0x3FC0))
+    # one bfloat16 ulp at 1.0 is 2^-7: within 2*K*u*(|x|+max|out|) = 2*1*2^-8*2 for K=1; 1.5 is not,
+    # and the same 2^-7 difference in float32 is far outside float32's tolerance
+    self.assertIsNone(compare("o", one_ulp_up, one, k=1)[0])
+    d, _ = compare("o", one_and_half, one, k=1)
+    self.assertEqual(d, "o[0]: tinygrad 1.5 (bfloat16 0x3fc0) vs outerworld 1.0 (bfloat16 0x3f80), "
+                        "tolerance 0.0156 (2*K*u*(|x|+max|out|), K=1 roundings, u=2^-8 (bfloat16))")
+    self.assertIsNotNone(compare("o", np.float32([1 + 2**-7]), np.float32([1.0]), k=1)[0])
+    e4m3 = outerworld.BITS_DTYPES["fp8e4m3"]
+    nan, big = np.array([0x7F], np.uint8).view(e4m3), np.array([0x7E], np.uint8).view(e4m3)
+    self.assertIsNone(compare("o", nan, nan.copy(), k=1)[0])
+    self.assertIn("tinygrad nan (fp8e4m3 0x7f) vs outerworld 448.0 (fp8e4m3 0x7e)", compare("o", nan, big, k=1000)[0])
+    self.assertIn("exact", compare("o", np.int8([-56]), np.int8([44]), k=1000)[0])
+
+
 class TestOracle(unittest.TestCase):
   def check(self, tensors_fn):
     with oracle() as o:
@@ -270,6 +288,34 @@ class TestOracle(unittest.TestCase):
         for r in o.records:
           self.assertEqual(r.status, "agree", r.line())
           self.assertIsNot(r.round_trip, False, r.line())
+
+  def test_narrow_dtypes_agree(self):
+    # tinygrad computes bfloat16 and the fp8s on its PYTHON device: on CPU it renders no fp8
+    # type, and clang 14 rejects __bf16 ("not supported on this target"), so those realizes fail
+    # in tinygrad there. Each program's tinygrad result is checked too, so the agreement is
+    # with the right answer.
+    def py(values, dt): return Tensor(values, device="PYTHON").cast(dt)
+    cases = [
+      (lambda: Tensor([1, 2, 3], dtype=dtypes.int8) * 100, [100, -56, 44]),              # wraps modulo 2^8
+      (lambda: Tensor([1, 2, 3], dtype=dtypes.uint8) * 100 - 1, [99, 199, 43]),
+      (lambda: Tensor([1, 2, 300], dtype=dtypes.int16) * 200, [200, 400, -5536]),
+      (lambda: Tensor([0, 2, 300], dtype=dtypes.uint16) * 300 - 1, [65535, 599, 24463]),
+      (lambda: Tensor([1, 2, 3], dtype=dtypes.float16) + 0.1, [1.0996094, 2.0996094, 3.0996094]),
+      (lambda: py([1.0, 3.1, 1e39], dtypes.bfloat16), [1.0, 3.09375, math.inf]),           # 3.1 to 8 bits; past max: inf
+      (lambda: py([500.0, -3.3, 0.001], dtypes.fp8e4m3), [448.0, -3.25, 0.001953125]),   # saturates at 448
+      (lambda: py([1e6, 1.0, -math.inf], dtypes.fp8e5m2), [57344.0, 1.0, -math.inf]),   # saturates; inf stays
+      (lambda: py([1.5, 2.0, 3.0], dtypes.bfloat16) * py([1.0, 1.0, 1.0], dtypes.bfloat16) + 0.1, [1.6015625, 2.09375, 3.09375]),
+    ]
+    for fn, want in cases:
+      with oracle() as o:
+        t = fn().realize()
+        got = outerworld.values(tinygrad_array(t)).tolist()
+      with self.subTest(t.dtype):
+        np.testing.assert_allclose(got, want, rtol=1e-7)
+        self.assertTrue(o.records, "no realize was checked")
+        for r in o.records:
+          self.assertEqual(r.status, "agree", r.line())
+          self.assertIs(r.round_trip, True, r.line())
 
   def test_uninitialized_is_not_a_disagreement(self):
     with oracle() as o: (Tensor.empty(3) + 1).realize()
