@@ -317,6 +317,16 @@ class TestOracle(unittest.TestCase):
           self.assertEqual(r.status, "agree", r.line())
           self.assertIs(r.round_trip, True, r.line())
 
+  def test_equal_values_with_other_bits_are_not_called_bit_identical(self):
+    # tinygrad's PYTHON device BITCASTs through a float and quiets the signalling NaN 0xff81 to
+    # 0xffc1; outerworld's BITCAST keeps the bits (S2.1). Both are NaN, so the values agree,
+    # and the record says the bits do not.
+    with oracle() as o:
+      t = Tensor(np.array([0xFF81, 0x3F80], np.uint16), device="PYTHON").bitcast(dtypes.bfloat16).realize()
+      self.assertEqual(tinygrad_array(t)["bfloat16"].tolist(), [0xFFC1, 0x3F80])
+    self.assertEqual([r.line() for r in o.records],
+                     ["<no test> realize 1: agree: 1 output(s), equal values, bits differ in out0 (NaN payload or sign, or -0)"])
+
   def test_uninitialized_is_not_a_disagreement(self):
     with oracle() as o: (Tensor.empty(3) + 1).realize()
     self.assertEqual([r.status for r in o.records], ["uninitialized"], [r.line() for r in o.records])

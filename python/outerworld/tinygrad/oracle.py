@@ -184,13 +184,16 @@ class Oracle:
       else:
         self._record("uninitialized" if _reads_uninitialized(str(e), exp) else "refused", f"outerworld: {msg}", round_trip)
       return
-    k, worst = rounding_budget(sink), 0.0
+    k, worst, bits_differ = rounding_budget(sink), 0.0, []
     for name, t in zip(exp.outputs, tensors):
       tg, ow = tinygrad_array(t), ow_out[name]
       d, ratio = compare(name, tg, ow.reshape(tg.shape) if ow.size == tg.size else ow, k)
       if d: return self._record("DISAGREE", d, round_trip)
       worst = max(worst, ratio)
-    how = "bit-identical" if worst == 0 else f"within tolerance (worst {worst:.1%} of it)"
+      if ratio == 0 and (tg.dtype != ow.dtype or tg.tobytes() != ow.tobytes()): bits_differ.append(name)
+    # equal values may still differ in bits: a NaN's sign or payload, the sign of a zero
+    how = ("bit-identical" if not bits_differ else f"equal values, bits differ in {', '.join(bits_differ)} (NaN payload or sign, or -0)") \
+      if worst == 0 else f"within tolerance (worst {worst:.1%} of it)"
     self._record("agree", f"{len(tensors)} output(s), {how}", round_trip)
 
 
