@@ -5,15 +5,17 @@
     outs = outerworld.run(graph, {"vec": vec, "mats": mats}, backend="tcc")
 
 Calls go to a persistent `ow serve` worker (outerworld.Worker), which keeps compiled graphs:
-the module-level run and check share one, started on first use.
+the module-level run and check share one, started on first use. bfloat16 and fp8 arrays travel
+as their bits (BITS_DTYPES); values(a) reads them as float32.
 """
 import atexit
 import os
 import threading
 
-from .worker import CheckReport, Error, Worker, WorkerDied, find_ow
+from .worker import BITS_DTYPES, CheckReport, Error, Worker, WorkerDied, bits_format, find_ow, values
 
-__all__ = ["Worker", "Error", "WorkerDied", "CheckReport", "Graph", "load", "run", "check", "find_ow"]
+__all__ = ["Worker", "Error", "WorkerDied", "CheckReport", "Graph", "load", "run", "check", "find_ow",
+           "values", "bits_format", "BITS_DTYPES"]
 
 
 class Graph(str):

@@ -6,6 +6,7 @@ compiled graphs, so running one graph many times through one Worker compiles it 
 """
 import io
 import json
+import math
 import os
 import shutil
 import signal
@@ -89,6 +90,51 @@ def npy_bytes(array):
 
 def from_npy(data):
     return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+# bfloat16 and the fp8s have no numpy dtype: ow reads and writes them as their bits in a one-field
+# structured dtype named after them (reference/SEMANTICS.md S2.1.1), so no value is rounded and
+# every NaN payload survives the trip. values() turns such bits into numbers.
+BITS_DTYPES = {"bfloat16": np.dtype([("bfloat16", "<u2")]), "fp8e4m3": np.dtype([("fp8e4m3", "u1")]),
+               "fp8e5m2": np.dtype([("fp8e5m2", "u1")])}
+
+
+def bits_format(array):
+    """"bfloat16", "fp8e4m3" or "fp8e5m2" for an array of that format's bits (BITS_DTYPES), else None."""
+    names = np.asarray(array).dtype.names
+    return names[0] if names is not None and len(names) == 1 and names[0] in BITS_DTYPES else None
+
+
+def _fp8_table(ebits, mbits, ieee):
+    """The float32 value of each of the 256 bit patterns, from the format's definition (OCP OFP8
+    1.0). ieee: the top exponent holds inf and NaNs (E5M2); otherwise (E4M3) it holds normal
+    numbers and only S.1111.111 is NaN. At most 4 significant bits, so each value is exact."""
+    bias, top, ones = (1 << (ebits - 1)) - 1, (1 << ebits) - 1, (1 << mbits) - 1
+    table = np.empty(256, np.float32)
+    for b in range(256):
+        e, m = (b >> mbits) & top, b & ones
+        if e == top and (ieee or m == ones):
+            v = math.nan if m else math.inf
+        else:  # subnormals have exponent 1 - bias and no implicit bit
+            v = math.ldexp(m if e == 0 else (1 << mbits) | m, max(e, 1) - bias - mbits)
+        table[b] = -v if b & 0x80 else v
+    return table
+
+
+_FP8_VALUES = {"fp8e4m3": _fp8_table(4, 3, ieee=False), "fp8e5m2": _fp8_table(5, 2, ieee=True)}
+
+
+def values(array):
+    """The numbers an array holds: bfloat16/fp8 bits (BITS_DTYPES, as ow returns those outputs) as
+    float32, exactly (each of their values is a float32; a NaN stays NaN); any other array as it is."""
+    a = np.asarray(array)
+    fmt = bits_format(a)
+    if fmt is None:
+        return a
+    bits = a[fmt]
+    if fmt == "bfloat16":  # bfloat16 is float32's top half (flat: numpy makes a 0-d shift a scalar)
+        return (bits.astype(np.uint32).reshape(-1) << 16).view(np.float32).reshape(bits.shape)
+    return _FP8_VALUES[fmt][bits]
 
 
 def exit_text(status):

@@ -5,6 +5,7 @@ Run from the repository root:
   OW_BIN=build/tools/ow PYTHONPATH=python /usr/bin/python3 -m unittest tests/python/test_package.py
 """
 import json
+import math
 import os
 import signal
 import subprocess
@@ -222,6 +223,58 @@ class ProtocolTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NarrowDtypeTest(unittest.TestCase):
+    """bfloat16 and the fp8s travel as their bits (outerworld.BITS_DTYPES); outerworld.values reads them."""
+
+    # Values from the format definitions (OCP OFP8 1.0 tables): bits -> value, NaN as None.
+    E4M3 = {0x00: 0.0, 0x01: 2.0 ** -9, 0x07: 7 * 2.0 ** -9, 0x08: 2.0 ** -6, 0x38: 1.0, 0x7E: 448.0,
+            0x7F: None, 0xFE: -448.0, 0xFF: None, 0x78: 256.0}
+    E5M2 = {0x00: 0.0, 0x01: 2.0 ** -16, 0x04: 2.0 ** -14, 0x3C: 1.0, 0x7B: 57344.0, 0x7C: math.inf,
+            0x7D: None, 0x7E: None, 0x7F: None, 0xFC: -math.inf, 0xBC: -1.0}
+
+    def check_table(self, fmt, table):
+        got = outerworld.values(np.arange(256, dtype=np.uint8).view(outerworld.BITS_DTYPES[fmt]))
+        self.assertEqual(got.dtype, np.float32)
+        for bits, want in table.items():
+            if want is None:
+                self.assertTrue(np.isnan(got[bits]), f"{fmt} 0x{bits:02x}")
+            else:
+                self.assertEqual(float(got[bits]), want, f"{fmt} 0x{bits:02x}")
+        self.assertTrue(np.signbit(got[0x80]) and got[0x80] == 0)  # -0 keeps its sign
+        self.assertEqual(int(np.isnan(got).sum()), 2 if fmt == "fp8e4m3" else 6)
+
+    def test_fp8_values_are_the_spec_tables(self):
+        self.check_table("fp8e4m3", self.E4M3)
+        self.check_table("fp8e5m2", self.E5M2)
+
+    def test_bfloat16_values_are_float32_top_halves(self):
+        bits = np.arange(65536, dtype=np.uint32)
+        got = outerworld.values(bits.astype(np.uint16).view(outerworld.BITS_DTYPES["bfloat16"]).reshape(256, 256))
+        self.assertEqual((got.dtype, got.shape), (np.float32, (256, 256)))
+        self.assertTrue((got.reshape(-1).view(np.uint32) == bits << 16).all())  # NaN payloads too
+        scalar = outerworld.values(np.array([0x3FC0], np.uint16).view(outerworld.BITS_DTYPES["bfloat16"]).reshape(()))
+        self.assertEqual((scalar.shape, float(scalar)), ((), 1.5))
+
+    def test_other_arrays_are_their_own_values(self):
+        a = np.array([1, 2], np.int8)
+        self.assertIs(outerworld.values(a), a)
+        self.assertIsNone(outerworld.bits_format(np.zeros(2, np.float16)))
+
+    def test_bits_round_trip_through_ow(self):
+        # a NaN payload, a subnormal and -0 come back bit for bit; a CAST gives the format's bits
+        graph = "\n".join([
+            '%0 = BUFFER bfloat16 () ("x", 4)', "%1 = CONST index () 4", "%2 = RESHAPE bfloat16 (%0, %1)",
+            "%3 = CONTIGUOUS bfloat16 (%2)", "%4 = CAST fp8e4m3 (%2)", "%5 = CAST fp8e5m2 (%2)",
+            '%6 = SINK void (%3, %4, %5) ("same", "e4m3", "e5m2")', ""])
+        x = np.array([0x7FC1, 0x0001, 0x8000, 0x43FA], np.uint16).view(outerworld.BITS_DTYPES["bfloat16"])  # 0x43fa = 500
+        out = outerworld.run(graph, {"x": x})
+        self.assertEqual(out["same"].dtype, outerworld.BITS_DTYPES["bfloat16"])
+        self.assertEqual(out["same"].tobytes(), x.tobytes())
+        self.assertEqual(outerworld.bits_format(out["e4m3"]), "fp8e4m3")
+        self.assertEqual(out["e4m3"]["fp8e4m3"].tolist(), [0x7F, 0x00, 0x80, 0x7E])  # NaN, underflow, -0, 500 saturates to 448
+        self.assertEqual(outerworld.values(out["e5m2"])[3], 512.0)  # 500 to the nearest of 448, 512
 
 
 def readme_block(heading: str, fence: str) -> str:

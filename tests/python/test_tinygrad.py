@@ -20,7 +20,7 @@ try:
   from tinygrad import Tensor, UOp, Variable, dtypes
   from tinygrad.uop.ops import AxisType, Ops
   from outerworld.tinygrad import export, to_tinygrad, ExportError, UopImportError
-  from outerworld.tinygrad.oracle import oracle
+  from outerworld.tinygrad.oracle import oracle, tinygrad_array
   IMPORT_ERROR = None
 except ImportError as e:
   IMPORT_ERROR = e
@@ -105,8 +105,37 @@ def unsigned_ops():
   w = a.cast(dtypes.uint64) * (2**32 + 3) + 5
   return [(a - 1) // 3 + (a * a).maximum(a), (w // 7) | (w & 0xff), a.bitcast(dtypes.float32), (a < 2).where(a, a.max())]
 
+# The eight narrow dtypes and how their buffers travel to ow (numpy's dtype or the bits).
+NARROW = {}
+def bits_tensor(bits: np.ndarray, dt) -> Tensor:
+  """A realized CPU buffer of dt holding exactly these bits. Not by a tinygrad kernel: its CPU
+  backend cannot compile bfloat16 or fp8 here (clang 14 rejects __bf16; there is no fp8 type),
+  and the PYTHON device's BITCAST quiets a signalling NaN (bfloat16 0xff81 becomes 0xffc1)."""
+  t = Tensor.empty(len(bits), dtype=dt)
+  t.uop.base.buffer.ensure_allocated().copyin(memoryview(bytearray(bits.tobytes())))
+  return t
+
+# 1.0, -2.5, 0.5, 12.0 in each format
+NARROW_BITS = {"bfloat16": np.array([0x3F80, 0xC020, 0x3F00, 0x4140], np.uint16),
+               "fp8e4m3": np.array([0x38, 0xC2, 0x30, 0x54], np.uint8), "fp8e5m2": np.array([0x3C, 0xC1, 0x38, 0x4A], np.uint8)}
+
+def narrow_values(dt) -> list:
+  return [1.0, -2.5, 0.5, 12.0] if dtypes.is_float(dt) else [1, 250, 0, 12] if dtypes.is_unsigned(dt) else [1, -2, 0, 12]
+
+def narrow_tensor(dt):
+  """A realized buffer of dt holding narrow_values(dt)."""
+  if (name := {dtypes.bfloat16: "bfloat16", dtypes.fp8e4m3: "fp8e4m3", dtypes.fp8e5m2: "fp8e5m2"}.get(dt)):
+    return bits_tensor(NARROW_BITS[name], dt)
+  return Tensor(narrow_values(dt), dtype=dt).realize()
+
 PROGRAMS = [elementwise_and_reduce, matmul, movement, ints_where_cast, variable_bind, range_collect,
             scan_with_assign, store_end_fold, random_numbers, unsigned_ops]
+
+
+if IMPORT_ERROR is None:
+  NARROW = {dtypes.int8: np.dtype(np.int8), dtypes.uint8: np.dtype(np.uint8), dtypes.int16: np.dtype("<i2"),
+            dtypes.uint16: np.dtype("<u2"), dtypes.float16: np.dtype("<f2"), dtypes.bfloat16: np.dtype([("bfloat16", "<u2")]),
+            dtypes.fp8e4m3: np.dtype([("fp8e4m3", "u1")]), dtypes.fp8e5m2: np.dtype([("fp8e5m2", "u1")])}
 
 
 class TestExport(unittest.TestCase):
@@ -148,8 +177,51 @@ class TestExport(unittest.TestCase):
     np.testing.assert_array_equal(arr, data)
 
   def test_refusal_names_the_op(self):
-    with self.assertRaisesRegex(ExportError, r"dtype dtypes.uchar has no outerworld equivalent"):
-      export(Tensor(np.array([1, 2], np.uint8)) + 1)
+    # every tinygrad value dtype has an outerworld one now; an image dtype does not
+    with self.assertRaisesRegex(ExportError, r"Ops.CAST: dtype dtypes.imagef\(\(1, 2, 4\)\) has no outerworld equivalent"):
+      export(UOp(Ops.CAST, dtypes.imagef((1, 2, 4)), (Tensor([1.0, 2.0]).uop,)))
+
+  def test_narrow_dtypes_verify_and_round_trip(self):
+    # A realized buffer of each narrow dtype (its bits as ow reads them), a CONST, an ALU op and
+    # CASTs in and out; nothing is realized, so tinygrad need not compile these dtypes.
+    for dt, npy in NARROW.items():
+      with self.subTest(dt):
+        x = narrow_tensor(dt)
+        for t in [x * 3 + 1, x.cast(dtypes.float32) - 1, Tensor([1.5, -2.0, 300.0]).cast(dt), x.max()]:
+          exp = export(t)
+          r = ow_verify(exp.text)
+          self.assertEqual(r.returncode, 0, f"ow verify rejected the export:\n{r.stderr}\n{exp.text}")
+          self.assertIs(to_tinygrad(exp.text), UOp.sink(t.uop))
+        (arr,) = export(x + 0).inputs.values()
+        self.assertEqual(arr.dtype, npy)
+        self.assertEqual(arr.tobytes(), bytes(x.uop.base.realized.as_buffer()))  # bits, not values
+        self.assertEqual(outerworld.values(arr).tolist(), narrow_values(dt))
+
+  def test_bfloat16_nan_payloads_are_sent_as_bits(self):
+    bits = np.array([0x7FC1, 0xFF81, 0x0001, 0x8000], np.uint16)  # quiet and signalling NaN, subnormal, -0
+    x = bits_tensor(bits, dtypes.bfloat16)
+    exp = export(x.reshape(2, 2).permute(1, 0).contiguous())
+    (arr,) = exp.inputs.values()
+    self.assertEqual(arr.dtype, outerworld.BITS_DTYPES["bfloat16"])
+    self.assertEqual(arr["bfloat16"].reshape(-1).tolist(), bits.tolist())
+    out = outerworld.run(exp.text, exp.inputs)["out0"]
+    self.assertEqual(out["bfloat16"].reshape(-1).tolist(), [0x7FC1, 0x0001, 0xFF81, 0x8000])
+
+  def test_narrow_integer_constants(self):
+    # check_const's ranges (src/uop/verify.cpp): signed ones their range; unsigned ones from
+    # -2^(bits-1) (two's complement) to 2^bits-1, taken modulo 2^bits
+    for dt, lo, hi in [(dtypes.int8, -128, 127), (dtypes.int16, -2**15, 2**15 - 1),
+                       (dtypes.uint8, -128, 255), (dtypes.uint16, -2**15, 2**16 - 1)]:
+      with self.subTest(dt):
+        for v in (lo, hi):
+          exp = export(UOp.const(dt, v))
+          self.assertEqual(ow_verify(exp.text).returncode, 0, exp.text)
+          self.assertIs(to_tinygrad(exp.text), UOp.sink(UOp.const(dt, v)))
+        for v in (lo - 1, hi + 1):
+          with self.assertRaisesRegex(ExportError, rf"CONST: value {v} of {dt} is outside \[{lo}, {hi}\]"):
+            export(UOp.const(dt, v))
+    exp = export(Tensor(np.array([5], np.uint8)) + UOp.const(dtypes.uint8, -1))  # -1 is 255
+    self.assertEqual(outerworld.run(exp.text, exp.inputs)["out0"].tolist(), [4])
 
   def test_unsigned_constants(self):
     # tinygrad writes uint32 2^32-1 as -1 (Tensor.arange's start - step); it round-trips as written
@@ -182,6 +254,24 @@ class TestCompare(unittest.TestCase):
     self.assertIsNotNone(compare("o", np.array([np.inf, 2.0]), np.array([np.inf, 1.0]), k=1)[0])
 
 
+  def test_narrow_floats_compared_in_their_own_precision(self):
+    from outerworld.tinygrad.oracle import compare
+    bf16 = outerworld.BITS_DTYPES["bfloat16"]
+    one, one_ulp_up, one_and_half = (np.array([b], np.uint16).view(bf16) for b in (0x3F80, 0x3F81, 0x3FC0))
+    # one bfloat16 ulp at 1.0 is 2^-7: within 2*K*u*(|x|+max|out|) = 2*1*2^-8*2 for K=1; 1.5 is not,
+    # and the same 2^-7 difference in float32 is far outside float32's tolerance
+    self.assertIsNone(compare("o", one_ulp_up, one, k=1)[0])
+    d, _ = compare("o", one_and_half, one, k=1)
+    self.assertEqual(d, "o[0]: tinygrad 1.5 (bfloat16 0x3fc0) vs outerworld 1.0 (bfloat16 0x3f80), "
+                        "tolerance 0.0156 (2*K*u*(|x|+max|out|), K=1 roundings, u=2^-8 (bfloat16))")
+    self.assertIsNotNone(compare("o", np.float32([1 + 2**-7]), np.float32([1.0]), k=1)[0])
+    e4m3 = outerworld.BITS_DTYPES["fp8e4m3"]
+    nan, big = np.array([0x7F], np.uint8).view(e4m3), np.array([0x7E], np.uint8).view(e4m3)
+    self.assertIsNone(compare("o", nan, nan.copy(), k=1)[0])
+    self.assertIn("tinygrad nan (fp8e4m3 0x7f) vs outerworld 448.0 (fp8e4m3 0x7e)", compare("o", nan, big, k=1000)[0])
+    self.assertIn("exact", compare("o", np.int8([-56]), np.int8([44]), k=1000)[0])
+
+
 class TestOracle(unittest.TestCase):
   def check(self, tensors_fn):
     with oracle() as o:
@@ -198,6 +288,44 @@ class TestOracle(unittest.TestCase):
         for r in o.records:
           self.assertEqual(r.status, "agree", r.line())
           self.assertIsNot(r.round_trip, False, r.line())
+
+  def test_narrow_dtypes_agree(self):
+    # tinygrad computes bfloat16 and the fp8s on its PYTHON device: on CPU it renders no fp8
+    # type, and clang 14 rejects __bf16 ("not supported on this target"), so those realizes fail
+    # in tinygrad there. Each program's tinygrad result is checked too, so the agreement is
+    # with the right answer.
+    def py(values, dt): return Tensor(values, device="PYTHON").cast(dt)
+    cases = [
+      (lambda: Tensor([1, 2, 3], dtype=dtypes.int8) * 100, [100, -56, 44]),              # wraps modulo 2^8
+      (lambda: Tensor([1, 2, 3], dtype=dtypes.uint8) * 100 - 1, [99, 199, 43]),
+      (lambda: Tensor([1, 2, 300], dtype=dtypes.int16) * 200, [200, 400, -5536]),
+      (lambda: Tensor([0, 2, 300], dtype=dtypes.uint16) * 300 - 1, [65535, 599, 24463]),
+      (lambda: Tensor([1, 2, 3], dtype=dtypes.float16) + 0.1, [1.0996094, 2.0996094, 3.0996094]),
+      (lambda: py([1.0, 3.1, 1e39], dtypes.bfloat16), [1.0, 3.09375, math.inf]),           # 3.1 to 8 bits; past max: inf
+      (lambda: py([500.0, -3.3, 0.001], dtypes.fp8e4m3), [448.0, -3.25, 0.001953125]),   # saturates at 448
+      (lambda: py([1e6, 1.0, -math.inf], dtypes.fp8e5m2), [57344.0, 1.0, -math.inf]),   # saturates; inf stays
+      (lambda: py([1.5, 2.0, 3.0], dtypes.bfloat16) * py([1.0, 1.0, 1.0], dtypes.bfloat16) + 0.1, [1.6015625, 2.09375, 3.09375]),
+    ]
+    for fn, want in cases:
+      with oracle() as o:
+        t = fn().realize()
+        got = outerworld.values(tinygrad_array(t)).tolist()
+      with self.subTest(t.dtype):
+        np.testing.assert_allclose(got, want, rtol=1e-7)
+        self.assertTrue(o.records, "no realize was checked")
+        for r in o.records:
+          self.assertEqual(r.status, "agree", r.line())
+          self.assertIs(r.round_trip, True, r.line())
+
+  def test_equal_values_with_other_bits_are_not_called_bit_identical(self):
+    # tinygrad's PYTHON device BITCASTs through a float and quiets the signalling NaN 0xff81 to
+    # 0xffc1; outerworld's BITCAST keeps the bits (S2.1). Both are NaN, so the values agree,
+    # and the record says the bits do not.
+    with oracle() as o:
+      t = Tensor(np.array([0xFF81, 0x3F80], np.uint16), device="PYTHON").bitcast(dtypes.bfloat16).realize()
+      self.assertEqual(tinygrad_array(t)["bfloat16"].tolist(), [0xFFC1, 0x3F80])
+    self.assertEqual([r.line() for r in o.records],
+                     ["<no test> realize 1: agree: 1 output(s), equal values, bits differ in out0 (NaN payload or sign, or -0)"])
 
   def test_uninitialized_is_not_a_disagreement(self):
     with oracle() as o: (Tensor.empty(3) + 1).realize()

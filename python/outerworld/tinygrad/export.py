@@ -13,8 +13,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from tinygrad.dtype import dtypes, DType
+from tinygrad.dtype import dtypes, DType, _to_np_dtype
 from tinygrad.uop.ops import UOp, Ops, AxisType
+
+from outerworld.worker import BITS_DTYPES
 
 
 class ExportError(Exception):
@@ -22,14 +24,20 @@ class ExportError(Exception):
 
 
 DTYPE_NAMES: dict[DType, str] = {
-  dtypes.void: "void", dtypes.bool: "bool", dtypes.int32: "int32", dtypes.int64: "int64",
-  dtypes.index: "index", dtypes.float16: "float16", dtypes.float32: "float32", dtypes.float64: "float64",
-  dtypes.uint32: "uint32", dtypes.uint64: "uint64",
+  dtypes.void: "void", dtypes.bool: "bool", dtypes.index: "index",
+  dtypes.int8: "int8", dtypes.int16: "int16", dtypes.int32: "int32", dtypes.int64: "int64",
+  dtypes.uint8: "uint8", dtypes.uint16: "uint16", dtypes.uint32: "uint32", dtypes.uint64: "uint64",
+  dtypes.fp8e4m3: "fp8e4m3", dtypes.fp8e5m2: "fp8e5m2", dtypes.float16: "float16", dtypes.bfloat16: "bfloat16",
+  dtypes.float32: "float32", dtypes.float64: "float64",
 }
-# The integer args a CONST of each integer dtype can hold in outerworld's text (a 64-bit signed
-# integer; an unsigned CONST's value is its arg modulo 2^bits); tinygrad allows any Python int.
-_CONST_RANGE = {dtypes.int32: (-2**31, 2**31 - 1), dtypes.int64: (-2**63, 2**63 - 1), dtypes.index: (-2**63, 2**63 - 1),
-                dtypes.uint32: (-2**31, 2**32 - 1), dtypes.uint64: (-2**63, 2**63 - 1)}
+# The integer args a CONST of each integer dtype can hold (src/uop/verify.cpp check_const): a
+# signed one its range; an unsigned one holds its arg modulo 2^bits, written unsigned or as two's
+# complement, so from -2^(bits-1) (tinygrad writes uint32 2^32-1 as -1) to 2^bits-1; any dtype's
+# arg is a 64-bit signed integer in the text. tinygrad allows any Python int.
+_CONST_RANGE = {dtypes.int8: (-2**7, 2**7 - 1), dtypes.int16: (-2**15, 2**15 - 1), dtypes.int32: (-2**31, 2**31 - 1),
+                dtypes.int64: (-2**63, 2**63 - 1), dtypes.index: (-2**63, 2**63 - 1),
+                dtypes.uint8: (-2**7, 2**8 - 1), dtypes.uint16: (-2**15, 2**16 - 1), dtypes.uint32: (-2**31, 2**32 - 1),
+                dtypes.uint64: (-2**63, 2**63 - 1)}
 
 # Ops whose tinygrad form (sources and arg) is already outerworld's form.
 _DIRECT = {
@@ -67,6 +75,19 @@ def _dtype_name(u: UOp) -> str:
   if (n := DTYPE_NAMES.get(u.dtype)) is None:
     raise ExportError(f"{u.op}: dtype {u.dtype} has no outerworld equivalent")
   return n
+
+
+def npy_dtype(dt: DType) -> np.dtype:
+  """How a buffer of dtype dt travels to and from ow: numpy's dtype, or for bfloat16 and the fp8s
+  (which numpy lacks; tinygrad's _to_np_dtype gives float32, a different memory layout) their bits."""
+  name = DTYPE_NAMES.get(dt)
+  return BITS_DTYPES[name] if name in BITS_DTYPES else np.dtype(_to_np_dtype(dt))
+
+
+def buffer_array(buf) -> np.ndarray:
+  """A realized tinygrad Buffer's contents, flat, from its bytes: Buffer.numpy() reads bfloat16/fp8
+  memory as float32, and a trip through float32 values would lose NaN payloads."""
+  return np.frombuffer(buf.as_buffer(), dtype=npy_dtype(buf.dtype.base)).copy()
 
 
 def size_elements(v: UOp) -> list[int | UOp]:
@@ -206,7 +227,7 @@ def export(x, names: list[str] | None = None) -> Export:
     if u.op is not Ops.BUFFER: continue
     name = buffer_name(u)
     if u.realized is None: uninit.append(name); continue
-    data = np.array(u.realized.numpy(), copy=True)
+    data = buffer_array(u.realized)
     shape = w.first_view.get(name)
     inputs[name] = data.reshape(shape) if shape is not None and -1 not in shape else data
   return Export("\n".join(w.lines) + "\n", inputs, out_names, uninit)

@@ -19,10 +19,10 @@ import numpy as np
 from tinygrad import Tensor
 from tinygrad.uop.ops import UOp, Ops
 
-from outerworld.tinygrad.export import export, ExportError, Export
+from outerworld.tinygrad.export import export, ExportError, Export, DTYPE_NAMES, buffer_array, npy_dtype
 from outerworld.tinygrad.importer import to_tinygrad
 
-from outerworld import run, Error
+from outerworld import run, Error, BITS_DTYPES, bits_format, values
 
 
 @dataclass
@@ -47,7 +47,12 @@ class Record:
 # number of roundings on any path by K = the terms folded by every reduction in the graph plus
 # the number of ALU ops, and stand in for sum|x_i| with |value| + the output's largest
 # magnitude. Integer and bool results must match exactly.
-_UNIT_ROUNDOFF = {np.float16: 2.0 ** -11, np.float32: 2.0 ** -24, np.float64: 2.0 ** -53}
+# u is half the format's epsilon (2^-mantissa bits): float64 eps 2^-52, float32 2^-23, float16
+# 2^-10, bfloat16 2^-7, fp8e4m3 2^-3, fp8e5m2 2^-2. Every rounding of a narrow float loses that
+# much, so the same K allows a float16 result 2^13 times the relative error of a float32 one,
+# bfloat16 2^16 times, fp8e4m3 2^20 and fp8e5m2 2^21: each compared in its own precision.
+_UNIT_ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8,
+                  "fp8e4m3": 2.0 ** -4, "fp8e5m2": 2.0 ** -3}
 
 
 def rounding_budget(root: UOp) -> int:
@@ -59,29 +64,53 @@ def rounding_budget(root: UOp) -> int:
   return k
 
 
+def _format(a: np.ndarray) -> str:
+  return bits_format(a) or a.dtype.name
+
+
+def _element(a: np.ndarray, idx: tuple) -> str:
+  """One element for a message: a bfloat16/fp8 one as its value and its bits."""
+  fmt = bits_format(a)
+  if fmt is None: return repr(a[idx])
+  bits = int(a[fmt][idx])
+  return f"{float(values(a)[idx])!r} ({fmt} 0x{bits:0{2 * a.dtype.itemsize}x})"
+
+
 def compare(name: str, tg: np.ndarray, ow: np.ndarray, k: int) -> tuple[str | None, float]:
   """(None if the outputs agree, else the first differing element described; the largest
-  |difference| / tolerance seen, 0 when bit-identical)."""
+  |difference| / tolerance seen, 0 when bit-identical). bfloat16/fp8 arrays (their bits, as ow
+  returns them) are compared by value, in their format's precision."""
   if tg.shape != ow.shape: return f"{name}: shape tinygrad {tg.shape} vs outerworld {ow.shape}", math.inf
-  u = _UNIT_ROUNDOFF.get(ow.dtype.type)
+  u = _UNIT_ROUNDOFF.get(_format(ow))
+  shown = (tg, ow)
+  tg, ow = values(tg), values(ow)
   if u is None:
     bad, tol, why = tg != ow, None, "exact (integer/bool dtype)"
     worst = 0.0 if not bad.any() else math.inf
   else:
     finite = np.abs(ow[np.isfinite(ow)])
     scale = float(finite.max()) if finite.size else 0.0  # an inf must not widen the tolerance
-    tol = 2 * k * u * (np.abs(ow.astype(np.float64)) + scale)
     same = (tg == ow) | (np.isnan(tg) & np.isnan(ow))
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):  # widening a signalling NaN (bfloat16 0x7f81 is one) raises "invalid"
+      tol = 2 * k * u * (np.abs(ow.astype(np.float64)) + scale)
       diff = np.where(same, 0.0, np.abs(tg.astype(np.float64) - ow))
       bad = ~same & ~(diff <= tol)
       ratio = np.where(same, 0.0, diff / np.maximum(tol, np.finfo(np.float64).tiny))
     worst = float(ratio.max()) if ratio.size else 0.0
-    why = f"2*K*u*(|x|+max|out|), K={k} roundings, u=2^{int(math.log2(u))}"
+    why = f"2*K*u*(|x|+max|out|), K={k} roundings, u=2^{int(math.log2(u))} ({_format(shown[1])})"
   if not bad.any(): return None, worst
   idx = tuple(int(i) for i in np.argwhere(bad)[0])
   t = f", tolerance {float(tol[idx]):.3g} ({why})" if tol is not None else f" ({why})"
-  return f"{name}{list(idx)}: tinygrad {tg[idx]!r} vs outerworld {ow[idx]!r}{t}", worst
+  return f"{name}{list(idx)}: tinygrad {_element(shown[0], idx)} vs outerworld {_element(shown[1], idx)}{t}", worst
+
+
+def tinygrad_array(t: Tensor) -> np.ndarray:
+  """A realized tensor's values as ow gives them: bfloat16/fp8 as their bits, read from the buffer
+  (Tensor.numpy() would cast them to float32 in another tinygrad kernel, which is then what is
+  compared, and drop NaN payloads)."""
+  if DTYPE_NAMES.get(t.dtype.base) not in BITS_DTYPES: return t.numpy()
+  if 0 in t.shape: return np.empty(t.shape, npy_dtype(t.dtype.base))
+  return buffer_array(t._buffer()).reshape(t.shape)
 
 
 def _reads_uninitialized(message: str, exp: Export) -> bool:
@@ -155,13 +184,16 @@ class Oracle:
       else:
         self._record("uninitialized" if _reads_uninitialized(str(e), exp) else "refused", f"outerworld: {msg}", round_trip)
       return
-    k, worst = rounding_budget(sink), 0.0
+    k, worst, bits_differ = rounding_budget(sink), 0.0, []
     for name, t in zip(exp.outputs, tensors):
-      tg, ow = t.numpy(), ow_out[name]
+      tg, ow = tinygrad_array(t), ow_out[name]
       d, ratio = compare(name, tg, ow.reshape(tg.shape) if ow.size == tg.size else ow, k)
       if d: return self._record("DISAGREE", d, round_trip)
       worst = max(worst, ratio)
-    how = "bit-identical" if worst == 0 else f"within tolerance (worst {worst:.1%} of it)"
+      if ratio == 0 and (tg.dtype != ow.dtype or tg.tobytes() != ow.tobytes()): bits_differ.append(name)
+    # equal values may still differ in bits: a NaN's sign or payload, the sign of a zero
+    how = ("bit-identical" if not bits_differ else f"equal values, bits differ in {', '.join(bits_differ)} (NaN payload or sign, or -0)") \
+      if worst == 0 else f"within tolerance (worst {worst:.1%} of it)"
     self._record("agree", f"{len(tensors)} output(s), {how}", round_trip)
 
 
