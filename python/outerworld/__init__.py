@@ -47,9 +47,9 @@ def default_worker():
         return _default
 
 
-def run(graph, inputs=None, backend="interp", flat_inputs=False):
+def run(graph, inputs=None, backend="interp", flat_inputs=False, error_bound=False):
     """Worker.run on the default worker."""
-    return default_worker().run(graph, inputs, backend=backend, flat_inputs=flat_inputs)
+    return default_worker().run(graph, inputs, backend=backend, flat_inputs=flat_inputs, error_bound=error_bound)
 
 
 def check(graph, inputs=None, compiler="tcc", flat_inputs=False):

@@ -165,9 +165,12 @@ class Worker:
 
     # ---- public API ----
 
-    def run(self, graph, inputs=None, backend="interp", flat_inputs=False):
-        """Evaluates the graph (its .uop text) on inputs {name: array}; returns {name: array} in the graph's output order."""
-        header, outputs = self.request(self._run_header(graph, "run", flat_inputs, backend=backend), inputs)
+    def run(self, graph, inputs=None, backend="interp", flat_inputs=False, error_bound=False):
+        """Evaluates the graph (its .uop text) on inputs {name: array}; returns {name: array} in the graph's output order.
+        error_bound=True (interpreter only): after each float output NAME also NAME:bound and NAME:nan_origin
+        (ow run --error-bound, reference/SEMANTICS.md S8.1)."""
+        fields = {"backend": backend, **({"error_bound": True} if error_bound else {})}
+        header, outputs = self.request(self._run_header(graph, "run", flat_inputs, **fields), inputs)
         return outputs
 
     def check(self, graph, inputs=None, compiler="tcc", flat_inputs=False):

@@ -244,7 +244,7 @@ class TestCompare(unittest.TestCase):
     tree = x.reshape(4, 8, 8).sum(axis=2, dtype=np.float32).sum(axis=1, dtype=np.float32)  # another order
     self.assertIsNone(compare("out", tree, seq, k=65)[0])
     wrong = seq.copy(); wrong[2] += 1e-2
-    d, _ = compare("out", wrong, seq, k=65)
+    d, _, _ = compare("out", wrong, seq, k=65)
     self.assertRegex(d, r"^out\[2\]: tinygrad .* vs outerworld .*, tolerance .*K=65")
 
   def test_integers_exact_nan_equal_inf_does_not_widen(self):
@@ -261,7 +261,7 @@ class TestCompare(unittest.TestCase):
     # one bfloat16 ulp at 1.0 is 2^-7: within 2*K*u*(|x|+max|out|) = 2*1*2^-8*2 for K=1; 1.5 is not,
     # and the same 2^-7 difference in float32 is far outside float32's tolerance
     self.assertIsNone(compare("o", one_ulp_up, one, k=1)[0])
-    d, _ = compare("o", one_and_half, one, k=1)
+    d, _, _ = compare("o", one_and_half, one, k=1)
     self.assertEqual(d, "o[0]: tinygrad 1.5 (bfloat16 0x3fc0) vs outerworld 1.0 (bfloat16 0x3f80), "
                         "tolerance 0.0156 (2*K*u*(|x|+max|out|), K=1 roundings, u=2^-8 (bfloat16))")
     self.assertIsNotNone(compare("o", np.float32([1 + 2**-7]), np.float32([1.0]), k=1)[0])
@@ -270,6 +270,27 @@ class TestCompare(unittest.TestCase):
     self.assertIsNone(compare("o", nan, nan.copy(), k=1)[0])
     self.assertIn("tinygrad nan (fp8e4m3 0x7f) vs outerworld 448.0 (fp8e4m3 0x7e)", compare("o", nan, big, k=1000)[0])
     self.assertIn("exact", compare("o", np.int8([-56]), np.int8([44]), k=1000)[0])
+
+
+  def test_error_bound_widens_the_tolerance_where_terms_cancel(self):
+    # A sum that cancels: outerworld -3e-9, tinygrad 1e-9 (another order). The old rule's scale is
+    # the tiny output; the error bound (2 * bound = 1e-7) comes from the terms' magnitudes.
+    from outerworld.tinygrad.oracle import compare
+    tg, ow = np.float32([1e-9]), np.float32([-3e-9])
+    self.assertIsNotNone(compare("g", tg, ow, k=10)[0])
+    self.assertIsNone(compare("g", tg, ow, k=10, bound=np.float64([5e-8]))[0])
+    self.assertIsNotNone(compare("g", tg, ow, k=10, bound=np.float64([1e-9]))[0])
+
+  def test_nan_made_by_the_graph_is_its_own_verdict_and_an_input_nan_is_not(self):
+    # outerworld's NaN made at node 7 (inf*0 as written), tinygrad's 0 (it rewrote x*0): the
+    # verdict names the node. A NaN that came from an input (origin -1) where tinygrad returns a
+    # number is a disagreement (tinygrad's test_max_nan: 3.0 where IEEE gives NaN).
+    from outerworld.tinygrad.oracle import compare
+    d, _, verdict = compare("o", np.float32([0.0, 1.0]), np.float32([np.nan, 1.0]), k=2, nan_origin=np.int64([7, -1]))
+    self.assertIsNone(d)
+    self.assertRegex(verdict, r"^o\[0\]: outerworld NaN made at node %7 ")
+    d, _, verdict = compare("o", np.float32([3.0]), np.float32([np.nan]), k=2, nan_origin=np.int64([-1]))
+    self.assertRegex(d, r"^o\[0\]: tinygrad 3\.0 vs outerworld nan")
 
 
 class TestOracle(unittest.TestCase):
@@ -326,6 +347,14 @@ class TestOracle(unittest.TestCase):
       self.assertEqual(tinygrad_array(t)["bfloat16"].tolist(), [0xFFC1, 0x3F80])
     self.assertEqual([r.line() for r in o.records],
                      ["<no test> realize 1: agree: 1 output(s), equal values, bits differ in out0 (NaN payload or sign, or -0)"])
+
+  def test_inf_times_zero_is_nan_as_written_not_a_disagreement(self):
+    # tinygrad rewrites x*0 to 0; the graph as written makes NaN of inf*0 (SEMANTICS S8.1)
+    with oracle() as o:
+      t = (Tensor(np.array([np.inf, 1.0], np.float32)) * 0).realize()
+    self.assertEqual(t.numpy().tolist(), [0.0, 0.0])
+    self.assertEqual([r.status for r in o.records], ["NaN as written"])
+    self.assertRegex(o.records[0].detail, r"^out0\[0\]: outerworld NaN made at node %\d+ .*tinygrad 0\.0")
 
   def test_uninitialized_is_not_a_disagreement(self):
     with oracle() as o: (Tensor.empty(3) + 1).realize()
