@@ -301,9 +301,21 @@ TEST_CASE("bounds of a variable and a constant", "[uop][bounds]") {
   CHECK(v.vmax() == 9);
   CHECK(idx(-5).vmin() == -5);
   CHECK(idx(-5).vmax() == -5);
-  // as in tinygrad, a BIND has its variable's bounds, not the bound value's
-  CHECK(v.bind(idx(4)).vmin() == 2);
-  CHECK(v.bind(idx(4)).vmax() == 9);
+  // a BIND has the bounds of the value it binds (within its variable's): a graph that binds n to
+  // 4 is checked at 4, so PAD(x, 0, 7 - n) is valid for it though n could be 8 (tinygrad keeps
+  // the variable's bounds: its kernels are compiled once for every value)
+  CHECK(v.bind(idx(4)).vmin() == 4);
+  CHECK(v.bind(idx(4)).vmax() == 4);
+  UOp r = UOp::range(20, 0);  // [0, 19]
+  CHECK(v.bind(r).vmin() == 2);
+  CHECK(v.bind(r).vmax() == 9);
+  UOp x = UOp::make(Ops::BUFFER, dtypes::float32, {}, Arg(ArgTuple{Arg(std::string("x")), Arg(int64_t{3})}));
+  UOp width = simplify(idx(7) - v.bind(idx(4)));
+  UOp padded = UOp::make(Ops::PAD, dtypes::float32, {x, idx(0), width});
+  CHECK(padded->shape.kind == ShapeInfo::Kind::Shaped);
+  CHECK(render_shape(padded->shape.dims) == "(6,)");
+  UOp too_wide = UOp::make(Ops::PAD, dtypes::float32, {x, idx(0), simplify(idx(7) - v)});
+  CHECK_THAT(too_wide->shape.error, Catch::Contains("can be negative"));
 }
 
 TEST_CASE("bounds of add, sub and mul", "[uop][bounds]") {

@@ -88,7 +88,11 @@ std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n) {
     case Ops::RANGE: case Ops::SPECIAL:
       if (!n.src.empty() && intlike(n.src[0]->dtype)) return fit(n.dtype, 0, std::max<i128>(static_cast<i128>(n.src[0]->hi) - 1, 0));
       return {dlo, dhi};
-    case Ops::BIND:
+    case Ops::BIND:  // the value it binds, which the verifier keeps inside the variable's range
+      if (n.src.size() == 2 && intlike(n.src[1]->dtype)) {
+        int64_t lo = std::max(n.src[0]->lo, n.src[1]->lo), hi = std::min(n.src[0]->hi, n.src[1]->hi);
+        if (lo <= hi) return {lo, hi};
+      }
       if (!n.src.empty()) return {n.src[0]->lo, n.src[0]->hi};
       return {dlo, dhi};
     case Ops::NEG:
