@@ -40,6 +40,30 @@ UOp name_effect_ranges(const Match& m) {
   return src.size() == a->src.size() ? UOp() : a.replace_src(src);
 }
 
+// AFTER(x, deps) orders x after the effects its deps run. A dependency that runs none orders
+// nothing (tinygrad's assign to a non-buffer exports as AFTER(CONTIGUOUS(value), CONTIGUOUS(the
+// old value))), and evaluating it matters only if it can fail: such dependencies are dropped,
+// and kernels never see an AFTER of values (it reached lowering's loads as a BUFFERIZE).
+bool cannot_fail(UOp dep) {
+  for (UOp u : toposort(dep)) {
+    Ops op = u->op;
+    if (is_effect(u) || op == Ops::AFTER || op == Ops::REDUCE || op == Ops::GRADIENT || op == Ops::INDEX || op == Ops::SHRINK) return false;
+    bool divides = op == Ops::IDIV || op == Ops::MOD, shifts = op == Ops::SHL || op == Ops::SHR;
+    if ((divides || shifts) && !(u->src[1]->op == Ops::CONST && u->src[1].vmin() > 0 && (!shifts || u->src[1].vmax() < 8 * u->dtype.itemsize())))
+      return false;
+  }
+  return true;
+}
+
+UOp drop_pure_dependencies(const Match& m) {
+  UOp a = m.node;
+  std::vector<UOp> src{a->src[0]};
+  for (size_t i = 1; i < a->src.size(); ++i)
+    if (a->src[i]->op == Ops::RANGE || !cannot_fail(a->src[i])) src.push_back(a->src[i]);
+  if (src.size() == a->src.size()) return UOp();
+  return src.size() == 1 ? a->src[0] : a.replace_src(src);
+}
+
 // REDUCE(f(r, REDUCE(g(r), r)), r) is a fine value (the inner REDUCE binds its own r, S3), but a
 // host loop and a kernel loop have one variable per range: the inner one gets a fresh range.
 // Rewrites run children first, so an inner REDUCE holds no deeper rebinding of r and renaming
@@ -70,6 +94,7 @@ UOp rename_shadowed_ranges(const Match& m) {
 const PatternMatcher& cleanup_rules() {
   static const PatternMatcher pm = PatternMatcher({
       {"a REDUCE inside a REDUCE over the same range gets a range of its own", Pat::ops({Ops::REDUCE}), rename_shadowed_ranges},
+      {"an AFTER's dependencies that run no effect and cannot fail are dropped", Pat::ops({Ops::AFTER}), drop_pure_dependencies},
       {"DETACH is the identity", Pat::ops({Ops::DETACH}), first_src},
       {"CONTIGUOUS_BACKWARD is the identity", Pat::ops({Ops::CONTIGUOUS_BACKWARD}), first_src},
       {"REDUCE_BACKWARD is the identity forward", Pat::ops({Ops::REDUCE_BACKWARD}), first_src},
