@@ -413,6 +413,17 @@ TEST_CASE("ow check --passes: every pass keeps the outputs of the seed's scan", 
     CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
 }
 
+// A fold over a LOOP range: after kernelize the host read its buffer "after" the range that
+// only the kernel loops over, so that stage could not be evaluated (m1 free at the root).
+TEST_CASE("ow check --passes evaluates every stage of a fold over a LOOP range", "[cli][lower]") {
+  fs::path f = fs::path(std::getenv("OW_SOURCE_DIR")) / "tests" / "fuzz" / "lower" / "check-passes-loop-fold.uop";
+  Result r = run_ow({"check", f.string(), "--passes", "--random-inputs"});
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  for (const char* pass : {"scans", "realize", "rangeify", "kernelize", "schedule", "fuse"})
+    CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
+}
+
 TEST_CASE("ow show-c prints the host loop and readable C kernels without includes", "[cli][lower]") {
   Result r = run_ow({"show-c", case_file("scan_with_assign").string()});
   INFO(r.err);

@@ -100,7 +100,14 @@ class KernelBuilder {
       if (UOp c = conv(r); c->op == Ops::RANGE) ranges.push_back(c);
     UOp body = ranges.empty() ? store : store.end(ranges);
     std::vector<UOp> src{UOp::sink({body})};
-    for (size_t s = 0; s < buffers_.size(); ++s) src.push_back(deps_[s].empty() ? buffers_[s] : buffers_[s].after(deps_[s]));
+    for (size_t s = 0; s < buffers_.size(); ++s) {
+      // A range dependency marks a read as one per iteration; a range the kernel loops over
+      // itself is iterated inside it, so at the host it is no dependency (it would be free there).
+      std::vector<UOp> deps;
+      for (UOp d : deps_[s])
+        if (d->op != Ops::RANGE || std::find(ranges.begin(), ranges.end(), d) == ranges.end()) deps.push_back(d);
+      src.push_back(deps.empty() ? buffers_[s] : buffers_[s].after(deps));
+    }
     for (auto& [var, range] : binds_) src.push_back(var.bind(range));
     std::string name = "k" + std::to_string(ctx_.next_kernel++);
     return UOp::make(Ops::KERNEL, dtypes::void_, src, Arg(ArgTuple{Arg(name)}), is_value ? Arg(std::string("value")) : Arg());
