@@ -87,6 +87,7 @@ struct Config {
   bool explicit_tiers = false;
   std::string out_dir;
   bool keep_going = false, shrink = true, shrink_all = false, quiet = false, stats = false, print = false;
+  bool passes = false;  // translation validation of every lowering pass instead of the compiled tiers
   CompiledRun how;
 };
 
@@ -95,6 +96,7 @@ std::optional<Config> parse_config(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("seed", po::value<uint64_t>()->default_value(1), "first seed; graph k uses seed S+k")(
       "count", po::value<uint64_t>()->default_value(100), "number of graphs")(
+      "passes", "instead of the compiled tiers, evaluate the graph after every lowering pass and compare (ow check --passes on every graph)")(
       "compiler", po::value<std::vector<std::string>>()->composing(),
       "compiled tier to check on EVERY graph (repeatable: tcc, cc). Default: tcc on every graph and cc on every --cc-every'th "
       "(cc compiles take ~30-50 ms per kernel, tcc ~1 ms)")(
@@ -119,7 +121,7 @@ std::optional<Config> parse_config(const Args& args) {
     if (t != "tcc" && t != "cc") throw Error("ow fuzz: --compiler takes tcc or cc, got '" + t + "'");
   c.out_dir = vm["out"].as<std::string>();
   c.keep_going = vm.count("keep-going"), c.shrink = !vm.count("no-shrink"), c.shrink_all = vm.count("shrink-all");
-  c.quiet = vm.count("quiet"), c.stats = vm.count("stats"), c.print = vm.count("print");
+  c.quiet = vm.count("quiet"), c.stats = vm.count("stats"), c.print = vm.count("print"), c.passes = vm.count("passes") > 0;
   c.how = {!vm.count("no-bounds-check"), !vm.count("no-fork"), vm["timeout"].as<int>()};
   return c;
 }
@@ -149,7 +151,7 @@ class Fuzzer {
  private:
   Config c_;
   uint64_t graphs_ = 0, findings_ = 0, gen_errors_ = 0, runs_tcc_ = 0, runs_cc_ = 0, nodes_total_ = 0, attempts_extra_ = 0;
-  uint64_t unsupported_ = 0, poison_graphs_ = 0, grad_graphs_ = 0, fd_checked_ = 0, fd_unreliable_ = 0;
+  uint64_t unsupported_ = 0, poison_graphs_ = 0, grad_graphs_ = 0, fd_checked_ = 0, fd_unreliable_ = 0, runs_passes_ = 0;
   std::map<std::string, uint64_t> op_count_, form_count_;
   Seeds by_category_, unsupported_kinds_, grad_refused_;
   std::set<std::string> first_of_category_;
@@ -166,6 +168,7 @@ class Fuzzer {
   bool check_reference(uint64_t seed, const fuzz::Generated& gen, const interp::BufferMap& inputs, bool& stop);
   bool check_tiers(uint64_t seed, UOp root, const interp::BufferMap& inputs);
   bool check_gradients(uint64_t seed, UOp root, const interp::BufferMap& inputs);
+  bool check_passes(uint64_t seed, UOp root, const interp::BufferMap& inputs);
   void report(uint64_t seed, UOp root, const std::string& tier, const Outcome& o, const Check& check, const std::string& cmd_template);
   UOp shrunk(uint64_t seed, UOp root, const std::string& cat, const Check& check) const;
 };
@@ -261,6 +264,22 @@ bool Fuzzer::check_gradients(uint64_t seed, UOp root, const interp::BufferMap& i
   return true;
 }
 
+// --passes: every stage of the lowering evaluated and compared (translation validation); true on
+// a finding.
+bool Fuzzer::check_passes(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
+  ++runs_passes_;
+  Outcome o = passes(root, inputs);
+  if (o.ok) return false;
+  if (o.kind == Kind::Unsupported) {
+    ++unsupported_;
+    unsupported_kinds_[category(o)].push_back(seed);
+    return false;
+  }
+  report(seed, root, "passes", o, [&](UOp g, const interp::BufferMap& in) { return interpret(g, in).ok ? passes(g, in) : Outcome{}; },
+         "ow check FILE --passes --random-inputs " + std::to_string(seed));
+  return true;
+}
+
 bool Fuzzer::run_seed(uint64_t seed) {
   ++graphs_;
   fuzz::Generated gen;
@@ -278,7 +297,7 @@ bool Fuzzer::run_seed(uint64_t seed) {
   if (!gen.loss) check_uninitialized(seed, gen.root, inputs);
   bool stop = false, found = false;
   if (check_reference(seed, gen, inputs, stop)) {
-    found = check_tiers(seed, gen.root, inputs);
+    found = c_.passes ? check_passes(seed, gen.root, inputs) : check_tiers(seed, gen.root, inputs);
     if (!found && gen.loss) found = check_gradients(seed, gen.root, inputs);
   }
   reset_uop_table();  // nothing refers to this graph any more; keep memory flat over long runs
@@ -340,7 +359,8 @@ void Fuzzer::print_summary(double secs) const {
   for (const auto& [k, v] : grad_refused_) refused += v.size();
   std::cout << "gradient graphs: " << grad_graphs_ << " checked against central differences (" << fd_checked_ << " elements compared, "
             << fd_unreliable_ << " skipped as not converged), " << refused << " refused\n";
-  std::cout << "checked: " << runs_tcc_ << " tcc runs, " << runs_cc_ << " cc runs, " << unsupported_ << " graphs not supported; " << poison_graphs_
+  std::cout << "checked: " << runs_tcc_ << " tcc runs, " << runs_cc_ << " cc runs, " << runs_passes_ << " graphs with every lowering pass validated, "
+            << unsupported_ << " graphs not supported; " << poison_graphs_
             << " graphs with written buffers left without data refused as the interpreter refuses them\n";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f", secs);

@@ -101,11 +101,12 @@ class KernelBuilder {
     UOp body = ranges.empty() ? store : store.end(ranges);
     std::vector<UOp> src{UOp::sink({body})};
     for (size_t s = 0; s < buffers_.size(); ++s) {
-      // A range dependency marks a read as one per iteration; a range the kernel loops over
-      // itself is iterated inside it, so at the host it is no dependency (it would be free there).
+      // A range dependency marks a read as one per iteration. Only an OUTER range is iterated by
+      // the host (a host loop binds it); any other is iterated inside the kernel, or was folded
+      // away there (extent 1), so at the host it is no dependency (it would be free there).
       std::vector<UOp> deps;
       for (UOp d : deps_[s])
-        if (d->op != Ops::RANGE || std::find(ranges.begin(), ranges.end(), d) == ranges.end()) deps.push_back(d);
+        if (d->op != Ops::RANGE || (range_axis(d) == AxisType::OUTER && std::find(ranges.begin(), ranges.end(), d) == ranges.end())) deps.push_back(d);
       src.push_back(deps.empty() ? buffers_[s] : buffers_[s].after(deps));
     }
     for (auto& [var, range] : binds_) src.push_back(var.bind(range));

@@ -13,6 +13,7 @@
 #include "grad/gradient.h"
 #include "interp/compare.h"
 #include "interp/inputs.h"
+#include "lowering/validate.h"
 #include "uop/error.h"
 
 namespace ow::cli::fuzz_run {
@@ -83,6 +84,21 @@ Outcome interpret(UOp g, const interp::BufferMap& inputs) {
     interp::BufferMap b = interp::copy_buffers(inputs);
     interp::run(g, b);
     return {};
+  } catch (...) {
+    return caught();
+  }
+}
+
+Outcome passes(UOp g, const interp::BufferMap& inputs) {
+  try {
+    std::vector<interp::Output> want = evaluate(g, inputs);
+    Outcome out;
+    lower::lower(g, [&](const lower::Pass& p, UOp lowered) {
+      if (!out.ok) return;
+      Verdict v = validate_pass(want, p.name, lowered, inputs);
+      if (!v.ok && !v.over_budget) out = failed(v.text, Kind::User, "pass-" + p.name);
+    });
+    return out;
   } catch (...) {
     return caught();
   }

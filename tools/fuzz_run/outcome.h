@@ -44,6 +44,11 @@ Outcome interpret(UOp g, const interp::BufferMap& inputs);
 // A gradient graph whose losses the interpreter evaluates but whose gradients it neither
 // evaluates nor refuses: the expansion built something wrong.
 Outcome expansion(UOp g, const interp::BufferMap& inputs);
+
+// ow fuzz --passes: every lowering pass's graph evaluated by the interpreter and compared with
+// the input graph's outputs (ow check --passes); a stage that fails to evaluate or changes an
+// output is a finding labelled "pass-NAME", the compiled path's refusals are Unsupported.
+Outcome passes(UOp g, const interp::BufferMap& inputs);
 // The gradients of a gradient graph against central differences (after the interpreter has
 // evaluated it, so an error here is a finding).
 Outcome finite_differences(UOp g, const interp::BufferMap& inputs, uint64_t seed, fuzz::FdCheck* stats = nullptr);

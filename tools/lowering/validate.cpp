@@ -11,8 +11,13 @@
 
 namespace ow::cli {
 
+// A pass may drop a buffer nothing reads any more (the reads of an empty tensor, a gradient's
+// input that cancels): the inputs of buffers the graph no longer has are not given to it.
 std::vector<interp::Output> evaluate(UOp g, const interp::BufferMap& inputs, const interp::Options& opts) {
-  interp::BufferMap b = copy_buffers(inputs);
+  interp::BufferMap b;
+  for (const interp::BufferSpec& s : interp::graph_buffers(g))
+    if (auto it = inputs.find(s.name); it != inputs.end()) b.emplace(s.name, it->second);
+  b = copy_buffers(b);
   return interp::run(g, b, opts);
 }
 
