@@ -88,6 +88,13 @@ class KernelRenderer {
   int level(UOp u) const;
   int scope_level(int id) const;
   std::string val(UOp u, int user_level, bool force_name = false);
+  // val recurses through the sources it inlines; a statement's value whose chain of inlined
+  // nodes is deeper than kInlineDepth gets a named local every kInlineDepth levels first, from
+  // the bottom up, so that recursion stays shallow at any graph depth.
+  static constexpr int kInlineDepth = 128;
+  int val_depth_ = 0;
+  void name_deep_chains(UOp u, int user_level);
+  bool placeable(UOp u) const;
   std::string expr(UOp u, int level);
   std::string literal(UOp u) const;
   std::string range_var(UOp r);

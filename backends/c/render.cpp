@@ -153,6 +153,12 @@ void KernelRenderer::name_ranges() {
 // The C expression for value u, used by a statement at user_level. Values used more than once,
 // values placed outside the user's loop and accumulators get a named local.
 std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
+  bool statement = val_depth_++ == 0;  // called by a statement, not by val for a source
+  struct Leave {
+    int& depth;
+    ~Leave() { --depth; }
+  } leave{val_depth_};
+  if (statement) name_deep_chains(u, user_level);
   switch (u->op) {
     case Ops::CONST: return literal(u);
     case Ops::DEFINE_VAR: return use_var(u);
@@ -182,6 +188,32 @@ std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
   emit(lv, ctype(u->dtype, u) + " " + name + " = " + e + ";");
   named_[u.get()] = {name, stack_[static_cast<size_t>(lv)].id};
   return name;
+}
+
+bool KernelRenderer::placeable(UOp u) const {
+  for (const UOpNode* r : free_.at(u.get()))
+    if (std::none_of(stack_.begin() + 1, stack_.end(), [&](const Scope& s) { return s.range.get() == r; })) return false;
+  return true;
+}
+
+// Inline depth: 0 for what val names or spells by itself, else 1 + its deepest source's. Only
+// kernels larger than kInlineDepth nodes can need it, so other kernels' C is untouched.
+void KernelRenderer::name_deep_chains(UOp u, int user_level) {
+  if (own_nodes_ < static_cast<size_t>(kInlineDepth)) return;
+  std::unordered_map<const UOpNode*, int> inline_depth;
+  for (UOp n : toposort(u)) {
+    int d = 0;
+    for (UOp s : n->src)
+      if (auto it = inline_depth.find(s.get()); it != inline_depth.end()) d = std::max(d, it->second);
+    bool spelled = n->op == Ops::CONST || n->op == Ops::DEFINE_VAR || n->op == Ops::RANGE || n->op == Ops::BIND || n->dtype.ptr ||
+                   n->dtype.is_void() || named_.count(n.get());
+    int here = spelled ? 0 : d + 1;
+    if (here >= kInlineDepth && n != u && placeable(n)) {
+      val(n, user_level, true);
+      here = 0;
+    }
+    inline_depth[n.get()] = here;
+  }
 }
 
 std::string KernelRenderer::literal(UOp u) const {
@@ -248,7 +280,9 @@ std::string KernelRenderer::reduce(UOp u, int lv) {
   std::vector<Scope> aside(std::make_move_iterator(stack_.begin() + lv + 1), std::make_move_iterator(stack_.end()));
   stack_.resize(static_cast<size_t>(lv) + 1);
   for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i]);
+  int outer_depth = std::exchange(val_depth_, 0);  // its body is a statement of its own loops
   std::string x = val(u->src[0], depth());
+  val_depth_ = outer_depth;
   emit(depth(), acc + " = " + binop(*op, d, acc, x, true, u) + ";");
   for (size_t i = 1; i < u->src.size(); ++i) close();
   for (Scope& s : aside) stack_.push_back(std::move(s));

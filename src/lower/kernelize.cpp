@@ -190,8 +190,34 @@ class KernelBuilder {
     return UOp::make(Ops::INDEX, g->dtype, src);
   }
 
+  // The kernel form of a tensor-level element value. Iterative (a chain of 100,000 fused nodes
+  // is as deep): the sources of a node rebuilt from its sources are converted first.
   UOp conv(UOp u) {
-    if (auto it = memo_.find(u.get()); it != memo_.end()) return it->second;
+    std::vector<std::pair<UOp, bool>> stack{{u, false}};  // (node, its sources pushed)
+    while (!stack.empty()) {
+      auto [n, pushed] = stack.back();
+      if (memo_.count(n.get())) {
+        stack.pop_back();
+        continue;
+      }
+      if (!pushed && rebuilt_from_sources(n)) {
+        stack.back().second = true;
+        for (UOp s : n->src)
+          if (!memo_.count(s.get())) stack.push_back({s, false});
+        continue;
+      }
+      stack.pop_back();
+      memo_[n.get()] = conv_one(n);
+    }
+    return memo_.at(u.get());
+  }
+
+  bool rebuilt_from_sources(UOp u) const {
+    return !index_parts(u) && u->op != Ops::RANGE && u->shape.kind == ShapeInfo::Kind::Unshaped;
+  }
+
+  // One node, its sources converted already where it is rebuilt from them.
+  UOp conv_one(UOp u) {
     UOp out;
     if (auto p = index_parts(u)) {
       if (p->x->op != Ops::BUFFERIZE && p->x->op != Ops::BUFFER && p->x->op != Ops::AFTER)
@@ -212,7 +238,7 @@ class KernelBuilder {
       out = src == u->src ? u : u.replace_src(src);
       if (u->op == Ops::REDUCE) out = drop_single_ranges(out.with_tag(Arg()));  // a kernel's loops need no tag
     }
-    return memo_[u.get()] = out;
+    return out;
   }
 
   // A REDUCE whose ranges of one iteration became index 0: fold over the remaining ranges, or,
