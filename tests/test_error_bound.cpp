@@ -141,7 +141,7 @@ TEST_CASE("a sum's bound covers every order of its terms, and grows with their m
   CHECK(bound <= 2 * 0x1p-24 * (2e8 + 1) * 1.01 + 1e-30);
 }
 
-TEST_CASE("nan_origin names the node that made a NaN of non-NaN operands", "[grad][bound]") {
+TEST_CASE("invalid_origin names the node that made a NaN of non-NaN operands", "[grad][bound]") {
   // %p = inf * 0 is NaN made here (node 2 as ow print numbers it); a NaN input that MAX passes on
   // was made by nobody in the graph (-1): tinygrad's 3.0 there would be a real disagreement.
   const char* text = R"(%a = BUFFER float32 () ("a", 2)
@@ -154,7 +154,7 @@ TEST_CASE("nan_origin names the node that made a NaN of non-NaN operands", "[gra
   UOp g = parse_graph(text).root;
   auto outs = interp::run(grad::with_error_bounds(g), b);
   REQUIRE(outs.size() == 6);
-  CHECK(outs[2].name == "p:nan_origin");
+  CHECK(outs[2].name == "p:invalid_origin");
   CHECK(values(outs[2].value) == std::vector<double>{static_cast<double>(number_graph(g).number.at(g->src[0].get())), -1});
   CHECK(values(outs[5].value) == std::vector<double>{-1, -1});
 }
@@ -184,4 +184,26 @@ TEST_CASE("a graph the bound has no rule for is refused naming the node", "[grad
 %out = SINK void (%a) ("a",)
 )";
   CHECK_THAT(error_of([&] { grad::with_error_bounds(parse_graph(text).root); }), Catch::StartsWith("error bound: no rule for AFTER\n  at %"));
+}
+
+TEST_CASE("invalid_origin names a float converted out of an integer's range, or a NaN converted", "[grad][bound]") {
+  // int8: 300.0 and -500.0 truncate outside [-128, 127], NaN has no integer; 127.9 and -128.9
+  // truncate to 127 and -128, inside. uint64: -0.5 truncates to 0 (inside), -1.0 is outside,
+  // 2^64 is outside and the largest double below it inside.
+  const char* text = R"(%a = BUFFER float32 () ("a", 5)
+%b = CAST int8 (%a)
+%d = BUFFER float64 () ("d", 4)
+%u = CAST uint64 (%d)
+%out = SINK void (%b, %u) ("b", "u")
+)";
+  interp::BufferMap b{{"a", buffer(dtypes::float32, {300.0, -500.0, 127.9, -128.9, NAN})},
+                      {"d", buffer(dtypes::float64, {-0.5, -1.0, 0x1p64, 0x1p64 - 2048})}};
+  UOp g = parse_graph(text).root;
+  auto outs = interp::run(grad::with_error_bounds(g), b);
+  REQUIRE(outs.size() == 6);
+  CHECK(outs[2].name == "b:invalid_origin");
+  double cast8 = static_cast<double>(number_graph(g).number.at(g->src[0].get()));
+  double cast64 = static_cast<double>(number_graph(g).number.at(g->src[1].get()));
+  CHECK(values(outs[2].value) == std::vector<double>{cast8, cast8, -1, -1, cast8});
+  CHECK(values(outs[5].value) == std::vector<double>{-1, cast64, cast64, -1});
 }

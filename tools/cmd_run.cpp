@@ -49,7 +49,7 @@ po::options_description run_options() {
       "backend", po::value<std::string>()->default_value("interp"), "interp (the reference interpreter) | tcc (libtcc JIT) | cc (system compiler) | check (compiled and interpreted, compared kernel by kernel) | auto (tcc, then cc once compiled in the background: for programs run many times)")(
       "compiler", po::value<std::string>()->default_value("tcc"), "with --backend check: the compiled tier to check (tcc | cc)")(
       "compile", po::value<std::string>()->default_value("program"), "compiled backends: program (all kernels in one translation unit, one compile) | kernel (one compile per kernel)")(
-      "error-bound", "after each float output NAME, NAME:bound (float64: |value - the exact value| at most this, for any rounding order, reference/SEMANTICS.md S8.1) and NAME:nan_origin (the first node, as ow print numbers it, that made a NaN of operands that were not, or -1); interpreter only")(
+      "error-bound", "after each float or integer output NAME, NAME:bound (float64: |value - the exact value| at most this, for any rounding order, reference/SEMANTICS.md S8.1) and NAME:invalid_origin (the first node, as ow print numbers it, that made a NaN of operands that were not or converted a float out of an integer's range, or -1); interpreter only")(
       "bounds-check", "compiled kernels check every memory access");
   add_input_options(opts);
   add_print_options(opts);

@@ -1,7 +1,7 @@
 // with_error_bounds (error_bound.h): one pass over the graph in topological order (no recursion),
 // building for each node u its shadows: e(u), a float64 bound on |u - exact u| (null when u is
 // exact by construction: inputs, constants, integer arithmetic on exact values), and o(u), the
-// float64 number of the first node that made a NaN (-1 when none).
+// float64 number of the first node that did something invalid (-1 when none).
 #include "grad/error_bound.h"
 
 #include <cmath>
@@ -204,8 +204,26 @@ class Bounds {
     return where(alu(Ops::CMPLT, c(0), any), c(INFINITY), c(0));
   }
 
-  // o(u): u's own number where u is NaN and none of its operands is, else the largest origin of
-  // its operands (-1: none).
+  UOp number(UOp u) const { return c(static_cast<double>(printed_.number.at(u.get()))); }
+
+  // A float that truncates outside the integer type of CAST u, or a NaN (undefined in C; S2.1
+  // saturates): inside is lo - 1 < x < hi + 1, every bound a double exactly (int64's lower one,
+  // -2^63 - 1, is not: there lo <= x).
+  static UOp out_of_range(UOp u) {
+    auto [lo, hi] = int_limits(u->dtype);  // (uint64's are int64's: its own are 0 and 2^64 - 1)
+    if (u->dtype == dtypes::uint64) lo = 0;
+    UOp x = val(u->src[0]);
+    UOp t = UOp::cnst(dtypes::bool_, 1);
+    double top = u->dtype == dtypes::uint64 ? 0x1p64 : u->dtype.itemsize() == 8 ? 0x1p63 : static_cast<double>(hi) + 1;
+    UOp low_ok = u->dtype.is_signed_int() && u->dtype.itemsize() == 8 ? alu(Ops::CMPNE, alu(Ops::CMPLT, x, c(static_cast<double>(lo))), t)
+                                                                       : alu(Ops::CMPLT, c(static_cast<double>(lo) - 1), x);
+    UOp inside = alu(Ops::AND, low_ok, alu(Ops::CMPLT, x, c(top)));  // false for NaN
+    return alu(Ops::CMPNE, inside, t);
+  }
+
+  // o(u): u's own number where u is NaN and none of its operands is, or where u converts a float
+  // out of its integer range (or a NaN) to an integer; else the largest origin of its operands
+  // (-1: none).
   UOp origin_of(UOp u) {
     Ops op = u->op;
     bool value = u->dtype.is_float() || u->dtype.is_bool() || (u->dtype.is_int() && !u->dtype.is_index());
@@ -227,13 +245,14 @@ class Bounds {
       if (!u->dtype.is_float()) return inherited;
       UOp any_nan = fold(Ops::MAX, cast(isnan(val(x)), f64));
       UOp here = alu(Ops::AND, isnan(val(u)), alu(Ops::CMPLT, any_nan, c(0.5)));
-      return where(here, c(static_cast<double>(printed_.number.at(u.get()))), inherited);
+      return where(here, number(u), inherited);
     }
     if (!is_alu(op) && op != Ops::CAST && op != Ops::BITCAST && op != Ops::CONTIGUOUS && op != Ops::DETACH &&
         op != Ops::CONTIGUOUS_BACKWARD && op != Ops::REDUCE_BACKWARD)
       no_rule(u, std::string(op_name(op)));
     UOp inherited = o_.at(u->src[0].get());
     for (size_t i = 1; i < u->src.size(); ++i) inherited = max(inherited, o_.at(u->src[i].get()));
+    if (op == Ops::CAST && u->src[0]->dtype.is_float() && u->dtype.is_int()) return where(out_of_range(u), number(u), inherited);
     if (!u->dtype.is_float() || op == Ops::BITCAST || !is_alu(op)) return inherited;
     UOp operand_nan;
     for (UOp s : u->src) {
@@ -243,7 +262,7 @@ class Bounds {
     }
     UOp here = isnan(val(u));
     if (operand_nan) here = alu(Ops::AND, here, alu(Ops::CMPNE, operand_nan, UOp::cnst(dtypes::bool_, 1)));
-    return where(here, c(static_cast<double>(printed_.number.at(u.get()))), inherited);
+    return where(here, number(u), inherited);
   }
 };
 
@@ -261,11 +280,11 @@ UOp with_error_bounds(UOp root) {
     std::string name = names && i < names->size() && (*names)[i].is<std::string>() ? (*names)[i].as<std::string>() : "out" + std::to_string(i);
     outs.push_back(o);
     out_names.emplace_back(name);
-    if (!o->dtype.is_float()) continue;
+    if (!o->dtype.is_float() && !(o->dtype.is_int() && !o->dtype.is_index())) continue;
     outs.push_back(b.bound(o));
     out_names.emplace_back(name + ":bound");
     outs.push_back(cast(b.origin(o), dtypes::int64));
-    out_names.emplace_back(name + ":nan_origin");
+    out_names.emplace_back(name + ":invalid_origin");
   }
   return UOp::sink(outs, Arg(out_names));
 }

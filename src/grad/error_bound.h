@@ -10,9 +10,10 @@
 // Integer and bool values are exact unless they come from floats: a comparison of floats whose
 // bounds overlap "may flip" (its bound is 1), and a WHERE on such a condition is bounded by the
 // distance between its branches. Alongside, per output element, the number (as `ow print`
-// numbers it) of the first node that made a NaN out of operands that were not NaN (inf*0,
-// inf-inf, 0/0, sqrt(-1), ...), or -1: a NaN of the graph as written, which an algebraic
-// rewrite of that node may legitimately avoid.
+// numbers it) of the first node that did what IEEE 754 calls invalid: made a NaN out of operands
+// that were not NaN (inf*0, inf-inf, 0/0, sqrt(-1), ...), which an algebraic rewrite of that node
+// may legitimately avoid, or converted a float outside an integer type's range (or a NaN) to it,
+// which C leaves undefined and outerworld saturates (S2.1); or -1.
 //
 // reference/SEMANTICS.md S8.1 states the model; the tinygrad oracle judges with it.
 #pragma once
@@ -24,8 +25,8 @@ namespace ow::grad {
 
 inline constexpr double kTranscendentalUlps = 16;
 
-// The root with two more outputs after each float output NAME: "NAME:bound" (float64) and
-// "NAME:nan_origin" (int64). Throws ow::Error naming the first node it has no rule for (effects,
+// The root with two more outputs after each float or integer output NAME: "NAME:bound" (float64)
+// and "NAME:invalid_origin" (int64). Throws ow::Error naming the first node it has no rule for (effects,
 // loops over ranges, ...).
 UOp with_error_bounds(UOp root);
 
