@@ -286,10 +286,10 @@ class TestCompare(unittest.TestCase):
     # verdict names the node. A NaN that came from an input (origin -1) where tinygrad returns a
     # number is a disagreement (tinygrad's test_max_nan: 3.0 where IEEE gives NaN).
     from outerworld.tinygrad.oracle import compare
-    d, _, verdict = compare("o", np.float32([0.0, 1.0]), np.float32([np.nan, 1.0]), k=2, nan_origin=np.int64([7, -1]))
+    d, _, verdict = compare("o", np.float32([0.0, 1.0]), np.float32([np.nan, 1.0]), k=2, origin=np.int64([7, -1]))
     self.assertIsNone(d)
     self.assertRegex(verdict, r"^o\[0\]: outerworld NaN made at node %7 ")
-    d, _, verdict = compare("o", np.float32([3.0]), np.float32([np.nan]), k=2, nan_origin=np.int64([-1]))
+    d, _, verdict = compare("o", np.float32([3.0]), np.float32([np.nan]), k=2, origin=np.int64([-1]))
     self.assertRegex(d, r"^o\[0\]: tinygrad 3\.0 vs outerworld nan")
 
 
@@ -355,6 +355,14 @@ class TestOracle(unittest.TestCase):
     self.assertEqual(t.numpy().tolist(), [0.0, 0.0])
     self.assertEqual([r.status for r in o.records], ["NaN as written"])
     self.assertRegex(o.records[0].detail, r"^out0\[0\]: outerworld NaN made at node %\d+ .*tinygrad 0\.0")
+
+  def test_float_to_int8_out_of_range_is_an_undefined_conversion_not_a_disagreement(self):
+    # C leaves it undefined; tinygrad's CPU backend wraps (300 -> 44), outerworld saturates (127)
+    with oracle() as o:
+      t = Tensor(np.array([300.0, -500.0, 7.9], np.float32)).cast(dtypes.int8).realize()
+    self.assertEqual(t.numpy().tolist()[2], 7)
+    self.assertEqual([r.status for r in o.records], ["undefined conversion"])
+    self.assertRegex(o.records[0].detail, r"^out0\[0\]: a float converted out of the integer's range .* saturates to 127, tinygrad gives 44")
 
   def test_uninitialized_is_not_a_disagreement(self):
     with oracle() as o: (Tensor.empty(3) + 1).realize()

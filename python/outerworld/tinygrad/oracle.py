@@ -77,14 +77,15 @@ def _element(a: np.ndarray, idx: tuple) -> str:
 
 
 def compare(name: str, tg: np.ndarray, ow: np.ndarray, k: int, bound: np.ndarray | None = None,
-            nan_origin: np.ndarray | None = None) -> tuple[str | None, float, str | None]:
+            origin: np.ndarray | None = None) -> tuple[str | None, float, str | None]:
   """(None if the outputs agree, else the first differing element described; the largest
-  |difference| / tolerance seen, 0 when bit-identical; a NaN-as-written verdict or None).
+  |difference| / tolerance seen, 0 when bit-identical; a verdict of an invalid operation as written, or None).
   bfloat16/fp8 arrays (their bits, as ow returns them) are compared by value, in their format's
   precision. With ow's error bound (SEMANTICS S8.1: |ow - exact| <= bound for any order of
   rounding, so any legal evaluation is within 2*bound of ow) the tolerance is the larger of the
-  two; an element where ow is NaN that its graph made from non-NaN operands (nan_origin >= 0)
-  is that verdict, not a disagreement."""
+  two. Where ow's graph did something invalid (origin >= 0: a NaN made of non-NaN operands, a
+  float converted out of an integer's range) a differing element is that verdict, not a
+  disagreement.""" 
   if tg.shape != ow.shape: return f"{name}: shape tinygrad {tg.shape} vs outerworld {ow.shape}", math.inf, None
   u = _UNIT_ROUNDOFF.get(_format(ow))
   shown = (tg, ow)
@@ -111,14 +112,23 @@ def compare(name: str, tg: np.ndarray, ow: np.ndarray, k: int, bound: np.ndarray
     why = f"2*K*u*(|x|+max|out|), K={k} roundings, u=2^{int(math.log2(u))} ({_format(shown[1])})" + \
       (", or twice outerworld's error bound" if bound is not None else "")
   verdict = None
-  if nan_origin is not None and nan_origin.shape == bad.shape:
-    made = bad & np.isnan(ow) & (nan_origin >= 0)
+  if u is None and origin is not None and origin.shape == bad.shape:  # integers: a float converted out of range
+    made = bad & (origin >= 0)
     if made.any():
       at = tuple(int(i) for i in np.argwhere(made)[0])
-      verdict = (f"{name}{list(at)}: outerworld NaN made at node %{int(nan_origin[at])} (as ow print numbers the exported graph) "
+      verdict = (f"{name}{list(at)}: a float converted out of the integer's range (or a NaN) at node %{int(origin[at])} "
+                 f"(as ow print numbers the exported graph), which C leaves undefined: outerworld saturates to "
+                 f"{_element(shown[1], at)}, tinygrad gives {_element(shown[0], at)}")
+      bad = bad & ~made
+  elif origin is not None and origin.shape == bad.shape:
+    made = bad & np.isnan(ow) & (origin >= 0)
+    if made.any():
+      at = tuple(int(i) for i in np.argwhere(made)[0])
+      verdict = (f"{name}{list(at)}: outerworld NaN made at node %{int(origin[at])} (as ow print numbers the exported graph) "
                  f"of operands that were not NaN (inf*0, inf-inf, 0/0, ...), tinygrad {_element(shown[0], at)}: "
                  f"a rewrite exact in real numbers may remove that NaN")
       bad = bad & ~made
+  if u is None: worst = 0.0 if not bad.any() else math.inf
   if not bad.any(): return None, worst, verdict
   idx = tuple(int(i) for i in np.argwhere(bad)[0])
   t = f", tolerance {float(tol[idx]):.3g} ({why})" if tol is not None else f" ({why})"
@@ -218,7 +228,7 @@ class Oracle:
     for name, t in zip(exp.outputs, tensors):
       tg, ow = tinygrad_array(t), ow_out[name]
       shaped = lambda a: a.reshape(tg.shape) if a is not None and a.size == tg.size else a
-      d, ratio, verdict = compare(name, tg, shaped(ow), k, shaped(ow_out.get(name + ":bound")), shaped(ow_out.get(name + ":nan_origin")))
+      d, ratio, verdict = compare(name, tg, shaped(ow), k, shaped(ow_out.get(name + ":bound")), shaped(ow_out.get(name + ":invalid_origin")))
       if d: return self._record("DISAGREE", d, round_trip)
       if verdict: verdicts.append(verdict)
       worst = max(worst, ratio)
@@ -226,7 +236,9 @@ class Oracle:
     # equal values may still differ in bits: a NaN's sign or payload, the sign of a zero
     how = ("bit-identical" if not bits_differ else f"equal values, bits differ in {', '.join(bits_differ)} (NaN payload or sign, or -0)") \
       if worst == 0 else f"within tolerance (worst {worst:.1%} of it)"
-    if verdicts: return self._record("NaN as written", "; ".join(verdicts), round_trip)
+    if verdicts:
+      kind = "undefined conversion" if all("converted out of the integer's range" in v for v in verdicts) else "NaN as written"
+      return self._record(kind, "; ".join(verdicts), round_trip)
     self._record("agree", f"{len(tensors)} output(s), {how}", round_trip)
 
 
@@ -316,7 +328,7 @@ def run_file(path: str, backend: str = "interp", verbose: bool = True):
   return o.records, outcomes
 
 
-STATUSES = ("agree", "DISAGREE", "NaN as written", "refused", "uninitialized", "tinygrad failed")
+STATUSES = ("agree", "DISAGREE", "NaN as written", "undefined conversion", "refused", "uninitialized", "tinygrad failed")
 
 
 def summary(records: list[Record], outcomes: dict[str, str]) -> str:
