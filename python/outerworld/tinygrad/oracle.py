@@ -112,21 +112,16 @@ def compare(name: str, tg: np.ndarray, ow: np.ndarray, k: int, bound: np.ndarray
     why = f"2*K*u*(|x|+max|out|), K={k} roundings, u=2^{int(math.log2(u))} ({_format(shown[1])})" + \
       (", or twice outerworld's error bound" if bound is not None else "")
   verdict = None
-  if u is None and origin is not None and origin.shape == bad.shape:  # integers: a float converted out of range
-    made = bad & (origin >= 0)
+  if origin is not None and origin.shape == bad.shape:
+    # integers: a float converted out of range; floats: a NaN made of non-NaN operands
+    made = bad & (origin >= 0) & (True if u is None else np.isnan(ow))
     if made.any():
       at = tuple(int(i) for i in np.argwhere(made)[0])
-      verdict = (f"{name}{list(at)}: a float converted out of the integer's range (or a NaN) at node %{int(origin[at])} "
-                 f"(as ow print numbers the exported graph), which C leaves undefined: outerworld saturates to "
-                 f"{_element(shown[1], at)}, tinygrad gives {_element(shown[0], at)}")
-      bad = bad & ~made
-  elif origin is not None and origin.shape == bad.shape:
-    made = bad & np.isnan(ow) & (origin >= 0)
-    if made.any():
-      at = tuple(int(i) for i in np.argwhere(made)[0])
-      verdict = (f"{name}{list(at)}: outerworld NaN made at node %{int(origin[at])} (as ow print numbers the exported graph) "
-                 f"of operands that were not NaN (inf*0, inf-inf, 0/0, ...), tinygrad {_element(shown[0], at)}: "
-                 f"a rewrite exact in real numbers may remove that NaN")
+      node = f"node %{int(origin[at])} (as ow print numbers the exported graph)"
+      verdict = (f"{name}{list(at)}: a float converted out of the integer's range (or a NaN) at {node}, which C leaves "
+                 f"undefined: outerworld saturates to {_element(shown[1], at)}, tinygrad gives {_element(shown[0], at)}") if u is None else \
+                (f"{name}{list(at)}: outerworld NaN made at {node} of operands that were not NaN (inf*0, inf-inf, 0/0, ...), "
+                 f"tinygrad {_element(shown[0], at)}: a rewrite exact in real numbers may remove that NaN")
       bad = bad & ~made
   if u is None: worst = 0.0 if not bad.any() else math.inf
   if not bad.any(): return None, worst, verdict
