@@ -39,7 +39,6 @@ UOp Namer::range(UOp extent) { return UOp::range(extent, next_range_--, AxisType
 
 // ---------------- reads and effects ----------------
 
-bool is_effect(UOp u) { return u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::GROUP || u->op == Ops::ASSIGN; }
 
 bool is_read(UOp u) {
   for (; u->op != Ops::BUFFER; u = u->src[0])
@@ -88,7 +87,7 @@ class Parser {
   Parser(const std::vector<UOp>& before, Namer& names) : names_(names) {
     for (UOp b : before)
       for (UOp u : toposort(b))
-        if (is_effect(u)) fixed_.insert(u.get());
+        if (is_effect(u->op)) fixed_.insert(u.get());
   }
 
   Program run(UOp value) {
@@ -111,7 +110,7 @@ class Parser {
       std::vector<UOp> found;
       if (n->op == Ops::AFTER)
         for (size_t i = 1; i < n->src.size(); ++i)
-          if (is_effect(n->src[i]) && !nested.count(n->src[i].get())) found.push_back(n->src[i]);
+          if (is_effect(n->src[i]->op) && !nested.count(n->src[i].get())) found.push_back(n->src[i]);
       if (n->op == Ops::ASSIGN && !nested.count(n.get())) found.push_back(n);
       if (found.empty()) continue;
       // A runner under a loop of the program (an END) or of a value (a REDUCE, a collect) runs

@@ -45,7 +45,6 @@ Program program_of(UOp value, const std::vector<UOp>& before, Namer& names);
 
 // Is `u` a read: a chain of RESHAPE/PERMUTE/SHRINK/FLIP/AFTER over a BUFFER?
 bool is_read(UOp u);
-bool is_effect(UOp u);  // STORE, END, GROUP, ASSIGN
 // ... and one that can be written through as well (a RESHAPE only of the whole buffer).
 bool is_writable_read(UOp u);
 

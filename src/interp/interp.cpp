@@ -15,7 +15,7 @@
 
 namespace ow::interp {
 
-bool is_effect_op(Ops op) { return op == Ops::STORE || op == Ops::END || op == Ops::ASSIGN || op == Ops::GROUP || op == Ops::KERNEL; }
+bool is_effect_op(Ops op) { return is_effect(op) || op == Ops::KERNEL; }  // a lowered program's launches too
 
 
 bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag.is<std::string>() && u->tag.as<std::string>() == "axis"; }

@@ -47,7 +47,7 @@ UOp name_effect_ranges(const Match& m) {
 bool cannot_fail(UOp dep) {
   for (UOp u : toposort(dep)) {
     Ops op = u->op;
-    if (is_effect(u) || op == Ops::AFTER || op == Ops::REDUCE || op == Ops::GRADIENT || op == Ops::INDEX || op == Ops::SHRINK) return false;
+    if (is_effect(op) || op == Ops::AFTER || op == Ops::REDUCE || op == Ops::GRADIENT || op == Ops::INDEX || op == Ops::SHRINK) return false;
     bool divides = op == Ops::IDIV || op == Ops::MOD, shifts = op == Ops::SHL || op == Ops::SHR;
     if ((divides || shifts) && !(u->src[1]->op == Ops::CONST && u->src[1].vmin() > 0 && (!shifts || u->src[1].vmax() < 8 * u->dtype.itemsize())))
       return false;
@@ -81,7 +81,7 @@ UOp rename_shadowed_ranges(const Match& m) {
         fresh.push_back({u->src[i], m.context<Context>().fresh_range(u->src[i]->src[0], range_axis(u->src[i]))});
     if (fresh.empty()) continue;
     std::vector<UOp> inside = toposort(u);
-    if (std::any_of(inside.begin(), inside.end(), [](UOp n) { return is_effect(n); })) continue;
+    if (std::any_of(inside.begin(), inside.end(), [](UOp n) { return is_effect(n->op); })) continue;
     renamed.push_back({u, substitute(u, fresh)});
   }
   return renamed.empty() ? UOp() : outer.replace_src([&] {

@@ -33,7 +33,7 @@ bool is_broadcast_const(UOp u) {
 
 UOp empty_value_is_zeros(const Match& m) {
   UOp u = m.node;
-  if (u->dtype.is_void() || u->op == Ops::BUFFER || is_effect(u)) return UOp();
+  if (u->dtype.is_void() || u->op == Ops::BUFFER || is_effect(u->op)) return UOp();
   if (!has_empty_dim(u) || is_broadcast_const(u) || runs_effect(u)) return UOp();
   return broadcast(UOp::cnst(u->dtype, 0), u->shape.dims);
 }

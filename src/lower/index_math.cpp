@@ -160,17 +160,16 @@ bool has_outer(UOp reduce) {
   return std::any_of(reduce->src.begin() + 1, reduce->src.end(), [](UOp r) { return range_axis(r) == AxisType::OUTER; });
 }
 
-bool is_effect(UOp u) { return u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::ASSIGN; }
 
 bool runs_effect(UOp u) {
   for (UOp v : toposort(u))
-    if (is_effect(v)) return true;
+    if (is_effect(v->op)) return true;
   return false;
 }
 
 bool has_effect_or_outer_fold(UOp body) {
   for (UOp u : toposort(body))
-    if (is_effect(u) || (u->op == Ops::REDUCE && has_outer(u))) return true;
+    if (is_effect(u->op) || (u->op == Ops::REDUCE && has_outer(u))) return true;
   return false;
 }
 

@@ -61,8 +61,7 @@ std::optional<SlotMap> slot_map(UOp reduce);
 // Does a REDUCE or END close an OUTER range?
 bool has_outer(UOp reduce);
 
-// The tensor-level effects: STORE, END, ASSIGN. runs_effect: is one reachable from u?
-bool is_effect(UOp u);
+// Is a tensor-level effect (is_effect, uop/ops.h) reachable from u?
 bool runs_effect(UOp u);
 
 // Does `body` run an effect or an OUTER fold of its own?

@@ -124,7 +124,7 @@ std::vector<std::pair<UOp, UOp>> effects_and_runners(UOp x) {
   for (UOp u : execution_order(x)) {
     if (u->op == Ops::ASSIGN) out.push_back({u, u});
     for (size_t i = 1; u->op == Ops::AFTER && i < u->src.size(); ++i)
-      if (is_effect(u->src[i]) || u->src[i]->op == Ops::GROUP) out.push_back({u->src[i], u});
+      if (is_effect(u->src[i]->op)) out.push_back({u->src[i], u});
   }
   return out;
 }
@@ -429,7 +429,7 @@ UOp collect_as_map(const Match& m) {
   for (UOp d : std::vector<UOp>(ex->src.begin() + 1, ex->src.end())) {
     if (d->op != Ops::RANGE || !has_free_range(src, d)) continue;
     for (UOp u : toposort(src))
-      if ((is_effect(u) || (u->op == Ops::REDUCE && has_outer(u))) && has_free_range(u, d))
+      if ((is_effect(u->op) || (u->op == Ops::REDUCE && has_outer(u))) && has_free_range(u, d))
         throw unsupported(Reason::DependentCollect, std::string(op_name(u->op)) + " inside a collecting EXPAND over the range " + range_name(d) + " that depends on it");
     if (range_axis(d) == AxisType::OUTER) return substitute(ex, {{d, twin(d, AxisType::LOOP)}});
   }

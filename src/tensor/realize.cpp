@@ -45,13 +45,12 @@ std::vector<interp::Output> evaluate(UOp graph) {
   return outs;
 }
 
-bool is_effect(UOp u) { return u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::GROUP || u->op == Ops::ASSIGN; }
 
 // The memory a tensor names once the effects it stands for have run: an ASSIGN's target, an
 // AFTER(view of a buffer, effects...)'s view (a setitem); null for anything else.
 UOp memory_after_effects(UOp u) {
   if (u->op == Ops::ASSIGN) return without_after(u->src[0]);
-  if (u->op == Ops::AFTER && std::any_of(u->src.begin() + 1, u->src.end(), is_effect)) return without_after(u);
+  if (u->op == Ops::AFTER && std::any_of(u->src.begin() + 1, u->src.end(), [](UOp d) { return is_effect(d->op); })) return without_after(u);
   return UOp();
 }
 
@@ -62,7 +61,7 @@ std::vector<UOp> effects_under_range(UOp u) {
   if (u->op == Ops::AFTER && memory_after_effects(u)) {
     std::vector<UOp> e;
     for (size_t i = 1; i < u->src.size(); ++i)
-      if (is_effect(u->src[i])) e.push_back(u->src[i]);
+      if (is_effect(u->src[i]->op)) e.push_back(u->src[i]);
     return e;
   }
   std::string ranges;

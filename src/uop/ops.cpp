@@ -54,6 +54,8 @@ bool is_ternary(Ops op) { return op == Ops::WHERE || op == Ops::MULACC; }
 bool is_alu(Ops op) { return is_unary(op) || is_binary(op) || is_ternary(op); }
 bool is_elementwise(Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; }
 
+bool is_effect(Ops op) { return op == Ops::STORE || op == Ops::END || op == Ops::GROUP || op == Ops::ASSIGN; }
+
 bool is_movement(Ops op) {
   switch (op) {
     case Ops::RESHAPE: case Ops::PERMUTE: case Ops::EXPAND:

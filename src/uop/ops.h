@@ -61,6 +61,7 @@ bool is_ternary(Ops op);
 bool is_alu(Ops op);          // unary, binary or ternary
 bool is_elementwise(Ops op);  // ALU plus CAST/BITCAST
 bool is_movement(Ops op);
+bool is_effect(Ops op);       // the tensor-level effects: STORE, END, GROUP, ASSIGN
 bool is_comparison(Ops op);
 bool is_commutative(Ops op);
 int alu_arity(Ops op);        // 1, 2 or 3 for ALU ops, 0 otherwise
