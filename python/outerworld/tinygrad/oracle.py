@@ -501,6 +501,25 @@ def summary(records: list[Record], outcomes: dict[str, str]) -> str:
   return format_table(rows) + "\n" + totals_line(totals(records))
 
 
+def summary_by_file(records: list, outcomes: dict[str, str], shown: int = 50) -> str:
+  """A summary for many tests (pytest node ids, records as Records or dicts): one row per file,
+  then every DISAGREE and the oracle's own failures (the first `shown` of each), then the totals."""
+  records = [r if isinstance(r, Record) else Record(**r) for r in records]
+  files: dict[str, list[Record]] = {}
+  for r in records: files.setdefault(r.test.split("::")[0], []).append(r)
+  for t in outcomes: files.setdefault(t.split("::")[0], [])
+  rows = [("file", "tests", "realizes", *STATUSES, "round trip")]
+  for f, rs in files.items():
+    trips = [r.round_trip for r in rs if r.round_trip is not None]
+    rows.append((f, str(sum(t.split("::")[0] == f for t in outcomes)), str(len(rs)),
+                 *(str(sum(r.status == s for r in rs)) for s in STATUSES), f"{sum(trips)}/{len(trips)} identical"))
+  lines = [format_table(rows)]
+  for title, bad in (("DISAGREE", [r for r in records if r.status == "DISAGREE"]),
+                     ("the oracle failed", [r for r in records if r.status != "DISAGREE" and r.failed()])):
+    if bad: lines += [f"{title}: {len(bad)}"] + [r.line() for r in bad[:shown]] + ([f"... and {len(bad) - shown} more"] if len(bad) > shown else [])
+  return "\n".join(lines + [totals_line(totals(records))])
+
+
 def format_table(rows: list[tuple]) -> str:
   widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
   return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
