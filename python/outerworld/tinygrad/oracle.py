@@ -384,7 +384,9 @@ class Oracle:
       ow = ow_out[name]
       shaped = lambda a: a.reshape(tg.shape) if a is not None and a.size == tg.size else a
       with self._timed("compare"):
-        d, ratio, verdict = compare(name, tg, shaped(ow), k, shaped(ow_out.get(name + ":bound")), shaped(ow_out.get(name + ":nan_origin")))
+        # ow names an output's NaN origins NAME:invalid_origin (NAME:nan_origin before 9e404d5)
+        origin = ow_out.get(name + ":invalid_origin", ow_out.get(name + ":nan_origin"))
+        d, ratio, verdict = compare(name, tg, shaped(ow), k, shaped(ow_out.get(name + ":bound")), shaped(origin))
       if d: return "DISAGREE", d
       if verdict: verdicts.append(verdict)
       worst = max(worst, ratio)
