@@ -56,15 +56,20 @@ class Record:
   detail: str = ""
   round_trip: bool | None = None   # None: not exported, so nothing to round-trip
   reason: str = ""           # a key of REASONS for "refused" and "uninitialized", else ""
+  seconds: float = 0.0       # the time the oracle added to this realize (tinygrad's own excluded)
 
   def line(self) -> str:
     rt = {True: "", False: " [round trip NOT identical]", None: ""}[self.round_trip]
     why = f" [{self.reason}]" if self.reason and self.reason != "uninitialized" else ""
     return f"{self.test} realize {self.index}: {self.status}{why}{': ' + self.detail if self.detail else ''}{rt}"
 
+  def oracle_failed(self) -> bool:
+    """The oracle itself failed here: an error of its own, or a round trip that is not identical."""
+    return self.reason in FAILURE_REASONS or self.round_trip is False
+
   def failed(self) -> bool:
     """A disagreement, or the oracle failing (which would hide one): what makes a run unclean."""
-    return self.status == "DISAGREE" or self.reason in FAILURE_REASONS or self.round_trip is False
+    return self.status == "DISAGREE" or self.oracle_failed()
 
 
 # --- tolerance -------------------------------------------------------------------------------
@@ -296,15 +301,24 @@ class Oracle:
   def _check(self, original, this, lst, kw):
     """tinygrad's realize, watched: whatever fails in the oracle becomes a refused record, and
     tinygrad's result or exception is what the caller gets."""
+    start, first = time.perf_counter(), len(self.records)
     plan = self._prepare((this,) + lst)
     if plan is None: return original(this, *lst, **kw)
     pending = self._start_ow(plan.exp)
+    tinygrad = time.perf_counter()
     try: result = original(this, *lst, **kw)
     except Exception as e:
+      tinygrad = time.perf_counter() - tinygrad
       self._guarded(plan, self._tinygrad_failed, e, plan, pending)
+      self._took(first, time.perf_counter() - start - tinygrad)
       raise
+    tinygrad = time.perf_counter() - tinygrad
     self._guarded(plan, self._judge, plan, pending)
+    self._took(first, time.perf_counter() - start - tinygrad)
     return result
+
+  def _took(self, first: int, seconds: float):
+    for r in self.records[first:]: r.seconds = round(seconds, 4)
 
   def _guarded(self, plan: _Plan, fn, *args):
     try: fn(*args)
@@ -494,7 +508,7 @@ def totals(records: list[Record]) -> dict:
     if r.status == "refused": reasons[r.reason] = reasons.get(r.reason, 0) + 1
   return {"realizes": len(records), **{s: sum(r.status == s for r in records) for s in STATUSES},
           "refused by reason": dict(sorted(reasons.items())), "round trips": len(trips), "round trips identical": sum(trips),
-          "failed": sum(r.failed() for r in records)}
+          "oracle failed": sum(r.oracle_failed() for r in records), "failed": sum(r.failed() for r in records)}
 
 
 def totals_line(n: dict) -> str:
@@ -530,7 +544,7 @@ def summary_by_file(records: list, outcomes: dict[str, str], shown: int = 50) ->
                  *(str(sum(r.status == s for r in rs)) for s in STATUSES), f"{sum(trips)}/{len(trips)} identical"))
   lines = [format_table(rows)]
   for title, bad in (("DISAGREE", [r for r in records if r.status == "DISAGREE"]),
-                     ("the oracle failed", [r for r in records if r.status != "DISAGREE" and r.failed()])):
+                     ("the oracle failed", [r for r in records if r.oracle_failed()])):
     if bad: lines += [f"{title}: {len(bad)}"] + [r.line() for r in bad[:shown]] + ([f"... and {len(bad) - shown} more"] if len(bad) > shown else [])
   return "\n".join(lines + [totals_line(totals(records))])
 

@@ -143,7 +143,7 @@ class OraclePlugin:
     for k, v in seconds.items(): self.seconds[k] = self.seconds.get(k, 0.0) + v
 
   def report(self) -> dict:
-    from outerworld.tinygrad.oracle import totals, Record
+    from outerworld.tinygrad.oracle import totals, Record, REASONS, FAILURE_REASONS
     n = totals([Record(**r) for r in self.records])
     outcomes: dict[str, int] = {}
     for o in self.outcomes.values(): outcomes[o] = outcomes.get(o, 0) + 1
@@ -155,6 +155,7 @@ class OraclePlugin:
     tests = {t: {"outcome": o, "strict_failed": t in self.strict_failed, "realizes": sum(per_test.get(t, {}).values()),
                  "statuses": per_test.get(t, {})} for t, o in self.outcomes.items()}
     return {"oracle": self.checking, "strict": self.strict, "backend": self.config.option.ow_backend,
+            "reasons": REASONS, "failure_reasons": list(FAILURE_REASONS),
             "wall_seconds": round(time.time() - self.start, 3), "oracle_seconds": {k: round(v, 3) for k, v in self.seconds.items()},
             "totals": {**n, "tests": len(tests), "outcomes": dict(sorted(outcomes.items()))},
             "tests": tests, "records": self.records}
