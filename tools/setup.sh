@@ -7,7 +7,7 @@
 #   tools/setup.sh --sanitize       also build-asan/ (ASan + UBSan, for tools/test.sh)
 #   tools/setup.sh --configure-only install and configure, but do not build
 #   tools/setup.sh --packages-only  install the packages and stop
-#   tools/setup.sh --oracle-suite   also the packages tools/oracle_suite.sh needs (torch, hypothesis)
+#   tools/setup.sh --oracle-suite   install only what tools/oracle_suite.sh needs (SUITE_PACKAGES) and stop
 #
 # Runs as root, or as a user with sudo. Environment: CXX compiles build/ (default g++),
 # OW_ASAN_CXX compiles build-asan/ (default clang++ when installed, else g++).
@@ -29,10 +29,11 @@ PACKAGES=(
   chromium nodejs npm               # the browser test of ow report (tests/browser, playwright-core)
   git
 )
-# Only with --oracle-suite (tools/oracle_suite.sh): what tinygrad's own test files import besides
-# numpy and pytest. torch is large, and only that script needs it.
+# What tools/oracle_suite.sh needs to run tinygrad's test files under the oracle (with an ow built
+# or installed): tinygrad's CPU device compiles with clang, its tests import torch (large, and
+# needed by nothing else) and hypothesis; the plugin runs in pytest and pytest-xdist.
 SUITE_PACKAGES=(
-  python3-torch python3-hypothesis
+  clang python3-numpy python3-pytest python3-pytest-xdist python3-torch python3-hypothesis
 )
 
 sanitize=0
@@ -43,7 +44,7 @@ for a in "$@"; do
     --sanitize) sanitize=1 ;;
     --configure-only) build=0 ;;
     --packages-only) packages_only=1 ;;
-    --oracle-suite) PACKAGES+=("${SUITE_PACKAGES[@]}") ;;
+    --oracle-suite) PACKAGES=("${SUITE_PACKAGES[@]}"); packages_only=1 ;;
     -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
   esac
