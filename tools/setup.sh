@@ -7,6 +7,7 @@
 #   tools/setup.sh --sanitize       also build-asan/ (ASan + UBSan, for tools/test.sh)
 #   tools/setup.sh --configure-only install and configure, but do not build
 #   tools/setup.sh --packages-only  install the packages and stop
+#   tools/setup.sh --oracle-suite   install only what tools/oracle_suite.sh needs (SUITE_PACKAGES) and stop
 #
 # Runs as root, or as a user with sudo. Environment: CXX compiles build/ (default g++),
 # OW_ASAN_CXX compiles build-asan/ (default clang++ when installed, else g++).
@@ -22,10 +23,17 @@ PACKAGES=(
   libtcc-dev tcc                    # the C backend (JIT through libtcc)
   xtensor-dev xtl-dev               # reference arrays in tests
   python3-numpy                     # cross-checks against numpy
+  python3-pytest python3-pytest-xdist  # the tinygrad oracle's pytest plugin (meson test tinygrad-plugin)
   libopenblas0-pthread              # ow bench: numpy's matmul on OpenBLAS, the baseline (--numpy-blas)
   graphviz                          # ow dot --svg
   chromium nodejs npm               # the browser test of ow report (tests/browser, playwright-core)
   git
+)
+# What tools/oracle_suite.sh needs to run tinygrad's test files under the oracle (with an ow built
+# or installed): tinygrad's CPU device compiles with clang, its tests import torch (large, and
+# needed by nothing else) and hypothesis; the plugin runs in pytest and pytest-xdist.
+SUITE_PACKAGES=(
+  clang python3-numpy python3-pytest python3-pytest-xdist python3-torch python3-hypothesis
 )
 
 sanitize=0
@@ -36,7 +44,8 @@ for a in "$@"; do
     --sanitize) sanitize=1 ;;
     --configure-only) build=0 ;;
     --packages-only) packages_only=1 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --oracle-suite) PACKAGES=("${SUITE_PACKAGES[@]}"); packages_only=1 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -20,7 +20,13 @@ from outerworld.worker import BITS_DTYPES
 
 
 class ExportError(Exception):
-  """A tinygrad graph outerworld cannot express; the message names the tinygrad op."""
+  """A tinygrad graph outerworld cannot express; the message names the tinygrad op. reason is a
+  stable name of the limit (the oracle counts refusals by it): "export-unsupported-op", "dtype",
+  "const-range" or "multi-device"."""
+
+  def __init__(self, message: str, reason: str = "export-unsupported-op"):
+    super().__init__(message)
+    self.reason = reason
 
 
 DTYPE_NAMES: dict[DType, str] = {
@@ -73,7 +79,7 @@ def format_arg(a) -> str:
 
 def _dtype_name(u: UOp) -> str:
   if (n := DTYPE_NAMES.get(u.dtype)) is None:
-    raise ExportError(f"{u.op}: dtype {u.dtype} has no outerworld equivalent")
+    raise ExportError(f"{u.op}: dtype {u.dtype} has no outerworld equivalent", "dtype")
   return n
 
 
@@ -86,8 +92,13 @@ def npy_dtype(dt: DType) -> np.dtype:
 
 def buffer_array(buf) -> np.ndarray:
   """A realized tinygrad Buffer's contents, flat, from its bytes: Buffer.numpy() reads bfloat16/fp8
-  memory as float32, and a trip through float32 values would lose NaN payloads."""
-  return np.frombuffer(buf.as_buffer(), dtype=npy_dtype(buf.dtype.base)).copy()
+  memory as float32, and a trip through float32 values would lose NaN payloads. A zero-size
+  buffer has no bytes to read (tinygrad's copyout cannot cast an empty view). The bytes are read
+  in place where the allocator allows it and copied once: the copy is the snapshot, which the
+  realize about to run may overwrite."""
+  dt = npy_dtype(buf.dtype.base)
+  if buf.size == 0: return np.empty(0, dt)
+  return np.frombuffer(buf.as_buffer(allow_zero_copy=True), dtype=dt).copy()
 
 
 def size_elements(v: UOp) -> list[int | UOp]:
@@ -138,8 +149,9 @@ def _node(w: _Writer, u: UOp, root: UOp, out_names: list[str]) -> str | None:
   if u.op in _FOLDED: return None
   if u.tag is not None: raise ExportError(f"{u.op}: tinygrad tag {u.tag!r} is not exported")
   if u.op is Ops.BUFFER:
-    if not (u.src[0].op is Ops.UNIQUE and u.src[1].op is Ops.DEVICE and isinstance(u.src[1].arg, str)):
-      raise ExportError(f"BUFFER: expected (UNIQUE, DEVICE) sources on one device, got {[s.op for s in u.src]}")
+    if not (u.src[0].op is Ops.UNIQUE and u.src[1].op is Ops.DEVICE):
+      raise ExportError(f"BUFFER: expected (UNIQUE, DEVICE) sources, got {[s.op for s in u.src]}")
+    if not isinstance(u.src[1].arg, str): raise ExportError(f"BUFFER: multi-device {u.src[1].arg} is not exported", "multi-device")
     return w.emit("BUFFER", _dtype_name(u), [], (buffer_name(u), u.arg), True, tag=(u.src[1].arg,))
   if u.op in (Ops.VECTORIZE, Ops.VCONST) or u.dtype.count > 1:
     return None  # a movement size: its elements are written where it is used
@@ -157,7 +169,8 @@ def _node(w: _Writer, u: UOp, root: UOp, out_names: list[str]) -> str | None:
     # written as a CONTIGUOUS (a value-preserving op the interpreter runs) tagged with the
     # destination, which the importer turns back into the COPY.
     if len(u.src) != 2 or u.src[1].op is not Ops.DEVICE or not isinstance(u.src[1].arg, str) or u.arg is not None:
-      raise ExportError(f"COPY: only a copy to one device is exported, got sources {[s.op for s in u.src]} arg {u.arg!r}")
+      raise ExportError(f"COPY: only a copy to one device is exported, got sources {[s.op for s in u.src]} arg {u.arg!r}",
+                        "multi-device" if len(u.src) == 2 and u.src[1].op is Ops.DEVICE else "export-unsupported-op")
     return w.emit("CONTIGUOUS", _dtype_name(u), [w.ref[u.src[0]]], tag=("COPY", u.src[1].arg))
   if u.op is Ops.ASSIGN and u.src[0].base.op is not Ops.BUFFER:
     # tinygrad's rangeify turns an assign to a non-buffer (`loss += x` on an unrealized loss)
@@ -170,6 +183,11 @@ def _node(w: _Writer, u: UOp, root: UOp, out_names: list[str]) -> str | None:
     if u is not root: raise ExportError("SINK: a SINK inside the graph has no outerworld meaning")
     if u.arg is not None: raise ExportError(f"SINK: arg {u.arg!r} is not exported")
     return w.emit("SINK", "void", [w.ref[s] for s in u.src], tuple(out_names), True)
+  if u.op is Ops.DEFINE_VAR and len(u.src) == 1 and u.src[0].op is Ops.DEVICE:
+    # Tensor(v.bind(n)) puts the variable on a device; outerworld's DEFINE_VAR has no sources,
+    # so the device goes in the tag, as for a CONST.
+    if not isinstance(u.src[0].arg, str): raise ExportError(f"DEFINE_VAR: multi-device {u.src[0].arg} is not exported", "multi-device")
+    return w.emit("DEFINE_VAR", _dtype_name(u), [], u.arg, True, tag=(u.src[0].arg,))
   if u.op.name in _DIRECT:
     if u.op is Ops.RANGE and not (len(u.arg) >= 2 and isinstance(u.arg[-1], AxisType)):
       raise ExportError(f"RANGE: arg {u.arg!r} is not (id, ..., AxisType)")
@@ -181,14 +199,15 @@ def _node(w: _Writer, u: UOp, root: UOp, out_names: list[str]) -> str | None:
 def _const(w: _Writer, u: UOp) -> str:
   if not isinstance(u.arg, (bool, int, float)): raise ExportError(f"CONST: value {u.arg!r} has no outerworld form")
   if (r := _CONST_RANGE.get(u.dtype)) is not None and not isinstance(u.arg, bool) and not r[0] <= u.arg <= r[1]:
-    raise ExportError(f"CONST: value {u.arg} of {u.dtype} is outside [{r[0]}, {r[1]}], what an outerworld {DTYPE_NAMES[u.dtype]} CONST holds")
+    raise ExportError(f"CONST: value {u.arg} of {u.dtype} is outside [{r[0]}, {r[1]}], what an outerworld {DTYPE_NAMES[u.dtype]} CONST holds",
+                      "const-range")
   ops = tuple(s.op for s in u.src)
   if ops == () and u.dtype is dtypes.index: return w.index_const(u.arg)
   if ops == (): tag = None
   elif ops == (Ops.DEVICE,): tag = (u.src[0].arg,)
   elif ops == (Ops.DEVICE, Ops.UNIQUE): tag = (u.src[0].arg, u.src[1].arg)
   else: raise ExportError(f"CONST: sources {ops} are not exported")
-  if tag is not None and not isinstance(tag[0], str): raise ExportError(f"CONST: multi-device {tag[0]} is not exported")
+  if tag is not None and not isinstance(tag[0], str): raise ExportError(f"CONST: multi-device {tag[0]} is not exported", "multi-device")
   return w.emit("CONST", _dtype_name(u), [], u.arg, True, tag=tag)
 
 

@@ -99,6 +99,8 @@ def _build(op: Ops, dtype, srcs: list[UOp], arg, tag, default_device: str) -> UO
     if not tag: return UOp(Ops.CONST, dtype, (), value)
     src = (UOp(Ops.DEVICE, arg=tag[0]),) + ((UOp.unique(tag[1]),) if len(tag) > 1 else ())
     return UOp(Ops.CONST, dtype, src, value)
+  if op is Ops.DEFINE_VAR and tag:  # see export's DEFINE_VAR on a device
+    return UOp(Ops.DEFINE_VAR, dtype, (UOp(Ops.DEVICE, arg=tag[0]),), arg)
   if op in (Ops.RESHAPE, Ops.EXPAND): return srcs[0]._mop(op, _sizes(srcs[1:]))
   if op in (Ops.PAD, Ops.SHRINK):
     s = _sizes(srcs[1:])
