@@ -480,6 +480,14 @@ class TestOracleNeverBreaksTheProgram(unittest.TestCase):
     self.assertEqual([r.status for r in o.records], ["tinygrad failed"])
     self.assertIn("gone", o.records[0].detail)
 
+  def test_a_memory_budget_refuses_with_reason_budget(self):
+    # oracle(max_memory=...) gives the oracle its own ow worker with that budget
+    with oracle(max_memory="1K") as o:
+      got = (Tensor(np.arange(1000, dtype=np.float32)) * 2).realize().numpy()
+    np.testing.assert_array_equal(got, np.arange(1000) * 2)
+    self.assertEqual([(r.status, r.reason) for r in o.records], [("refused", "budget")], [r.line() for r in o.records])
+    self.assertIn("memory budget exceeded", o.records[0].detail)
+
   def test_every_record_has_a_known_reason(self):
     from outerworld.tinygrad.oracle import REASONS
     with oracle() as o:

@@ -26,6 +26,10 @@ def pytest_addoption(parser):
   g.addoption("--ow-report", metavar="FILE", help="write the oracle's records, the tests' outcomes and the totals as JSON")
   g.addoption("--ow-strict", action="store_true", help="fail a test in which a realize DISAGREEs")
   g.addoption("--ow-backend", default="interp", help="outerworld backend: interp (default) | tcc | cc | check")
+  g.addoption("--ow-max-memory", metavar="SIZE",
+              help="memory ow may use per request, per worker process (e.g. 4G; default: ow's, half of physical memory)")
+  g.addoption("--ow-overlap", action="store_true",
+              help="send each graph to ow before tinygrad runs it, so both compute at once (a thread waits for ow)")
 
 
 def pytest_configure(config):
@@ -64,7 +68,8 @@ class OraclePlugin:
     # not in an xdist controller: it runs no test (its DSession plugin is registered by then)
     if not self.checking or self.config.pluginmanager.hasplugin("dsession"): return
     from outerworld.tinygrad.oracle import oracle
-    cm = oracle(self.config.option.ow_backend)
+    opt = self.config.option
+    cm = oracle(opt.ow_backend, overlap=opt.ow_overlap, max_memory=opt.ow_max_memory)
     self._oracle = (cm, cm.__enter__())
 
   @pytest.hookimpl(hookwrapper=True)
