@@ -43,7 +43,7 @@ while (($#)); do
     -k) filter=(-k "$2"); shift 2 ;;
     --max-memory) oracle_opts+=(--ow-max-memory "$2"); shift 2 ;;
     --overlap) oracle_opts+=(--ow-overlap); shift ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "oracle_suite: unknown option '$1' (try --help)" >&2; exit 2 ;;
     *) args+=("$1"); shift ;;
   esac
