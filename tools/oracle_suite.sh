@@ -18,6 +18,9 @@
 #   --out DIR   where the reports and logs go (default ${TMPDIR:-/tmp}/oracle-suite)
 #   --no-install  do not check the Debian packages (tools/setup.sh --oracle-suite)
 #   -k EXPR     passed to pytest (a subset of the tests)
+#   --max-memory SIZE  memory each ow worker may use per request (default ow's, half of physical
+#               memory: with -n N give each worker a share, e.g. 4G; over it a realize is refused, "budget")
+#   --overlap   ow computes while tinygrad does (the plugin's --ow-overlap)
 #
 # Environment: OW_BIN (default build/tools/ow), DEV (default CPU). Takes long (test_ops.py alone
 # is minutes): it is not part of the CI test command; meson test tinygrad-plugin is its smoke test.
@@ -30,6 +33,7 @@ workers=""
 out="${TMPDIR:-/tmp}/oracle-suite"
 install=1
 filter=()
+oracle_opts=()
 args=()
 while (($#)); do
   case "$1" in
@@ -37,7 +41,9 @@ while (($#)); do
     --out) out=$2; shift 2 ;;
     --no-install) install=0; shift ;;
     -k) filter=(-k "$2"); shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --max-memory) oracle_opts+=(--ow-max-memory "$2"); shift 2 ;;
+    --overlap) oracle_opts+=(--ow-overlap); shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "oracle_suite: unknown option '$1' (try --help)" >&2; exit 2 ;;
     *) args+=("$1"); shift ;;
   esac
@@ -83,7 +89,7 @@ for f in "${files[@]}"; do
   echo "oracle_suite: $f: plain ..." >&2
   read -r plain_s plain_rc < <(run "$base.plain" "$f" --ow-report "$out/$base.plain.json")
   echo "oracle_suite: $f: plain $plain_s s (pytest status $plain_rc); under the oracle ..." >&2
-  read -r oracle_s oracle_rc < <(run "$base.oracle" "$f" --ow-oracle --ow-report "$out/$base.oracle.json")
+  read -r oracle_s oracle_rc < <(run "$base.oracle" "$f" --ow-oracle "${oracle_opts[@]}" --ow-report "$out/$base.oracle.json")
   echo "oracle_suite: $f: under the oracle $oracle_s s (pytest status $oracle_rc)" >&2
   echo "$plain_s $plain_rc $oracle_s $oracle_rc" >"$out/$base.times"
 done

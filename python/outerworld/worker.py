@@ -151,10 +151,12 @@ def exit_text(status):
 class Worker:
     """A persistent `ow serve` process. Use as a context manager, or call close()."""
 
-    def __init__(self, ow=None, timeout=None):
+    def __init__(self, ow=None, timeout=None, args=()):
         """timeout: seconds one call may take; a worker still busy then is killed (WorkerDied says
-        so) and the next call starts a new one. None: no limit (a hung worker blocks its caller)."""
+        so) and the next call starts a new one. None: no limit (a hung worker blocks its caller).
+        args: options of `ow serve` for every request, e.g. ["--max-memory", "2G"] (reference/SERVE.md)."""
         self.ow = find_ow(ow)
+        self.args = [str(a) for a in args]
         self.timeout = timeout
         self._timed_out = False
         self.process = None
@@ -265,7 +267,7 @@ class Worker:
 
     def _start(self):
         self._stderr = tempfile.TemporaryFile()
-        self.process = subprocess.Popen([self.ow, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        self.process = subprocess.Popen([self.ow, "serve", *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
 
     def _restart(self):
         if self.process is not None:

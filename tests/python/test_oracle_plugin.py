@@ -66,6 +66,9 @@ class TestPlugin(unittest.TestCase):
     self.assertRegex(bad["detail"], r"^out0\[0?\]: tinygrad 3\.0 vs outerworld nan")
     self.assertIn("outerworld oracle", r.stdout)
     self.assertIn("realizes checked 6, agreed 5, disagreed 1, refused 0,", r.stdout)
+    # each of the two workers' ow gets half of ow's default budget (half of physical memory)
+    share = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2 // 2 // 2**20
+    self.assertEqual(report["max_memory"], [f"{share}M", f"{share}M"])
 
   def test_the_oracle_changes_no_outcome(self):
     (r, plain), (_, checked) = self.plain, self.checked

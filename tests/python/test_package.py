@@ -143,6 +143,15 @@ class PackageTest(unittest.TestCase):
             w.run(self.graph, scan_inputs(), backend="cc")  # another backend: compiled anew
             self.assertEqual(w.stats()["compiles"], 2)
 
+    def test_serve_options_apply_to_every_request(self):
+        # a memory budget too small for the scan's values: a budget error, and the worker goes on
+        with outerworld.Worker(args=["--max-memory", "1K"]) as w:
+            for _ in range(2):
+                with self.assertRaises(outerworld.Error) as e:
+                    w.run(self.graph, scan_inputs())
+                self.assertEqual(e.exception.kind, "budget")
+                self.assertIn("memory budget exceeded", str(e.exception))
+
     def test_killed_worker_raises_worker_died_and_the_next_call_works(self):
         with outerworld.Worker() as w:
             pid = w.process.pid

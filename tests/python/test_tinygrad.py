@@ -375,6 +375,15 @@ class TestOracle(unittest.TestCase):
     self.assertEqual([r.status for r in o.records], ["agree", "NaN as written"])
     self.assertEqual([c.kwargs.get("error_bound", False) for c in spy.call_args_list], [False, False, True])
 
+  def test_a_graph_without_an_error_bound_keeps_the_plain_verdict_and_says_why(self):
+    # ow's error bound has no rule for POW (test_ops' test_gelu_extreme): inf*0 stays a
+    # DISAGREE, naming the missing bound instead of hiding it
+    with oracle() as o:
+      a = Tensor(np.array([np.inf, 1.0], np.float32))
+      (a * 0 + a.pow(Tensor(np.float32([2.5, 2.5])))).realize()
+    self.assertEqual([r.status for r in o.records], ["DISAGREE"])
+    self.assertRegex(o.records[0].detail, r"tinygrad .* vs outerworld nan.* \(without outerworld's error bound: error bound: no rule for POW")
+
   def test_uninitialized_is_not_a_disagreement(self):
     with oracle() as o: (Tensor.empty(3) + 1).realize()
     self.assertEqual([r.status for r in o.records], ["uninitialized"], [r.line() for r in o.records])
@@ -478,6 +487,14 @@ class TestOracleNeverBreaksTheProgram(unittest.TestCase):
       with self.assertRaises(RuntimeError): x.grad.realize()
     self.assertEqual([r.status for r in o.records], ["tinygrad failed"])
     self.assertIn("gone", o.records[0].detail)
+
+  def test_a_memory_budget_refuses_with_reason_budget(self):
+    # oracle(max_memory=...) gives the oracle its own ow worker with that budget
+    with oracle(max_memory="1K") as o:
+      got = (Tensor(np.arange(1000, dtype=np.float32)) * 2).realize().numpy()
+    np.testing.assert_array_equal(got, np.arange(1000) * 2)
+    self.assertEqual([(r.status, r.reason) for r in o.records], [("refused", "budget")], [r.line() for r in o.records])
+    self.assertIn("memory budget exceeded", o.records[0].detail)
 
   def test_every_record_has_a_known_reason(self):
     from outerworld.tinygrad.oracle import REASONS

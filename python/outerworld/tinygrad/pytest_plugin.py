@@ -26,6 +26,11 @@ def pytest_addoption(parser):
   g.addoption("--ow-report", metavar="FILE", help="write the oracle's records, the tests' outcomes and the totals as JSON")
   g.addoption("--ow-strict", action="store_true", help="fail a test in which a realize DISAGREEs")
   g.addoption("--ow-backend", default="interp", help="outerworld backend: interp (default) | tcc | cc | check")
+  g.addoption("--ow-max-memory", metavar="SIZE",
+              help="memory ow may use per request, per worker process (e.g. 4G; default: ow's, half of physical "
+                   "memory, shared out among xdist workers)")
+  g.addoption("--ow-overlap", action="store_true",
+              help="send each graph to ow before tinygrad runs it, so both compute at once (a thread waits for ow)")
 
 
 def pytest_configure(config):
@@ -53,6 +58,7 @@ class OraclePlugin:
     self.outcomes: dict[str, str] = {}
     self.strict_failed: set[str] = set()
     self.seconds: dict[str, float] = {}      # the oracle's time by phase, summed over workers
+    self.max_memory: list = []               # each oracle's ow memory budget (None: ow's default)
     self.start = time.time()
     self._oracle = None                      # (context manager, Oracle) where tests run
     self._sent = 0                           # records of the local oracle already attached to reports
@@ -64,8 +70,20 @@ class OraclePlugin:
     # not in an xdist controller: it runs no test (its DSession plugin is registered by then)
     if not self.checking or self.config.pluginmanager.hasplugin("dsession"): return
     from outerworld.tinygrad.oracle import oracle
-    cm = oracle(self.config.option.ow_backend)
+    opt = self.config.option
+    cm = oracle(opt.ow_backend, overlap=opt.ow_overlap, max_memory=opt.ow_max_memory or self._share())
     self._oracle = (cm, cm.__enter__())
+
+  def _share(self) -> str | None:
+    """An xdist worker's default memory budget: its share of ow's default (half of physical
+    memory), so that N workers' ow processes together stay within what one would take; ow's
+    interpreter may build values of gigabytes (a view tinygrad never materializes). None (ow's
+    default) in a single process."""
+    workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1))
+    if workers <= 1: return None
+    try: physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError): return None
+    return f"{physical // 2 // workers // 2**20}M"
 
   @pytest.hookimpl(hookwrapper=True)
   def pytest_runtest_protocol(self, item, nextitem):
@@ -113,9 +131,11 @@ class OraclePlugin:
     if hasattr(self.config, "workerinput"):
       self.config.workeroutput[_RECORDS] = leftovers
       self.config.workeroutput["ow_seconds"] = dict(o.seconds)
+      self.config.workeroutput["ow_max_memory"] = o.max_memory
     else:
       self.records.extend(leftovers)
       self._add_seconds(o.seconds)
+      self.max_memory.append(o.max_memory)
     self._oracle = None
     cm.__exit__(None, None, None)
 
@@ -138,6 +158,7 @@ class OraclePlugin:
     out = getattr(node, "workeroutput", None) or {}
     self.records.extend(out.get(_RECORDS, []))
     self._add_seconds(out.get("ow_seconds", {}))
+    if "ow_max_memory" in out: self.max_memory.append(out["ow_max_memory"])
 
   def _add_seconds(self, seconds: dict):
     for k, v in seconds.items(): self.seconds[k] = self.seconds.get(k, 0.0) + v
@@ -156,7 +177,8 @@ class OraclePlugin:
                  "statuses": per_test.get(t, {})} for t, o in self.outcomes.items()}
     return {"oracle": self.checking, "strict": self.strict, "backend": self.config.option.ow_backend,
             "reasons": REASONS, "failure_reasons": list(FAILURE_REASONS),
-            "wall_seconds": round(time.time() - self.start, 3), "oracle_seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "max_memory": self.max_memory, "wall_seconds": round(time.time() - self.start, 3),
+            "oracle_seconds": {k: round(v, 3) for k, v in self.seconds.items()},
             "totals": {**n, "tests": len(tests), "outcomes": dict(sorted(outcomes.items()))},
             "tests": tests, "records": self.records}
 
