@@ -215,7 +215,13 @@ void Fuzzer::check_uninitialized(uint64_t seed, UOp root, const interp::BufferMa
 // (refused gradient, generator error, or a finding of the gradient expansion: then `stop`).
 bool Fuzzer::check_reference(uint64_t seed, const fuzz::Generated& gen, const interp::BufferMap& inputs, bool& stop) {
   Outcome ref = interpret(gen.root, inputs);
-  if (ref.ok) return true;
+  if (ref.ok) {
+    Outcome v = virtual_folds(gen.root, inputs);
+    if (v.ok) return true;
+    report(seed, gen.root, "interp", v, virtual_folds, "ow fuzz --seed " + std::to_string(seed) + " --count 1");
+    stop = !c_.keep_going;
+    return false;
+  }
   if (gen.loss && ref.kind == Kind::NotDifferentiable) {  // a clear refusal, not a finding
     grad_refused_[ref.label].push_back(seed);  // by reason (grad::reason_name)
     return false;

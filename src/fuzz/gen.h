@@ -149,6 +149,11 @@ class Gen {
 
   Tensor reduce_axis(const Shape& s, DType d, int depth);
 
+  // tinygrad's cumsum window (Tensor._cumalu: its arange, cumsum and Tensor.rand's counters): x
+  // padded with n-1 zeros in front, n+1 copies laid end to end, re-cut into rows of 2n and
+  // shrunk to n x n, so row i is x shifted by i; reduced over the rows' elements.
+  Tensor cumsum_window(const Shape& s, DType d, int depth);
+
   // x @ w with x (..., k) and w (k, n) or, as in a Linear layer, the transpose of a (n, k) one:
   // the reductions the renderer interchanges, blocks and (for tcc) hands to the axpy loops.
   Tensor matmul(const Shape& s, DType d, int depth);

@@ -344,7 +344,8 @@ Tensor Gen::choose(const Shape& s, DType d, int depth) {
   if (k < 46) return smooth_ && scope_.empty() ? binary(s, d, depth) : where(s, d, depth);
   if (k < 52) return smooth_ ? unary(s, d, depth) : cast(s, d, depth);
   if (k < 70) return movement(s, d, depth);
-  if (k < 75) return reduce_axis(s, d, depth);
+  if (k < 73) return reduce_axis(s, d, depth);
+  if (k < 75) return cumsum_window(s, d, depth);
   if (k < 78) return matmul(s, d, depth);
   if (k < 81) {
     form("contiguous");

@@ -285,6 +285,28 @@ Tensor Gen::reduce_axis(const Shape& s, DType d, int depth) {
   return keep ? r : r.reshape(dims(s));
 }
 
+Tensor Gen::cumsum_window(const Shape& s, DType d, int depth) {
+  int64_t n = s.size() == 1 ? s[0] : 0;
+  if (n < 1 || (n + 1) * (2 * n - 1) > o_.max_elems) return reduce_axis(s, d, depth);
+  form("cumsum-window");
+  Ops op = rand_reduce_op(false);
+  // arange's ones, or a small power of two times 1..3: float sums of these are exact, folded in
+  // closed form; other values are folded term by term
+  Tensor x = chance(0.4) ? Tensor::full({n}, std::ldexp(static_cast<double>(1 + pick(3)), static_cast<int>(pick(4)) - 2), d)
+             : chance(0.3) ? constant({n}, d) : expr({n}, d, depth - 1);
+  Tensor w = x.pad({std::pair<Dim, Dim>{n - 1, 0}})
+                 .reshape({1, 2 * n - 1})
+                 .expand({n + 1, 2 * n - 1})
+                 .reshape({(n + 1) * (2 * n - 1)})
+                 .shrink({std::pair<Dim, Dim>{0, 2 * n * n}})
+                 .reshape({n, 2 * n})
+                 .shrink({std::pair<Dim, Dim>{0, n}, std::pair<Dim, Dim>{0, n}})
+                 .permute({1, 0});
+  if (chance(0.3)) w = w.flip({1});
+  Tensor r(UOp::make(Ops::REDUCE_AXIS, d, {w.uop()}, Arg(ArgTuple{Arg(op), Arg(ArgTuple{Arg(int64_t{1})})})));
+  return r.reshape({n});
+}
+
 Tensor Gen::matmul(const Shape& s, DType d, int depth) {
   if (s.empty() || d == dtypes::bool_) return reduce_axis(s, d, depth);
   form("matmul");

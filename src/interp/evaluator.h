@@ -14,6 +14,7 @@
 #include "interp/interp.h"
 #include "interp/kernel_eval.h"
 #include "interp/memory.h"
+#include "interp/virtual_fold.h"
 #include "uop/args.h"
 #include "uop/shape.h"
 #include "uop/text.h"
@@ -113,6 +114,7 @@ class Interpreter {
   Value expand(UOp u);
   Value expand_checked(UOp u, const Value& v, const std::vector<int64_t>& shape);
   Value reduce_axis(UOp u);
+  std::optional<VirtualTree> virtual_operand(UOp x);
   struct Contribution {
     Value full;                                    // when !boxed
     Value inner;                                   // when boxed: the PAD's source

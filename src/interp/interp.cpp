@@ -386,12 +386,95 @@ Value Interpreter::expand_checked(UOp u, const Value& v, const std::vector<int64
   return expand_view(v, shape);
 }
 
+namespace {
+// The kind of node a VirtualTree keeps unevaluated: movement, elementwise and pass-through
+// nodes; everything else is a leaf. Integer IDIV, MOD and the shifts are leaves too: they can
+// fail, and a failure anywhere in a value is an error even where the fold never reads it.
+VirtualNode::Kind virtual_kind(UOp u, const std::vector<UOp>& src_free) {
+  using K = VirtualNode::Kind;
+  switch (u->op) {
+    case Ops::RESHAPE: return K::Reshape;
+    case Ops::PAD: return K::Pad;
+    case Ops::SHRINK: return K::Shrink;
+    case Ops::PERMUTE: return K::Permute;
+    case Ops::FLIP: return K::Flip;
+    case Ops::CAST: return K::Cast;
+    case Ops::BITCAST: return K::Bitcast;
+    case Ops::CONTIGUOUS_BACKWARD: case Ops::DETACH: case Ops::REDUCE_BACKWARD: return K::Same;
+    case Ops::EXPAND:  // a collecting EXPAND (S4.1) is evaluated as usual
+      for (size_t i = 1; i < u->src.size(); ++i)
+        if (u->src[i]->op == Ops::RANGE && std::find(src_free.begin(), src_free.end(), u->src[i]) != src_free.end()) return K::Leaf;
+      return K::Expand;
+    case Ops::IDIV: case Ops::MOD: return u->dtype.is_float() ? K::Alu : K::Leaf;
+    case Ops::SHL: case Ops::SHR: return K::Leaf;
+    default: return is_elementwise(u->op) ? K::Alu : K::Leaf;
+  }
+}
+}  // namespace
+
+// The number of elements of x's static shape at the largest value of its symbols (saturating).
+static int64_t static_elements(UOp x) {
+  if (x->shape.kind != ShapeInfo::Kind::Shaped) return 0;
+  __int128 n = 1;
+  for (UOp d : x->shape.dims) n = std::min<__int128>(n * std::max<int64_t>(d.vmax(), 0), INT64_MAX);
+  return static_cast<int64_t>(n);
+}
+
+// x as a VirtualTree (virtual_fold.h), its leaves evaluated; nullopt, to materialize x instead,
+// when a leaf holds poison or a footprint, the shapes do not fit (evaluating x names the error),
+// or the tree, a DAG unfolded, grows past 4096 nodes.
+std::optional<VirtualTree> Interpreter::virtual_operand(UOp x) {
+  using K = VirtualNode::Kind;
+  VirtualTree t;
+  std::vector<std::pair<UOp, size_t>> todo{{x, SIZE_MAX}};  // (node, parent): preorder, no recursion
+  while (!todo.empty()) {
+    auto [u, parent] = todo.back();
+    todo.pop_back();
+    if (t.nodes.size() == 4096) return std::nullopt;
+    if (parent != SIZE_MAX) t.nodes[parent].kids.push_back(t.nodes.size());
+    VirtualNode n;
+    n.kind = virtual_kind(u, u->src.empty() ? std::vector<UOp>{} : info_.at(u->src[0].get()).free);
+    n.op = u->op;
+    n.dtype = u->dtype;
+    size_t sources = 1;
+    switch (n.kind) {
+      case K::Leaf:
+        n.leaf = eval(u);
+        if (n.leaf.poison || n.leaf.footprint) return std::nullopt;
+        n.shape = n.leaf.shape(), n.unshaped = n.leaf.unshaped;
+        sources = 0;
+        break;
+      case K::Reshape: case K::Expand:
+        for (size_t i = 1; i < u->src.size(); ++i) n.shape.push_back(dim(u->src[i]));
+        break;
+      case K::Pad: case K::Shrink:
+        for (auto [lo, hi] : pairs(u)) n.lo.push_back(lo), n.hi.push_back(hi);
+        break;
+      case K::Permute:
+        for (const Arg& a : *u->arg.tuple()) n.perm.push_back(a.as<int64_t>());
+        break;
+      case K::Flip:
+        for (const Arg& a : *u->arg.tuple()) n.flip.push_back(a.as<bool>());
+        break;
+      case K::Same: break;
+      default: sources = u->src.size();
+    }
+    t.nodes.push_back(std::move(n));
+    for (size_t i = sources; i-- > 0;) todo.push_back({u->src[i], t.nodes.size() - 1});
+  }
+  if (!t.infer_shapes()) return std::nullopt;
+  return t;
+}
+
 Value Interpreter::reduce_axis(UOp u) {
   const ArgTuple& t = *u->arg.tuple();
   Ops op = t[0].as<Ops>();
   std::vector<int64_t> axes;
   for (const Arg& a : *t[1].tuple()) axes.push_back(a.as<int64_t>());
   UOp x = u->src[0];
+  // An operand no one stores, larger than the limit: fold it without materializing it (S3.4).
+  if (opts_.virtual_fold_min >= 0 && !info_.at(x.get()).effect && static_elements(x) > opts_.virtual_fold_min)
+    if (auto t = virtual_operand(x); t && t->materialized_elements(op) > opts_.virtual_fold_min) return fold_virtual(op, *t, axes);
   // REDUCE_AXIS(ADD, MUL(a, b)): fold the products without materializing them.
   if (op == Ops::ADD && x->op == Ops::MUL && !info_.at(x.get()).effect) {
     Value a = eval(x->src[0]), b = eval(x->src[1]);

@@ -41,6 +41,10 @@ struct Options {
   size_t max_depth = 3000;                      // recursion guard for very deep graphs
   uint64_t max_evals = 0;                       // node evaluations allowed (0: unlimited)
   int64_t max_loop = 0;                         // largest range extent allowed (0: unlimited)
+  // A REDUCE_AXIS whose operand would materialize more elements than this is folded without
+  // materializing it (SEMANTICS S3.4, interp/virtual_fold.h); the value is the same bit for bit.
+  // 0: wherever it can be; -1: never.
+  int64_t virtual_fold_min = int64_t{1} << 22;
 };
 
 struct Output {

@@ -1,5 +1,6 @@
 // Storage, views and view operations (no arithmetic here; see kernels.cpp).
 #include "interp/value.h"
+#include "uop/shape.h"
 
 #include <cstring>
 #include <utility>
@@ -8,7 +9,14 @@
 
 namespace ow::interp {
 
-Storage::Storage(DType d, int64_t n) : dtype(d), size(n), bytes(static_cast<size_t>(n) * static_cast<size_t>(std::max(d.itemsize(), 1))) {}
+// Only views may be larger than 2^32 elements (SEMANTICS S2.4): a value that is stored is not.
+static size_t checked_bytes(DType d, int64_t n) {
+  if (n > kMaxElements)
+    throw Error("a value of " + std::to_string(n) + " elements is over the limit of 2^32 stored elements (a larger view is evaluated without storing it only under a REDUCE_AXIS)");
+  return static_cast<size_t>(n) * static_cast<size_t>(std::max(d.itemsize(), 1));
+}
+
+Storage::Storage(DType d, int64_t n) : dtype(d), size(n), bytes(checked_bytes(d, n)) {}
 
 int64_t Storage::nonzero() const {
   int64_t n = nonzero_.load(std::memory_order_relaxed);

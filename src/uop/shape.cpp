@@ -25,14 +25,16 @@ std::optional<std::string> check_size(UOp d, const char* what) {
   return std::nullopt;
 }
 
-ShapeInfo limit(std::vector<UOp> dims) {
+// Stored values (BUFFER, BUFFERIZE) hold at most 2^32 elements, views at most 2^56 (S2.4).
+ShapeInfo limit(std::vector<UOp> dims, int64_t most = kMaxElements) {
   __int128 n = 1;
   for (UOp d : dims) {
     n *= std::max<int64_t>(d.vmax(), 0);
-    if (n > kMaxElements) return invalid("shape " + render_shape(dims) + " has more than 2^32 elements");
+    if (n > most) return invalid("shape " + render_shape(dims) + " has more than 2^" + (most == kMaxElements ? "32" : "56") + " elements");
   }
   return shaped(std::move(dims));
 }
+ShapeInfo view_limit(std::vector<UOp> dims) { return limit(std::move(dims), kMaxVirtualElements); }
 
 std::vector<UOp> simplified(const std::vector<UOp>& src, size_t from) {
   std::vector<UOp> out;
@@ -64,7 +66,7 @@ ShapeInfo reshape(const UOpNode& n, const ShapeInfo& in) {
     if (auto e = check_size(d, "new dimension")) return invalid(*e);
   if (in.kind == Kind::Shaped && product(in.dims) != product(dims))
     return invalid("element count changes: " + render_shape(in.dims) + " -> " + render_shape(dims));
-  return limit(std::move(dims));
+  return view_limit(std::move(dims));
 }
 
 ShapeInfo expand(const UOpNode& n, const ShapeInfo& in) {
@@ -77,7 +79,7 @@ ShapeInfo expand(const UOpNode& n, const ShapeInfo& in) {
     if (!one && in.dims[i] != dims[i])
       return invalid("can't expand " + render_shape(in.dims) + " to " + render_shape(dims) + ": dim " + std::to_string(i) + " is not 1");
   }
-  return limit(std::move(dims));
+  return view_limit(std::move(dims));
 }
 
 ShapeInfo pad_or_shrink(const UOpNode& n, const ShapeInfo& in) {
@@ -100,7 +102,7 @@ ShapeInfo pad_or_shrink(const UOpNode& n, const ShapeInfo& in) {
       return invalid("shrink (" + render_expr(b) + ", " + render_expr(e) + ") does not fit dim " + std::to_string(i) + " of size " + render_expr(s));
     dims.push_back(simplify(e - b));
   }
-  return limit(std::move(dims));
+  return view_limit(std::move(dims));
 }
 
 std::optional<std::vector<int64_t>> int_tuple(const Arg& a) {

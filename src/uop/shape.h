@@ -28,5 +28,8 @@ UOp base_buffer(UOp view);
 
 // Largest element count we accept for one shape or buffer (2^32): bigger is an error, not an OOM.
 inline constexpr int64_t kMaxElements = int64_t{1} << 32;
+// A view no one stores (EXPAND, RESHAPE, PAD, SHRINK of one: tinygrad's arange window has
+// (n+1)(2n-1) elements) may be larger, up to this: index arithmetic on it stays far from 2^63.
+inline constexpr int64_t kMaxVirtualElements = int64_t{1} << 56;
 
 }  // namespace ow

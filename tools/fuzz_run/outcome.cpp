@@ -89,6 +89,31 @@ Outcome interpret(UOp g, const interp::BufferMap& inputs) {
   }
 }
 
+Outcome virtual_folds(UOp g, const interp::BufferMap& inputs) {
+  auto has_fold = [](UOp u) { return u->op == Ops::REDUCE_AXIS; };
+  std::vector<UOp> nodes = toposort(g);
+  if (std::none_of(nodes.begin(), nodes.end(), has_fold)) return {};
+  auto outputs = [&](int64_t min) -> std::optional<std::vector<interp::Output>> {
+    interp::Options o;
+    o.virtual_fold_min = min;
+    try {
+      return evaluate(g, inputs, o);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  };
+  auto stored = outputs(-1), folded = outputs(0);
+  if (!stored || !folded) {
+    if (stored.has_value() == folded.has_value()) return {};
+    return failed(std::string("folding REDUCE_AXIS operands without materializing them ") + (stored ? "fails" : "succeeds") + " where materializing them " + (stored ? "succeeds" : "fails"), Kind::User, "virtual-fold");
+  }
+  for (size_t i = 0; i < stored->size(); ++i)
+    if (auto d = interp::first_difference((*stored)[i].value, (*folded)[i].value))
+      return failed("output " + (*stored)[i].name + " differs when REDUCE_AXIS operands are folded without materializing them: element " +
+                        std::to_string(d->index) + ": " + std::to_string(d->a) + " materialized vs " + std::to_string(d->b), Kind::User, "virtual-fold");
+  return {};
+}
+
 Outcome passes(UOp g, const interp::BufferMap& inputs) {
   try {
     std::vector<interp::Output> want = evaluate(g, inputs);

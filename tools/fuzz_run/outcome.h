@@ -45,6 +45,9 @@ Outcome interpret(UOp g, const interp::BufferMap& inputs);
 // evaluates nor refuses: the expansion built something wrong.
 Outcome expansion(UOp g, const interp::BufferMap& inputs);
 
+// The interpreter with every REDUCE_AXIS operand folded without materializing it (S3.4) against
+// the interpreter materializing them all: the same outputs bit for bit, or both an error.
+Outcome virtual_folds(UOp g, const interp::BufferMap& inputs);
 // ow fuzz --passes: every lowering pass's graph evaluated by the interpreter and compared with
 // the input graph's outputs (ow check --passes); a stage that fails to evaluate or changes an
 // output is a finding labelled "pass-NAME", the compiled path's refusals are Unsupported.

@@ -1,0 +1,371 @@
+// A reduction over a value no one stores, a run at a time (virtual_fold.h, SEMANTICS S3.4).
+#include "interp/virtual_fold.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
+#include "interp/dispatch.h"
+#include "interp/scalar_ops.h"
+
+namespace ow::interp {
+
+namespace {
+
+using Kind = VirtualNode::Kind;
+
+int64_t elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t floordiv(int64_t a, int64_t m) {  // m > 0
+  int64_t q = a / m;
+  return (a % m != 0 && a < 0) ? q - 1 : q;
+}
+int64_t ceildiv(int64_t a, int64_t m) { return -floordiv(-a, m); }
+
+// An index along a run: a + b*t for the run's t = 0, 1, ...
+struct Affine {
+  int64_t a = 0, b = 0;
+};
+
+// floor((a + b t) / m) for m > 0. With a = qa m + ra and b = qb m + rb (0 <= ra, rb < m) it is
+// qa + qb t + floor((ra + rb t) / m): affine while ra + rb t < m. Shortens len to that.
+Affine div_run(Affine f, int64_t m, int64_t& len) {
+  if (m <= 0) return f;  // a zero-size axis: nothing is read through it
+  int64_t qa = floordiv(f.a, m), qb = floordiv(f.b, m);
+  int64_t ra = f.a - qa * m, rb = f.b - qb * m;
+  if (rb > 0) len = std::min(len, ceildiv(m - ra, rb));
+  return {qa, qb};
+}
+Affine mod_run(Affine f, int64_t m, int64_t& len) {
+  if (m <= 0) return f;
+  Affine q = div_run(f, m, len);
+  return {f.a - q.a * m, f.b - q.b * m};
+}
+
+// The first t in (0, len) at which a + b t enters or leaves [0, d); len if it does not.
+int64_t bounds_change(Affine c, int64_t d, int64_t len) {
+  bool in = c.a >= 0 && c.a < d;
+  int64_t t = len;
+  if (c.b > 0) t = in ? ceildiv(d - c.a, c.b) : c.a < 0 ? ceildiv(-c.a, c.b) : len;
+  if (c.b < 0) t = in ? c.a / -c.b + 1 : c.a >= d ? ceildiv(c.a - d + 1, -c.b) : len;
+  return std::min(t, len);
+}
+
+// One run: each live node's index (an Affine per axis) and the run's length.
+struct Walk {
+  std::vector<std::vector<Affine>> index;
+  std::vector<char> live;  // a PAD's source outside its box is not read
+};
+
+// Pushes the root's index down the tree (parents first), shortening len so that every index
+// stays affine and every PAD wholly inside or outside its source.
+int64_t index_run(const VirtualTree& t, std::vector<Affine> root, int64_t len, Walk& w) {
+  const size_t n = t.nodes.size();
+  w.index.assign(n, {});
+  w.live.assign(n, 0);
+  w.index[0] = std::move(root);
+  w.live[0] = 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (!w.live[i]) continue;
+    const VirtualNode& v = t.nodes[i];
+    const std::vector<Affine>& in = w.index[i];
+    auto give = [&](size_t k, std::vector<Affine> idx) {
+      w.live[k] = 1;
+      if (!t.nodes[k].unshaped) w.index[k] = std::move(idx);
+    };
+    if (v.kids.empty()) continue;
+    const VirtualNode& kid = t.nodes[v.kids[0]];
+    std::vector<Affine> out(kid.shape.size());
+    switch (v.kind) {
+      case Kind::Leaf: break;
+      case Kind::Same: case Kind::Alu: case Kind::Cast: case Kind::Bitcast:
+        for (size_t k : v.kids) give(k, in);
+        break;
+      case Kind::Reshape: {
+        if (kid.unshaped) {
+          give(v.kids[0], {});
+          break;
+        }
+        Affine flat;  // the row-major position, then split along the source's axes
+        int64_t stride = 1;
+        for (size_t d = v.shape.size(); d-- > 0; stride *= v.shape[d]) flat.a += in[d].a * stride, flat.b += in[d].b * stride;
+        stride = 1;
+        for (size_t d = kid.shape.size(); d-- > 0; stride *= kid.shape[d]) out[d] = mod_run(div_run(flat, stride, len), kid.shape[d], len);
+        give(v.kids[0], std::move(out));
+        break;
+      }
+      case Kind::Expand:
+        for (size_t d = 0; d < out.size(); ++d) out[d] = kid.shape[d] == v.shape[d] ? in[d] : Affine{};
+        give(v.kids[0], std::move(out));
+        break;
+      case Kind::Pad: {
+        bool inside = true;
+        for (size_t d = 0; d < out.size(); ++d) {
+          out[d] = {in[d].a - v.lo[d], in[d].b};
+          len = bounds_change(out[d], kid.shape[d], len);
+          inside = inside && out[d].a >= 0 && out[d].a < kid.shape[d];
+        }
+        if (inside) give(v.kids[0], std::move(out));
+        break;
+      }
+      case Kind::Shrink:
+        for (size_t d = 0; d < out.size(); ++d) out[d] = {in[d].a + v.lo[d], in[d].b};
+        give(v.kids[0], std::move(out));
+        break;
+      case Kind::Permute:
+        for (size_t d = 0; d < in.size(); ++d) out[static_cast<size_t>(v.perm[d])] = in[d];
+        give(v.kids[0], std::move(out));
+        break;
+      case Kind::Flip:
+        for (size_t d = 0; d < out.size(); ++d) out[d] = v.flip[d] ? Affine{v.shape[d] - 1 - in[d].a, -in[d].b} : in[d];
+        give(v.kids[0], std::move(out));
+        break;
+    }
+  }
+  return len;
+}
+
+// A node's value along the run: one value for all of it (constant, unshaped) or len elements.
+struct RunValue {
+  Value v;
+  bool constant = true;
+};
+
+// Computes the live nodes' values along the run, kids first; the root's.
+RunValue value_run(const VirtualTree& t, const Walk& w, int64_t len) {
+  std::vector<RunValue> vals(t.nodes.size());
+  for (size_t i = t.nodes.size(); i-- > 0;) {
+    if (!w.live[i]) continue;
+    const VirtualNode& v = t.nodes[i];
+    RunValue& r = vals[i];
+    switch (v.kind) {
+      case Kind::Leaf: {
+        r.v = v.leaf;
+        if (v.unshaped) break;
+        Affine at{v.leaf.view.offset, 0};
+        for (size_t d = 0; d < v.shape.size(); ++d) {
+          at.a += w.index[i][d].a * v.leaf.view.strides[d];
+          at.b += w.index[i][d].b * v.leaf.view.strides[d];
+        }
+        r.constant = at.b == 0;
+        r.v.unshaped = r.constant;
+        r.v.view = r.constant ? View{{}, {}, at.a} : View{{len}, {at.b}, at.a};
+        break;
+      }
+      case Kind::Pad:
+        if (w.live[v.kids[0]]) r = vals[v.kids[0]];
+        else r.v = scalar(v.dtype, 0);  // the fill
+        break;
+      case Kind::Alu: case Kind::Cast: case Kind::Bitcast: {
+        std::vector<const Value*> in;
+        for (size_t k : v.kids) {
+          in.push_back(&vals[k].v);
+          r.constant = r.constant && vals[k].constant;
+        }
+        std::vector<int64_t> shape = r.constant ? std::vector<int64_t>{} : std::vector<int64_t>{len};
+        if (v.kind == Kind::Alu) r.v = alu(v.op, v.dtype, in, shape);
+        else r.v = v.kind == Kind::Cast ? cast(broadcast_to(*in[0], shape), v.dtype) : bitcast(broadcast_to(*in[0], shape), v.dtype);
+        r.v.unshaped = r.constant;
+        break;
+      }
+      default:  // views: the kid's value
+        r = vals[v.kids[0]];
+    }
+  }
+  return vals[0];
+}
+
+template <class T> bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
+
+// acc + c + c + ... (n terms, n >= 1) in T, when every partial sum is exactly representable:
+// then each addition is exact and the fold is the exact acc + n c. Writing acc = A 2^q and
+// c = C 2^q over the finer of their grids, the partial sums A + k C lie between A and A + n C,
+// and are representable when those have fewer than `digits` significant bits (and are finite).
+template <class T> std::optional<T> exact_repeated_sum(T acc, T c, int64_t n) {
+  constexpr int p = std::numeric_limits<T>::digits;
+  if (!std::isfinite(acc) || !std::isfinite(c) || c == 0) return std::nullopt;
+  auto split = [](T x, int64_t& m, int& e) {  // x = m 2^e with m odd: e is x's last bit
+    int ex = 0;
+    m = static_cast<int64_t>(std::ldexp(std::frexp(x, &ex), p));
+    e = ex - p;
+    for (; m % 2 == 0; m /= 2) ++e;
+  };
+  int64_t ma = 0, mc = 0;
+  int ea = 0, ec = 0;
+  split(c, mc, ec);
+  if (acc != 0) split(acc, ma, ea);
+  else ea = ec;
+  int q = std::min(ea, ec);
+  if (ea - q > 60 || ec - q > 60) return std::nullopt;
+  __int128 a = static_cast<__int128>(ma) << (ea - q), step = static_cast<__int128>(mc) << (ec - q);
+  const __int128 limit = static_cast<__int128>(1) << p;
+  if (a >= limit || -a >= limit || step >= 2 * limit || -step >= 2 * limit) return std::nullopt;
+  __int128 end = a + static_cast<__int128>(n) * step;
+  if (end >= limit || -end >= limit) return std::nullopt;
+  T r = std::ldexp(static_cast<T>(static_cast<int64_t>(end)), q);
+  if (!std::isfinite(r)) return std::nullopt;
+  return r;  // +0 when the sum is 0, as round-to-nearest gives
+}
+
+uint64_t power(uint64_t x, int64_t n) {  // x^n modulo 2^64
+  uint64_t r = 1;
+  for (; n > 0; n >>= 1, x *= x)
+    if (n & 1) r *= x;
+  return r;
+}
+
+// f(...f(f(acc, c), c)..., c) with n terms of c.
+template <class T, class F> T repeat(Ops op, F f, T acc, T c, int64_t n) {
+  if (n <= 0) return acc;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) {  // modulo 2^bits (bool is or/and: below)
+    if (op == Ops::ADD) return static_cast<T>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(n) * static_cast<uint64_t>(c));
+    if (op == Ops::MUL) return static_cast<T>(static_cast<uint64_t>(acc) * power(static_cast<uint64_t>(c), n));
+  }
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    if (op == Ops::ADD)
+      if (auto s = exact_repeated_sum(acc, c, n)) return *s;
+  T y = f(acc, c);
+  for (int64_t k = 1; k < n; ++k) {  // term by term, until a fixed point (MAX at once; x + tiny)
+    T z = f(y, c);
+    if (same_bits(z, y)) break;
+    y = z;
+  }
+  return y;
+}
+
+template <class T> T fold_run(Ops op, T acc, const RunValue& r, int64_t len) {
+  const T* p = std::as_const(*r.v.data).template as<T>() + r.v.view.offset;
+  sop::with_fold<T>(op, [&](auto f) {
+    if (r.constant) {
+      acc = repeat<T>(op, f, acc, *p, len);
+      return;
+    }
+    const int64_t s = r.v.view.strides[0];
+    for (int64_t i = 0; i < len; ++i) acc = f(acc, p[i * s]);
+  });
+  return acc;
+}
+
+}  // namespace
+
+bool VirtualTree::infer_shapes() {
+  for (size_t i = nodes.size(); i-- > 0;) {
+    VirtualNode& v = nodes[i];
+    if (v.kind == Kind::Leaf) continue;
+    const VirtualNode& kid = nodes[v.kids.at(0)];
+    switch (v.kind) {
+      case Kind::Same:
+        v.shape = kid.shape, v.unshaped = kid.unshaped;
+        break;
+      case Kind::Reshape:  // shape set when built
+        if (kid.unshaped ? elements(v.shape) != 1 : elements(kid.shape) != elements(v.shape)) return false;
+        break;
+      case Kind::Expand:
+        if (kid.unshaped) break;
+        if (kid.shape.size() != v.shape.size()) return false;
+        for (size_t d = 0; d < v.shape.size(); ++d)
+          if (kid.shape[d] != v.shape[d] && kid.shape[d] != 1) return false;
+        break;
+      case Kind::Pad: case Kind::Shrink: {
+        if (kid.unshaped || kid.shape.size() != v.lo.size()) return false;
+        v.shape.clear();
+        for (size_t d = 0; d < v.lo.size(); ++d) {
+          if (v.kind == Kind::Pad) {
+            if (v.lo[d] < 0 || v.hi[d] < 0) return false;
+            v.shape.push_back(kid.shape[d] + v.lo[d] + v.hi[d]);
+          } else {
+            if (v.lo[d] < 0 || v.lo[d] > v.hi[d] || v.hi[d] > kid.shape[d]) return false;
+            v.shape.push_back(v.hi[d] - v.lo[d]);
+          }
+        }
+        break;
+      }
+      case Kind::Permute: {
+        if (kid.unshaped || v.perm.size() != kid.shape.size()) return false;
+        std::vector<bool> seen(v.perm.size());
+        v.shape.clear();
+        for (int64_t p : v.perm) {
+          if (p < 0 || p >= static_cast<int64_t>(seen.size()) || seen[static_cast<size_t>(p)]) return false;
+          seen[static_cast<size_t>(p)] = true;
+          v.shape.push_back(kid.shape[static_cast<size_t>(p)]);
+        }
+        break;
+      }
+      case Kind::Flip:
+        if (kid.unshaped || v.flip.size() != kid.shape.size()) return false;
+        v.shape = kid.shape;
+        break;
+      default: {  // Alu, Cast, Bitcast: shaped sources agree; unshaped ones broadcast
+        v.unshaped = true;
+        for (size_t k : v.kids) {
+          const VirtualNode& s = nodes[k];
+          if (s.unshaped) continue;
+          if (!v.unshaped && s.shape != v.shape) return false;
+          v.shape = s.shape, v.unshaped = false;
+        }
+      }
+    }
+  }
+  return !nodes.empty() && !nodes[0].unshaped;
+}
+
+int64_t VirtualTree::materialized_elements(Ops reduce_op) const {
+  int64_t most = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const VirtualNode& v = nodes[i];
+    bool copies = v.kind == Kind::Alu || v.kind == Kind::Cast || v.kind == Kind::Bitcast || v.kind == Kind::Pad || v.kind == Kind::Reshape;
+    // REDUCE_AXIS(ADD, MUL(a, b)) folds the products without materializing them (S3.2)
+    bool product_fold = i == 0 && reduce_op == Ops::ADD && v.kind == Kind::Alu && v.op == Ops::MUL &&
+                        std::all_of(v.kids.begin(), v.kids.end(), [&](size_t k) { return nodes[k].kind == Kind::Leaf; });
+    if (copies && !product_fold && !v.unshaped) most = std::max(most, elements(v.shape));
+  }
+  return most;
+}
+
+Value fold_virtual(Ops op, const VirtualTree& t, const std::vector<int64_t>& axes) {
+  const VirtualNode& root = t.nodes.at(0);
+  std::vector<int64_t> kept = root.shape, reduced_axes;
+  int64_t reduced = 1;
+  for (size_t d = 0; d < kept.size(); ++d)
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end()) {
+      reduced_axes.push_back(static_cast<int64_t>(d));
+      reduced *= kept[d];
+      kept[d] = 1;
+    }
+  Value out = identity_like(op, root.dtype, kept);
+  const int64_t outputs = out.numel();
+  if (reduced == 0 || outputs == 0) return out;
+  dispatch(root.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* acc = out.data->as<T>();
+    Walk w;
+    std::vector<Affine> index(root.shape.size());
+    for (int64_t o = 0; o < outputs; ++o) {
+      std::vector<int64_t> at = unflatten(kept, o);
+      for (int64_t t0 = 0; t0 < reduced;) {
+        int64_t len = reduced - t0;
+        int64_t stride = 1;  // the reduced indices t0 + t, row-major
+        for (size_t k = reduced_axes.size(); k-- > 0;) {
+          size_t d = static_cast<size_t>(reduced_axes[k]);
+          index[d] = mod_run(div_run({t0, 1}, stride, len), root.shape[d], len);
+          stride *= root.shape[d];
+        }
+        for (size_t d = 0; d < kept.size(); ++d)
+          if (std::find(reduced_axes.begin(), reduced_axes.end(), static_cast<int64_t>(d)) == reduced_axes.end()) index[d] = {at[d], 0};
+        len = index_run(t, index, len, w);
+        acc[o] = fold_run<T>(op, acc[o], value_run(t, w, len), len);
+        t0 += len;
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace ow::interp
