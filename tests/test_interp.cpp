@@ -12,6 +12,7 @@
 #include "interp/inputs.h"
 #include "tensor/tensor.h"
 #include "uop/error.h"
+#include "uop/text.h"
 
 using namespace ow;
 using ow::test::error_of;
@@ -394,6 +395,50 @@ TEST_CASE("diagnostic: a range used outside its scope [S1.3, S8]") {
   UOp a = UOp::range(3, -1);
   Tensor leak = x[a] * 2.0;
   CHECK_THAT(error_of([&] { leak.realize(); }), Catch::Contains("scope") && Catch::Contains("m1"));
+}
+
+// tinygrad's a[:vi] with vi = Variable("i", 1, 10).bind(2): a SHRINK to the bound variable, a
+// row sum EXPANDed back to it and subtracted from `rows` rows of a (the first half of
+// Tensor.var). The SHRINK's size is `BIND - 0` and the EXPAND's the bare BIND: both are the
+// bound value, 2.
+std::string bound_rows_graph(const std::string& rows, const std::string& extra = "") {
+  return "%a = BUFFER float32 () (\"a\", 30)\n%c10 = CONST index () 10\n%c3 = CONST index () 3\n"
+         "%x = RESHAPE float32 (%a, %c10, %c3)\n%v = DEFINE_VAR index () (\"i\", 1, 10)\n%c2 = CONST index () 2\n"
+         "%b = BIND index (%v, %c2)\n%c0 = CONST index () 0\n%s = SHRINK float32 (%x, %c0, %b, %c0, %c3)\n"
+         "%r = REDUCE_AXIS float32 (%s) (Ops.ADD, (1,))\n%e = EXPAND float32 (%r, %b, %c3)\n" + extra +
+         "%t = SHRINK float32 (%x, %c0, " + rows + ", %c0, %c3)\n%d = SUB float32 (%t, %e)\n%out = SINK void (%d) (\"out\",)\n";
+}
+
+interp::BufferMap arange_buffer(const std::string& name, int n) {
+  interp::BufferData d{dtypes::float32, std::make_shared<interp::Storage>(dtypes::float32, n), nullptr};
+  for (int i = 0; i < n; ++i) d.data->as<float>()[i] = static_cast<float>(i);
+  return {{name, d}};
+}
+
+TEST_CASE("a size holding a variable bound to a constant is that value, bare or in arithmetic [S2.2]") {
+  // realized through the Tensor API's evaluator, so interp-on-tcc and interp-on-cc run it compiled too
+  std::string text = bound_rows_graph("%b");
+  text.replace(text.find("(\"a\", 30)"), 9, "(\"bound_rows_a\", 30)");
+  buffer_store()["bound_rows_a"] = arange_buffer("a", 30).at("a");
+  Tensor d(parse_graph(text, "<test>").root->src[0]);
+  REQUIRE(d.static_shape() == std::vector<int64_t>{2, 3});
+  // a = arange(30).reshape(10, 3); a[:2] - a[:2].sum(1, keepdims=True): rows 0 1 2 (sum 3), 3 4 5 (sum 12)
+  CHECK(vals(d) == std::vector<float>{-3, -2, -1, -9, -8, -7});
+}
+
+TEST_CASE("diagnostic: shapes that differ at the variables' bound values are rejected [S2.2, S8]") {
+  // 3 rows against i = 2 rows
+  auto run_text = [](const std::string& text) {
+    interp::BufferMap bufs = arange_buffer("a", 30);
+    interp::run(parse_graph(text, "<test>").root, bufs);
+  };
+  std::string err = error_of([&] { run_text(bound_rows_graph("%c3")); });
+  CHECK_THAT(err, Catch::Contains("sources have different shapes (3, 3) and (2, 3)") && Catch::Contains("SUB"));
+  // another variable, bound to another value: j = 4 rows against i = 2 rows
+  err = error_of([&] {
+    run_text(bound_rows_graph("%bj", "%vj = DEFINE_VAR index () (\"j\", 1, 10)\n%c4 = CONST index () 4\n%bj = BIND index (%vj, %c4)\n"));
+  });
+  CHECK_THAT(err, Catch::Contains("sources have different shapes (4, 3) and (2, 3)") && Catch::Contains("SUB"));
 }
 
 TEST_CASE("diagnostic: shapes that do not broadcast [S2.2, S8]") {

@@ -39,7 +39,8 @@ using Names = std::vector<std::string>;
 }  // namespace
 
 TEST_CASE("symbolic_rules has the documented rules in order", "[symbolic]") {
-  Names want{"fold constants",          "bounds are a single value", "collect linear terms",
+  Names want{"fold constants",          "bounds are a single value", "a variable bound to one value is that value",
+             "collect linear terms",
              "order the factors of a product", "max of ordered operands", "where on a constant condition", "where with equal branches",
              "mod below the divisor",   "exact division",            "split a division by its multiples",
              "split a modulo by its multiples", "join a quotient and its remainder", "compare a value with itself",
@@ -161,6 +162,23 @@ TEST_CASE("rule 'where with equal branches': where(c, b, b) is b", "[symbolic][r
   Run r = run_rules(a.lt(3).where(b, b));
   CHECK(r.fired == Names{"where with equal branches"});
   CHECK(r.out == b);
+}
+
+TEST_CASE("rule 'a variable bound to one value is that value': BIND(n, 3) is 3, bare or in a sum [S2.2]", "[symbolic][rule]") {
+  UOp n = UOp::variable("n", 1, 10);
+  Run r = run_rules(n.bind(idx(3)));
+  CHECK(r.fired == Names{"a variable bound to one value is that value"});
+  CHECK(r.out == idx(3));
+  CHECK(simplify(n.bind(idx(3)) - 0) == idx(3));  // the same value as in arithmetic ('bounds are a single value')
+  CHECK(simplify(n.bind(idx(3)) * 2 + 1) == idx(7));
+}
+
+TEST_CASE("rule 'a variable bound to one value is that value' keeps a BIND to a range or outside the bounds", "[symbolic][rule]") {
+  UOp n = UOp::variable("n", 1, 10), r = UOp::range(4, 0);
+  CHECK(run_rules(n.bind(r)).out == n.bind(r));      // one value per binding of r
+  CHECK(run_rules(n.bind(idx(12))).out == n.bind(idx(12)));  // invalid: the verifier names it (bind.bounds)
+  UOp one = UOp::variable("one", 2, 2);
+  CHECK(run_rules(one.bind(idx(5))).out == one.bind(idx(5)));  // the variable's bounds are one value, not the BIND's
 }
 
 TEST_CASE("rule 'mod below the divisor': a % 7 is a for a in [0,7)", "[symbolic][rule]") {

@@ -245,6 +245,18 @@ UOp point_bounds(const Match& m) {
   return int_const_of(u->dtype, u.vmin());
 }
 
+// BIND(var, value) is its value (SEMANTICS S2.2): where that is one number inside the variable's
+// bounds, the number, so a size is the same whether it is the bare BIND or arithmetic on it
+// (which 'bounds are a single value' already folds). A value outside the bounds stays, for the
+// verifier to name (bind.bounds); a BIND to a range stays, one value per binding.
+UOp bound_to_one_value(const Match& m) {
+  UOp u = m.node;
+  if (u->src.size() != 2 || !intlike(u->dtype) || !int_srcs(u)) return {};
+  UOp var = u->src[0], value = u->src[1];
+  if (value.vmin() != value.vmax() || value.vmin() < var.vmin() || value.vmin() > var.vmax()) return {};
+  return int_const_of(u->dtype, value.vmin());
+}
+
 // x = g*q + r: q from the terms whose coefficients g divides (and the constant's quotient), r
 // the other terms (and the constant's remainder, in [0, g)).
 std::pair<Linear, Linear> split_by(const Linear& L, int64_t g) {
@@ -404,6 +416,7 @@ const PatternMatcher& symbolic_rules() {
   static const PatternMatcher pm(poison_preserving(shape_preserving({
       {"fold constants", Pat::ops(alu_ops()), fold_constants},
       {"bounds are a single value", Pat::ops(alu_ops()), point_bounds},
+      {"a variable bound to one value is that value", Pat::ops({Ops::BIND}), bound_to_one_value},
       {"collect linear terms", Pat::ops({Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}), linear_form},
       // a*b and b*a must be one atom for the linear form (and for shape equality)
       {"order the factors of a product", Pat::op(Ops::MUL, {Pat::var("x"), Pat::var("y")}),
