@@ -955,3 +955,69 @@ TEST_CASE("a 20,000-node elementwise chain is rendered and run on tcc", "[compil
     CHECK(std::vector<float>(r.data->as<float>(), r.data->as<float>() + 4) == want);
   }
 }
+
+TEST_CASE("a store through PAD writes only the source's elements, through a RESHAPE of a strided view row-major", "[compiled][setitem]") {
+  // tinygrad's t[1:6:2] = 11 on arange(10): SHRINK to [1, 6), PAD one fill element, RESHAPE to
+  // (3, 2), column 0: elements 1, 3, 5. And a RESHAPE of a transposed (strided) view: writing
+  // 0..5 through RESHAPE(PERMUTE(t as 2x3), 6) puts value k at row-major position k of t^T, so t
+  // (2x3) becomes [[0, 2, 4], [1, 3, 5]]. In the second graph the PAD's fill (element 5 of the
+  // padded 6) receives 99, which lands nowhere.
+  const char* strided = R"(%t = BUFFER float32 () ("t", 10)
+%c0 = CONST index () 0
+%c1 = CONST index () 1
+%c2 = CONST index () 2
+%c3 = CONST index () 3
+%c6 = CONST index () 6
+%s = SHRINK float32 (%t, %c1, %c6)
+%p = PAD float32 (%s, %c0, %c1)
+%r = RESHAPE float32 (%p, %c3, %c2)
+%k = SHRINK float32 (%r, %c0, %c3, %c0, %c1)
+%v = CONST float32 () 11.0
+%v1 = RESHAPE float32 (%v, %c1, %c1)
+%e = EXPAND float32 (%v1, %c3, %c1)
+%st = STORE void (%k, %e)
+%a = AFTER float32 (%t, %st)
+%out = SINK void (%a) ("t",)
+)";
+  const char* fill = R"(%t = BUFFER float32 () ("t", 5)
+%u = BUFFER float32 () ("u", 6)
+%c0 = CONST index () 0
+%c1 = CONST index () 1
+%p = PAD float32 (%t, %c0, %c1)
+%st = STORE void (%p, %u)
+%a = AFTER float32 (%t, %st)
+%out = SINK void (%a) ("t",)
+)";
+  const char* transposed = R"(%t = BUFFER float32 () ("t", 6)
+%v = BUFFER float32 () ("v", 6)
+%c2 = CONST index () 2
+%c3 = CONST index () 3
+%c6 = CONST index () 6
+%m = RESHAPE float32 (%t, %c2, %c3)
+%q = PERMUTE float32 (%m) (1, 0)
+%f = RESHAPE float32 (%q, %c6)
+%st = STORE void (%f, %v)
+%a = AFTER float32 (%t, %st)
+%out = SINK void (%a) ("t",)
+)";
+  auto buf = [](std::vector<float> v) {
+    auto s = std::make_shared<interp::Storage>(dtypes::float32, static_cast<int64_t>(v.size()));
+    std::memcpy(s->bytes.data(), v.data(), v.size() * sizeof(float));
+    return interp::BufferData{dtypes::float32, s, nullptr};
+  };
+  auto values = [](const std::vector<interp::Output>& out) {
+    const float* p = out.at(0).value.data->as<float>();
+    return std::vector<float>(p, p + out[0].value.numel());
+  };
+  for (const char* be : {"interp", "tcc", "cc"}) {
+    INFO("backend " << be);
+    backend::RunOptions o;
+    o.backend = be;
+    interp::BufferMap a{{"t", buf({0, 1, 2, 3, 4, 5, 6, 7, 8, 9})}};
+    CHECK(values(backend::run_graph(parse_graph(strided).root, a, o)) == std::vector<float>{0, 11, 2, 11, 4, 11, 6, 7, 8, 9});
+    interp::BufferMap b{{"t", buf({0, 0, 0, 0, 0})}, {"u", buf({1, 2, 3, 4, 5, 99})}};
+    CHECK(values(backend::run_graph(parse_graph(fill).root, b, o)) == std::vector<float>{1, 2, 3, 4, 5});
+    interp::BufferMap c{{"t", buf({9, 9, 9, 9, 9, 9})}, {"v", buf({0, 1, 2, 3, 4, 5})}};
+    CHECK(values(backend::run_graph(parse_graph(transposed).root, c, o)) == std::vector<float>{0, 2, 4, 1, 3, 5});
+  }
+}

@@ -207,3 +207,58 @@ TEST_CASE("invalid_origin names a float converted out of an integer's range, or 
   CHECK(values(outs[2].value) == std::vector<double>{cast8, cast8, -1, -1, cast8});
   CHECK(values(outs[5].value) == std::vector<double>{-1, cast64, cast64, -1});
 }
+
+TEST_CASE("POW's bound holds against float64 for inexact bases and exponents, and names inf*0", "[grad][bound]") {
+  // a = x * 1.125 and b = y * 0.75 are rounded (the constants are exact): a^b against the float64
+  // evaluation of the same graph. inf * 0 of x^3 (x = 1e30) is a NaN made by the MUL.
+  const char* text = R"(%x = BUFFER float32 () ("x", 6)
+%y = BUFFER float32 () ("y", 6)
+%k = CONST float32 () 1.125
+%m = CONST float32 () 0.75
+%a = MUL float32 (%x, %k)
+%b = MUL float32 (%y, %m)
+%p = POW float32 (%a, %b)
+%t = CONST float32 () 3.0
+%c = POW float32 (%x, %t)
+%z = CONST float32 () 0.0
+%n = MUL float32 (%c, %z)
+%out = SINK void (%p, %n) ("p", "n")
+)";
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> ux(0.01, 30), uy(-12, 12);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<double> x(6), y(6);
+    for (auto& v : x) v = ux(rng);
+    for (auto& v : y) v = uy(rng);
+    x[5] = 1e30;  // x^3 overflows: inf * 0 is NaN, made at %n
+    Runs r = run_both(text, {{"x", x}, {"y", y}});
+    for (size_t i = 0; i < 6; ++i) {
+      INFO("trial " << trial << " element " << i << ": float32 " << r.f32[0][i] << ", float64 " << r.f64[0][i] << ", bound " << r.bound[0][i]);
+      if (std::isinf(r.f32[0][i])) continue;
+      CHECK(std::fabs(r.f32[0][i] - r.f64[0][i]) <= r.bound[0][i] + 1e-12 * std::fabs(r.f64[0][i]));
+      CHECK(r.bound[0][i] < 1e-3 * std::max(1.0, std::fabs(r.f64[0][i])));  // says something
+    }
+    CHECK(std::isnan(r.f32[1][5]));
+    CHECK(r.origin[1][5] >= 0);
+    CHECK(r.origin[1][0] == -1);
+  }
+}
+
+TEST_CASE("POW's bound is inf where a negative base meets an inexact exponent, finite for an exact one", "[grad][bound]") {
+  // (-2.25)^(4 * 0.75 = 3, as computed: inexact) may have no real value nearby; (-2.25)^3 with 3 exact is bounded.
+  const char* text = R"(%x = BUFFER float32 () ("x", 1)
+%k = CONST float32 () 1.125
+%a = MUL float32 (%x, %k)
+%y = BUFFER float32 () ("y", 1)
+%t = CONST float32 () 3.0
+%m = CONST float32 () 0.75
+%b = MUL float32 (%y, %m)
+%p = POW float32 (%a, %b)
+%q = POW float32 (%a, %t)
+%out = SINK void (%p, %q) ("p", "q")
+)";
+  Runs r = run_both(text, {{"x", {-2.0}}, {"y", {4.0}}});
+  CHECK(std::isinf(r.bound[0][0]));
+  CHECK(std::fabs(r.f32[1][0] - r.f64[1][0]) <= r.bound[1][0]);
+  CHECK(r.bound[1][0] < 1e-4);
+}

@@ -212,3 +212,25 @@ TEST_CASE("Tensor dtype promotion with unsigned operands follows tinygrad's latt
   CHECK((u32 * Tensor::full({2}, 1.5, dtypes::float32)).dtype() == dtypes::float32);
   CHECK_THAT(error_of([&] { (Tensor::full({2}, 1, dtypes::uint64) + i32).uop(); }), Catch::Contains("no common dtype for uint64 and int32"));
 }
+
+TEST_CASE("integer POW is a^b modulo 2^bits on every backend; a negative exponent is an error naming the node", "[unsigned][pow]") {
+  // Expected values by hand: (-2)^29 = -2^29; 0^0 = 1; 13^7 = 62748517; 3^40 mod 2^32 = 689956897
+  // (as int32); (-1)^5 = -1; uint8 3^5 = 243, 2^8 = 256 -> 0, 255^2 = 65025 -> 1 (mod 256).
+  std::string i32 = "%a = BUFFER int32 () (\"a\", 6)\n%b = BUFFER int32 () (\"b\", 6)\n%p = POW int32 (%a, %b)\n%s = SINK void (%p) (\"p\",)\n";
+  std::string u8 = "%a = BUFFER uint8 () (\"a\", 3)\n%b = BUFFER uint8 () (\"b\", 3)\n%p = POW uint8 (%a, %b)\n%s = SINK void (%p) (\"p\",)\n";
+  for (const char* be : {"interp", "tcc", "cc"}) {
+    INFO("backend " << be);
+    backend::RunOptions o;
+    o.backend = be;
+    interp::BufferMap b{{"a", data<int32_t>(dtypes::int32, {-2, 0, 2, 13, 3, -1})}, {"b", data<int32_t>(dtypes::int32, {29, 0, 29, 7, 40, 5})}};
+    auto out = backend::run_graph(parse_graph(i32).root, b, o);
+    const int32_t* p = out[0].value.data->as<int32_t>();
+    CHECK(std::vector<int32_t>(p, p + 6) == std::vector<int32_t>{-536870912, 1, 536870912, 62748517, 689956897, -1});
+    interp::BufferMap c{{"a", data<char8_t>(dtypes::uint8, {3, 2, 255})}, {"b", data<char8_t>(dtypes::uint8, {5, 8, 2})}};
+    auto out8 = backend::run_graph(parse_graph(u8).root, c, o);
+    const char8_t* q = out8[0].value.data->as<char8_t>();
+    CHECK(std::vector<int>(q, q + 3) == std::vector<int>{243, 0, 1});
+    CHECK_THAT(run_error(i32, {{"a", data<int32_t>(dtypes::int32, {1, 2, 3, 4, 5, 6})}, {"b", data<int32_t>(dtypes::int32, {1, 2, -3, 4, 5, 6})}}, be),
+               Catch::Contains("integer POW with negative exponent -3") && Catch::Contains("POW int32"));
+  }
+}

@@ -3,8 +3,8 @@
 // decodes them). A kernel
 //   int <name>(void** bufs, const long long* vars, long long* err)
 // returns 0, or an error kind after filling err[kKind] = kind, err[kNode] = the offending node's
-// number in the kernel's print (an IDIV/MOD, or the INDEX), err[kValue] = the bad index (0 for a
-// division by zero, the shift count). The renderer returns the printed line of every node it may name
+// number in the kernel's print (an IDIV/MOD, a shift, an integer POW, or the INDEX), err[kValue] =
+// the bad index (0 for a division by zero, the shift count, the negative exponent). The renderer returns the printed line of every node it may name
 // (RenderedKernel::fail_nodes), so the runner decodes without printing the kernel again.
 #pragma once
 #include <cstddef>
@@ -14,7 +14,7 @@
 namespace ow::backend::abi {
 
 // A shift's kind names its width, so the message can say the valid range.
-enum Kind : long long { kDivisionByZero = 1, kOutOfBounds = 2, kShiftCount32 = 3, kShiftCount64 = 4, kShiftCount8 = 5, kShiftCount16 = 6 };
+enum Kind : long long { kDivisionByZero = 1, kOutOfBounds = 2, kShiftCount32 = 3, kShiftCount64 = 4, kShiftCount8 = 5, kShiftCount16 = 6, kNegativeExponent = 7 };
 inline Kind shift_kind(int bits) { return bits == 8 ? kShiftCount8 : bits == 16 ? kShiftCount16 : bits == 32 ? kShiftCount32 : kShiftCount64; }
 inline int shift_bits(long long kind) { return kind == kShiftCount8 ? 8 : kind == kShiftCount16 ? 16 : kind == kShiftCount32 ? 32 : kind == kShiftCount64 ? 64 : 0; }
 enum Slot : int { kKind = 0, kNode = 1, kValue = 2, kSlots = 4 };  // err[] holds kSlots entries
@@ -47,6 +47,7 @@ inline std::string describe(const long long* err, const std::map<long long, std:
   std::string node = it != nodes.end() ? it->second : "node #" + std::to_string(err[kNode]);
   std::string what = err[kKind] == kDivisionByZero ? "integer division by zero"
                      : err[kKind] == kOutOfBounds  ? "out-of-bounds access at index " + std::to_string(err[kValue])
+                     : err[kKind] == kNegativeExponent ? "integer POW with negative exponent " + std::to_string(err[kValue])
                      : shift_bits(err[kKind])      ? "shift count " + std::to_string(err[kValue]) + " outside [0, " + std::to_string(shift_bits(err[kKind])) + ")"
                                                    : "error kind " + std::to_string(err[kKind]);
   return what + "\n  at " + node;

@@ -31,6 +31,13 @@ static inline int ow_idiv_i32(int a, int b) { return b == -1 ? (int)-(unsigned)a
 static inline long long ow_idiv_i64(long long a, long long b) { return b == -1 ? (long long)-(unsigned long long)a : a / b; }
 static inline int ow_mod_i32(int a, int b) { return b == -1 ? 0 : a % b; }
 static inline long long ow_mod_i64(long long a, long long b) { return b == -1 ? 0 : a % b; }
+/* integer POW (exponent >= 0, checked before): a^b modulo 2^bits by square and multiply, in
+   unsigned arithmetic (wraps by definition); 0^0 is 1. The 8- and 16-bit types use the 32-bit
+   helpers and are cast back (the low bits agree). */
+static inline unsigned long long ow_ipow_u64(unsigned long long a, unsigned long long b) { unsigned long long r = 1; for (; b; b >>= 1, a *= a) if (b & 1) r *= a; return r; }
+static inline unsigned int ow_ipow_u32(unsigned int a, unsigned int b) { return (unsigned int)ow_ipow_u64(a, b); }
+static inline int ow_ipow_i32(int a, int b) { return (int)(unsigned int)ow_ipow_u64((unsigned long long)(long long)a, (unsigned long long)b); }
+static inline long long ow_ipow_i64(long long a, long long b) { return (long long)ow_ipow_u64((unsigned long long)a, (unsigned long long)b); }
 /* unsigned: MAX; float -> unsigned saturates at 0 and the max, NaN -> 0. The conversions go
    through signed 64-bit ones (a value >= 2^63 is shifted down first), which every compiler,
    tcc included, does exactly; x - 2^63 is exact for x in [2^63, 2^64). */

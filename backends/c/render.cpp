@@ -422,7 +422,7 @@ std::string KernelRenderer::alu(UOp u, int lv) {
   bool isdiv = (op == Ops::IDIV || op == Ops::MOD) && sd.is_int();
   UOp den = isdiv ? u->src[1] : UOp();
   bool safe_den = isdiv && (den.vmin() > 0 || den.vmax() < -1);
-  bool checked_count = (op == Ops::SHL || op == Ops::SHR) && !shift_in_range(u);
+  bool checked_count = ((op == Ops::SHL || op == Ops::SHR) && !shift_in_range(u)) || (op == Ops::POW && sd.is_signed_int() && u->src[1].vmin() < 0);
   std::vector<std::string> s;
   for (size_t i = 0; i < u->src.size(); ++i)
     s.push_back(val(u->src[i], lv, i == 1 && ((isdiv && !safe_den && !den.is_const()) || checked_count)));
@@ -469,7 +469,11 @@ std::string KernelRenderer::int_alu(UOp u, int lv, std::vector<std::string>& s, 
     case Ops::LOG2: return fl("log2f", "log2");
     case Ops::SIN: return fl("sinf", "sin");
     case Ops::SQRT: return fl("sqrtf", "sqrt");
-    case Ops::POW: return fl("powf", "pow");
+    case Ops::POW:  // integers: a^b modulo 2^bits (S2.1); a negative exponent fails (kernel_abi.h)
+      if (sd.is_float()) return fl("powf", "pow");
+      if (!sd.is_int()) fail(u, "POW needs a float or integer dtype");
+      if (sd.is_signed_int() && u->src[1].vmin() < 0) emit(lv, "if (" + s[1] + " < 0) " + fail_at(abi::kNegativeExponent, u, "(long long)" + s[1]));
+      return "ow_ipow_" + suffix(sd) + "(" + s[0] + ", " + s[1] + ")";
     case Ops::TRUNC: return sd.is_float() ? fl("truncf", "trunc") : s[0];
     case Ops::IDIV: case Ops::MOD:
       if (sd.is_float()) return op == Ops::MOD ? fl("fmodf", "fmod") : (is32(sd) ? "truncf(" : "trunc(") + s[0] + " / " + s[1] + ")";

@@ -85,8 +85,8 @@ Tensor Gen::binary(const Shape& s, DType d, int depth) {
     static const Ops ops[] = {Ops::AND, Ops::OR, Ops::XOR, Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPNE, Ops::CMPEQ};
     op = ops[pick(8)];
   } else if (d.is_int()) {
-    static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::IDIV, Ops::MOD, Ops::AND, Ops::OR, Ops::XOR, Ops::THREEFRY};
-    op = ops[pick(d == dtypes::uint64 ? 10 : 9)];
+    static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::IDIV, Ops::MOD, Ops::AND, Ops::OR, Ops::XOR, Ops::POW, Ops::THREEFRY};
+    op = ops[pick(d == dtypes::uint64 ? 11 : 10)];
   } else if (smooth_) {
     static const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV};
     op = ops[pick(4)];
@@ -96,6 +96,7 @@ Tensor Gen::binary(const Shape& s, DType d, int depth) {
   }
   form(op_name(op).data());
   UOp a = expr(s, d, depth - 1).uop();
+  if (op == Ops::POW && d.is_int()) return Tensor(a.alu(op, {UOp::cnst(d, static_cast<double>(pick(31)))}));  // a^n, n in [0, 30] (tinygrad's x ** n; wraps)
   UOp b = operand(s, d, depth, op == Ops::IDIV || op == Ops::MOD || (smooth_ && op == Ops::FDIV));
   if (d.is_int() && !smooth_ && chance(0.05)) return self_cancel(Tensor(a));
   if (op != Ops::IDIV && op != Ops::MOD && b->shape.kind != ShapeInfo::Kind::Shaped && chance(0.3)) std::swap(a, b);

@@ -183,8 +183,46 @@ class Bounds {
         return add(where(alu(Ops::CMPLT, c(0), lo), q, c(INFINITY)), ulps);
       }
       case Ops::SIN: return add(alu(Ops::MAX, c(0), UOp::make(Ops::NEG, f64, {max(UOp::make(Ops::NEG, f64, {ev[0]}), c(-2))})), ulps);
+      case Ops::POW: return add(pow_propagated(v[0], v[1], ev[0], ev[1], !e(u->src[0]) && !e(u->src[1])), add(pow_own(z, v[0], v[1], d), ulps));
       default: no_rule(u, std::string(op_name(op)) + " of " + to_string(d));
     }
+  }
+
+  // POW a^b, the operands' errors carried (a' within ea of a, b' within eb of b). Where a' keeps
+  // one sign (|a| > ea), |a'|^b' = 2^(b' log2|a'|): b' log2|a'| is bilinear in (b', log2|a'|),
+  // log2 and exp2 are monotone, so over the box [|a| - ea, |a| + ea] x [b - eb, b + eb] the
+  // extremes of |a'|^b' are at its four corners, and |a'^b' - a^b| is at most the largest
+  // distance of a corner from |a|^b. A negative a' has a real power only for an integer b' (the
+  // sign then fixed), so b' exact there (eb = 0) keeps the corner rule and an inexact b' is
+  // unbounded (inf). Where the interval of a' reaches 0 (|a| <= ea), a'^b may change sign: the
+  // largest |a'|^b' plus |a^b| (inf for b' < 0, where a' -> 0 makes it infinite). The corners are
+  // float64 powers: their own rounding (2^-53 relative) is far below the result's 16 ulps that
+  // pow_own adds (and a float64 graph's ulps cover it as well). A NaN (inf - inf) is inf.
+  static UOp pow_propagated(UOp a, UOp b, UOp ea, UOp eb, bool exact) {
+    if (exact) return c(0);
+    auto pw = [](UOp x, UOp y) { return alu(Ops::POW, x, y); };
+    UOp A = abs(a), at = pw(A, b);
+    UOp lo = max(sub(A, ea), c(0)), hi = add(A, ea), blo = sub(b, eb), bhi = add(b, eb);
+    std::vector<UOp> corners{pw(lo, blo), pw(lo, bhi), pw(hi, blo), pw(hi, bhi)};
+    UOp far = c(0), top = c(0);
+    for (UOp k : corners) far = max(far, abs(sub(k, at))), top = max(top, k);
+    UOp bound = where(alu(Ops::CMPLT, ea, A), far, add(top, at));
+    UOp real_undefined = alu(Ops::AND, alu(Ops::CMPLT, sub(a, ea), c(0)), alu(Ops::CMPLT, c(0), eb));
+    bound = where(real_undefined, c(INFINITY), bound);
+    return where(isnan(bound), c(INFINITY), bound);
+  }
+
+  // POW's own error beyond the ulps every transcendental gets: another legal evaluation is the
+  // decomposition exp2(b * log2|a|) (tinygrad's xpow). Its log2, within kTranscendentalUlps ulps
+  // (2 kTranscendentalUlps u relative), times b, rounded once more (u), moves the exponent
+  // t = b log2|a| by up to k u |t| with k = 2 kTranscendentalUlps + 1, and the result by
+  // |z| (2^(k u |t|) - 1): the amplification grows with |b log(a)|, not with the result. Where t
+  // is not finite (a = 0 or inf, b infinite) the result is 0, 1 or inf in every evaluation: 0.
+  static UOp pow_own(UOp z, UOp a, UOp b, DType d) {
+    UOp t = abs(mul(b, unary(Ops::LOG2, abs(a))));
+    double k = (2 * kTranscendentalUlps + 1) * rounding(d).first;
+    UOp amp = mul(abs(z), sub(unary(Ops::EXP2, mul(t, c(k))), c(1)));
+    return where(alu(Ops::CMPLT, t, c(INFINITY)), amp, c(0));
   }
 
   // Integers that depend on floats: ADD/SUB/NEG/MAX/MUL carry the bound; anything else of an

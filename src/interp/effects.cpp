@@ -155,8 +155,17 @@ void Interpreter::run_target_deps(UOp t) {
     if (t->op == Ops::AFTER) run_after_deps(t);
 }
 
-// The view of live buffer memory a STORE/ASSIGN target denotes (its dependencies already ran).
-Value Interpreter::place_view(UOp t) {
+// A STORE/ASSIGN target (S5.1) denotes buffer elements: a BUFFER seen through RESHAPE, SHRINK,
+// PERMUTE, FLIP, PAD and AFTER. Each element of the target is one element of the buffer, or, in a
+// PAD's fill, none (a write there lands nowhere); a RESHAPE renumbers the elements of its source
+// row-major, whether or not they are contiguous in memory. An EXPAND (several elements on one
+// slot) is refused. Most targets are a strided view of the buffer's memory (strided_place); the
+// others (a PAD, a RESHAPE of a non-contiguous view) are written through their index map
+// (place_index). Both walks run after the target's dependencies.
+
+// The strided view of live buffer memory the target denotes, or nothing when no strided view can
+// hold it.
+std::optional<Value> Interpreter::strided_place(UOp t) {
   if (t->op == Ops::BUFFER) {
     BufferData& d = *buffers_.at(t.get()).data;
     Value v;
@@ -166,23 +175,64 @@ Value Interpreter::place_view(UOp t) {
     v.poison = d.poison;
     return v;
   }
-  if (t->op == Ops::AFTER) return place_view(t->src[0]);
+  if (t->op == Ops::AFTER) return strided_place(t->src[0]);
   if (t->op == Ops::EXPAND) fail(t, "cannot write through an EXPAND: several elements would share one memory slot");
-  if (!is_movement(t->op) || t->op == Ops::PAD)
-    fail(t, std::string("a STORE/ASSIGN target must be a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP/AFTER, not ") + std::string(op_name(t->op)));
-  Value base = place_view(t->src[0]);
-  if (t->op == Ops::RESHAPE && !base.view.is_contiguous()) fail(t, "cannot write through a RESHAPE of a non-contiguous view");
-  return movement(t, base);
+  if (!is_movement(t->op))
+    fail(t, std::string("a STORE/ASSIGN target must be a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP/PAD/AFTER, not ") + std::string(op_name(t->op)));
+  std::optional<Value> base = strided_place(t->src[0]);
+  if (!base || t->op == Ops::PAD || (t->op == Ops::RESHAPE && !base->view.is_contiguous())) return std::nullopt;
+  return movement(t, *base);
+}
+
+// The target's index map: an int64 value of the target's shape holding, per element, the flat
+// index of the buffer element it denotes, or -1 in a PAD's fill. The movement ops act on it as on
+// any value (a PAD's fill is made -1 by padding the map plus one).
+Value Interpreter::place_index(UOp t) {
+  if (t->op == Ops::BUFFER) {
+    Value iota = alloc(dtypes::int64, {buffers_.at(t.get()).data->data->size});
+    int64_t* p = iota.data->as<int64_t>();
+    for (int64_t i = 0; i < iota.numel(); ++i) p[i] = i;
+    return iota;
+  }
+  if (t->op == Ops::AFTER) return place_index(t->src[0]);
+  if (t->op == Ops::EXPAND || !is_movement(t->op)) strided_place(t);  // fails, naming the node
+  Value base = place_index(t->src[0]);
+  if (t->op == Ops::PAD) {
+    Value one = int_scalar(dtypes::int64, 1);
+    Value shifted = alu(Ops::ADD, dtypes::int64, {&base, &one}, base.shape());
+    Value padded = pad(shifted, pairs(t));
+    return alu(Ops::SUB, dtypes::int64, {&padded, &one}, padded.shape());
+  }
+  return movement(t, t->op == Ops::RESHAPE ? contiguous(base) : base);
+}
+
+// The target's current contents, as a fresh value (0 in a PAD's fill).
+Value Interpreter::place_contents(UOp t) {
+  if (std::optional<Value> v = strided_place(t)) return contiguous(*v);
+  BufferData& d = *buffers_.at(base_buffer(t).get()).data;
+  Value all;
+  all.dtype = d.dtype;
+  all.view = View::contiguous({d.data->size});
+  all.data = d.data;
+  all.poison = d.poison;
+  return gather(all, place_index(t));
 }
 
 // Writes v into the target (or into the box of it), as a new version of its buffer.
 void Interpreter::write(UOp at, UOp target, const Value& v_raw, const std::vector<std::pair<int64_t, int64_t>>* box) {
-  Value place = place_view(target);
+  std::optional<Value> strided = strided_place(target);
+  Value place = strided ? *strided : place_index(target);
   if (box) place = shrink_view(place, *box);
   if (!v_raw.unshaped && v_raw.shape() != place.shape())
     fail(at, "value of shape " + shape_text(v_raw.shape()) + " written to a target of shape " + shape_text(place.shape()));
   const BufferState& b = buffers_.at(base_buffer(target).get());
   if (b.slot < 0) throw InternalError("interpreter: buffer '" + b.name + "' is written but was not given a memory slot");
+  if (!strided) {  // through the index map: the region written is the whole buffer's
+    Value v = contiguous(broadcast_to(v_raw, place.shape()));  // a copy: the value may alias its target
+    BufferData& live = mem_.begin_write(static_cast<size_t>(b.slot), ctx_, View::contiguous({b.data->data->size}), at);
+    scatter(live.data, live.poison, place, v);
+    return;
+  }
   BufferData& live = mem_.begin_write(static_cast<size_t>(b.slot), ctx_, place.view, at);
   place.data = live.data;  // a copy on write moved the live storage
   place.poison = live.poison;
@@ -262,7 +312,7 @@ void Interpreter::assign_scan(UOp u, UOp value) {
   UOp target = u->src[0];
   Ops op = value->arg.as<Ops>();
   std::vector<UOp> ranges(value->src.begin() + 1, value->src.end());
-  std::vector<int64_t> shape = place_view(target).shape();
+  std::vector<int64_t> shape = place_index(target).shape();
   Value sum = identity_like(op, value->dtype, shape);
   Value written = alloc(dtypes::bool_, shape);
   loop(ranges, 0, [&] {
@@ -280,7 +330,7 @@ void Interpreter::assign_scan(UOp u, UOp value) {
     Value fp = c.full.footprint ? mask_view(c.full, c.full.footprint) : broadcast_to(scalar(dtypes::bool_, 1), shape);
     Value prev = written;
     written = alu(Ops::OR, dtypes::bool_, {&prev, &fp}, shape);
-    Value old = contiguous(place_view(target));
+    Value old = place_contents(target);
     Value visible = alu(Ops::WHERE, value->dtype, {&written, &sum, &old}, shape);
     write(u, target, visible);
   });

@@ -8,6 +8,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -144,7 +145,9 @@ class Interpreter {
   void run_kernel(UOp u);
   Kernel& kernel_for(UOp u);
   void run_target_deps(UOp t);
-  Value place_view(UOp t);
+  std::optional<Value> strided_place(UOp t);
+  Value place_index(UOp t);
+  Value place_contents(UOp t);
   void write(UOp at, UOp target, const Value& v, const std::vector<std::pair<int64_t, int64_t>>* box = nullptr);
   Version read_version(size_t slot) const;
   std::vector<size_t> slots_written_in(UOp body);

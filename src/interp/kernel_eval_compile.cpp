@@ -33,7 +33,7 @@ template <class T> Kernel::Impl::Fn Kernel::Impl::alu_fn(UOp u) {
     case Ops::MUL: return &E::bin<T, T, sop::wrap_mul<T>>;
     case Ops::MAX: return &E::bin<T, T, sop::max_op<T>>;
     case Ops::FDIV: return &E::bin<T, T, sop::fdiv_op<T>>;
-    case Ops::POW: return &E::bin<T, T, sop::pow_op<T>>;
+    case Ops::POW: if constexpr (std::is_integral_v<T>) return &E::checked_bin<T, sop::pow_op<T>>; else return &E::bin<T, T, sop::pow_op<T>>;
     case Ops::IDIV: return &E::checked_bin<T, sop::idiv_op<T>>;
     case Ops::MOD: return &E::checked_bin<T, sop::mod_op<T>>;
     case Ops::CMPLT: return &E::bin<T, uint8_t, sop::cmplt_op<T>>;

@@ -22,13 +22,16 @@ struct Kernel::Impl::Eval {
     get<R>(n.v) = F(get<T>(n.s[0]->v), get<T>(n.s[1]->v));
     n.poison = n.s[0]->poison | n.s[1]->poison;
   }
-  // A binary op that can fail: integer division by zero, a shift count out of range.
+  // A binary op that can fail: integer division by zero, a shift count out of range, an integer
+  // POW with a negative exponent.
   template <class T, T (*F)(T, T)> static void checked_bin(Impl& I, Node& n) {
     try {
       get<T>(n.v) = F(get<T>(n.s[0]->v), get<T>(n.s[1]->v));
     } catch (const sop::DivByZero&) {
       I.fail(n.u, "integer division by zero");
     } catch (const sop::BadShift& e) {
+      I.fail(n.u, e.message());
+    } catch (const sop::NegativeExponent& e) {
       I.fail(n.u, e.message());
     }
     n.poison = n.s[0]->poison | n.s[1]->poison;

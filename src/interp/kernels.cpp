@@ -296,6 +296,8 @@ Value alu(Ops op, DType out_dt, const std::vector<const Value*>& in_raw, const s
     throw Error("integer division by zero");
   } catch (const sop::BadShift& e) {
     throw Error(e.message());
+  } catch (const sop::NegativeExponent& e) {
+    throw Error(e.message());
   }
   out.unshaped = std::all_of(in_raw.begin(), in_raw.end(), [](const Value* v) { return v->unshaped; });
   out.poison = op == Ops::WHERE ? where_poison(b[0], b[1], b[2], shape) : combine(MaskRule::AnyPoison, in_raw, &Value::poison, shape);
@@ -542,6 +544,43 @@ void write_through(Value& dst, const Value& src_raw) {
     Value ps = src.poison ? mask_view(src, src.poison) : broadcast_to(scalar(dtypes::bool_, 0), dst.shape());
     copy_into<uint8_t>(pd, ps);
   }
+}
+
+void scatter(const StoragePtr& data, StoragePtr& poison, const Value& index_raw, const Value& src_raw) {
+  Value index = contiguous(index_raw), src = contiguous(broadcast_to(src_raw, index.shape()));
+  const int64_t* at = std::as_const(*index.data).as<int64_t>();
+  const int64_t n = index.numel();
+  const size_t size = static_cast<size_t>(src.dtype.itemsize());
+  const uint8_t* from = std::as_const(*src.data).as<uint8_t>();
+  uint8_t* to = data->as<uint8_t>();
+  for (int64_t i = 0; i < n; ++i)
+    if (at[i] >= 0) std::memcpy(to + static_cast<size_t>(at[i]) * size, from + static_cast<size_t>(i) * size, size);
+  if (!src.poison && !poison) return;
+  if (!poison) {
+    poison = std::make_shared<Storage>(dtypes::bool_, data->size);
+    poison->set_nonzero(0);  // fresh storage is zeroed
+  }
+  const uint8_t* bad = src.poison ? std::as_const(*src.poison).as<uint8_t>() : nullptr;
+  for (int64_t i = 0; i < n; ++i)
+    if (at[i] >= 0) poison->set_mask_element(at[i], bad && bad[i]);
+}
+
+Value gather(const Value& all, const Value& index_raw) {
+  Value index = contiguous(index_raw);
+  Value out = alloc(all.dtype, index.shape());
+  const int64_t* at = std::as_const(*index.data).as<int64_t>();
+  const size_t size = static_cast<size_t>(all.dtype.itemsize());
+  const uint8_t* from = std::as_const(*all.data).as<uint8_t>();
+  uint8_t* to = out.data->as<uint8_t>();
+  const uint8_t* bad = all.poison ? std::as_const(*all.poison).as<uint8_t>() : nullptr;
+  uint8_t* out_bad = nullptr;
+  if (bad) out.poison = std::make_shared<Storage>(dtypes::bool_, out.numel()), out_bad = out.poison->as<uint8_t>();
+  for (int64_t i = 0; i < index.numel(); ++i) {
+    if (at[i] < 0) continue;  // alloc zeroed it
+    std::memcpy(to + static_cast<size_t>(i) * size, from + static_cast<size_t>(at[i]) * size, size);
+    if (bad) out_bad[i] = bad[at[i]];
+  }
+  return out;
 }
 
 // A whole-storage view is answered from the storage's count (O(1) once counted); any other

@@ -24,6 +24,11 @@ struct BadShift {
   int bits;
   std::string message() const { return "shift count " + count + " outside [0, " + std::to_string(bits) + ")"; }
 };
+// Thrown by pow_op on an integer POW with a negative exponent (SEMANTICS S2.1: it has no integer value).
+struct NegativeExponent {
+  std::string exponent;
+  std::string message() const { return "integer POW with negative exponent " + exponent; }
+};
 
 // Integer arithmetic is computed in uint64_t and keeps the low bits: the narrow types would be
 // promoted to int, where uint16 65535 * 65535 overflows.
@@ -70,7 +75,22 @@ template <class T> T mod_op(T a, T b) {
   }
 }
 template <class T> T fdiv_op(T a, T b) { return a / b; }
-template <class T> T pow_op(T a, T b) { return static_cast<T>(std::pow(a, b)); }
+// POW (SEMANTICS S2.1): floats call the C library's pow in T. Integers (exponent >= 0) compute
+// a^b modulo 2^bits by square and multiply in uint64_t, which is exact modulo 2^64 and so modulo
+// 2^bits (the sign-extended a is congruent to a); 0^0 is 1. What tinygrad's codegen builds for
+// x ** n (simplify_pow: repeated squaring in wrapping multiplies) gives the same bits.
+template <class T> T pow_op(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_signed_v<T>)
+      if (b < 0) throw NegativeExponent{std::to_string(static_cast<long long>(b))};
+    uint64_t base = static_cast<uint64_t>(a), r = 1;
+    for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1, base *= base)
+      if (e & 1) r *= base;
+    return static_cast<T>(r);
+  } else {
+    return static_cast<T>(std::pow(a, b));
+  }
+}
 template <class T> uint8_t cmplt_op(T a, T b) { return a < b; }
 template <class T> uint8_t cmpne_op(T a, T b) { return a != b; }
 template <class T> uint8_t cmpeq_op(T a, T b) { return a == b; }

@@ -107,6 +107,14 @@ Value reduce_mul_add(const Value& a, const Value& b, const std::vector<int64_t>&
 // Copies src (broadcast to dst's shape) into dst's storage through dst's view; masks follow.
 void write_through(Value& dst, const Value& src);
 
+// Index maps (a STORE target through a PAD, or a RESHAPE of a non-contiguous view; SEMANTICS
+// S5.1): `index` is int64 and holds, per element, a flat element of the storage, or -1 (none).
+// scatter writes src (of index's shape) element by element to data[index] and skips -1, the
+// poison mask following (created when src has poison); gather reads all (a whole contiguous
+// storage, as one flat value) at index, 0 and clean where it is -1.
+void scatter(const StoragePtr& data, StoragePtr& poison, const Value& index, const Value& src);
+Value gather(const Value& all, const Value& index);
+
 // Masks helpers.
 Value mask_view(const Value& v, const StoragePtr& mask);  // the mask through v's view, as bools
 bool any_poison(const Value& v, int64_t* first_flat = nullptr, int64_t* count = nullptr);

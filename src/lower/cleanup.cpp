@@ -2,6 +2,7 @@
 // passes see fewer op kinds.
 #include <algorithm>
 
+#include "lower/fuse_footprint.h"
 #include "lower/index_math.h"
 #include "lower/lower.h"
 #include "uop/symbolic.h"
@@ -48,9 +49,7 @@ bool cannot_fail(UOp dep) {
   for (UOp u : toposort(dep)) {
     Ops op = u->op;
     if (is_effect(op) || op == Ops::AFTER || op == Ops::REDUCE || op == Ops::GRADIENT || op == Ops::INDEX || op == Ops::SHRINK) return false;
-    bool divides = op == Ops::IDIV || op == Ops::MOD, shifts = op == Ops::SHL || op == Ops::SHR;
-    if ((divides || shifts) && !(u->src[1]->op == Ops::CONST && u->src[1].vmin() > 0 && (!shifts || u->src[1].vmax() < 8 * u->dtype.itemsize())))
-      return false;
+    if (may_trap(u)) return false;
   }
   return true;
 }

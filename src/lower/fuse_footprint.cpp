@@ -20,10 +20,13 @@ bool has_load(UOp u) {
   return false;
 }
 
-// An integer op by a divisor or shift count that may trap (division by zero, a shift count
-// outside the width): anything but such a constant.
+}  // namespace
+
+// An integer op by a divisor, shift count or exponent that may trap (division by zero, a shift
+// count outside the width, a negative exponent of a signed POW): anything but such a constant.
 bool may_trap(UOp u) {
   if (u->src.size() != 2 || !u->src[0]->dtype.is_int()) return false;
+  if (u->op == Ops::POW) return u->src[0]->dtype.is_signed_int() && u->src[1].vmin() < 0;
   bool shift = u->op == Ops::SHL || u->op == Ops::SHR;
   if (!shift && u->op != Ops::IDIV && u->op != Ops::MOD) return false;
   UOp k = u->src[1];
@@ -31,6 +34,8 @@ bool may_trap(UOp u) {
   int64_t c = *k->arg.get_if<int64_t>();
   return shift ? c < 0 || c >= 8 * static_cast<int64_t>(u->dtype.itemsize()) : c == 0;
 }
+
+namespace {
 
 // The negation of a WHERE condition, where the simplifier can read it (simplify_given); else null.
 UOp negated(UOp c) {

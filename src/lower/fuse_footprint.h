@@ -6,6 +6,10 @@
 
 namespace ow::lower {
 
+// An integer op by a divisor, shift count or exponent that may trap (division by zero, a shift
+// count outside the width, a negative exponent of a signed POW): the one list of such ops.
+bool may_trap(UOp u);
+
 // No node of a kernel-level value can raise an error: every INDEX provably in bounds with an
 // index and gate computed without loads (never poison), every integer division, modulo and
 // shift by a constant that cannot trap.

@@ -280,8 +280,8 @@ UOp temp_view(UOp b, Context& ctx) {
 
 void check_writable(UOp target) {
   for (UOp t = target; t->op != Ops::BUFFER; t = t->src[0]) {
-    if (t->op == Ops::EXPAND || t->op == Ops::PAD || !(is_movement(t->op) || t->op == Ops::AFTER))
-      throw Error(std::string("lowering: cannot store through ") + std::string(op_name(t->op)) + " (a store target is a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP)");
+    if (t->op == Ops::EXPAND || !(is_movement(t->op) || t->op == Ops::AFTER))
+      throw Error(std::string("lowering: cannot store through ") + std::string(op_name(t->op)) + " (a store target is a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP/PAD)");
   }
 }
 

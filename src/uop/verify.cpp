@@ -116,7 +116,10 @@ Check check_alu(UOp u) {
   DType want = is_comparison(u->op) ? dtypes::bool_ : in;
   if (u->dtype != want) return fail("alu.dtype", std::string(op_name(u->op)) + " of " + dt(in) + " must be " + dt(want) + ", got " + dt(u->dtype));
   switch (u->op) {
-    case Ops::EXP2: case Ops::LOG2: case Ops::SIN: case Ops::SQRT: case Ops::RECIPROCAL: case Ops::FDIV: case Ops::POW:
+    case Ops::POW:  // floats, and integers (S2.1: a^b modulo 2^bits, b >= 0)
+      if (in.is_bool()) return fail("alu.dtype", "POW needs a float or integer dtype, got " + dt(in));
+      break;
+    case Ops::EXP2: case Ops::LOG2: case Ops::SIN: case Ops::SQRT: case Ops::RECIPROCAL: case Ops::FDIV:
       if (!in.is_float()) return fail("alu.dtype", std::string(op_name(u->op)) + " needs a float dtype, got " + dt(in));
       break;
     case Ops::IDIV: case Ops::MOD: case Ops::SHL: case Ops::SHR:
