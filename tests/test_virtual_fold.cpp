@@ -128,3 +128,18 @@ TEST_CASE("a window over a buffer given no data is the same error both ways", "[
   CHECK_THAT(folded, Catch::Contains("was given no data"));
   CHECK(folded == stored);
 }
+
+TEST_CASE("an element that fails fails folded too, though the fold never reads it", "[virtual]") {
+  // 3^-1 has no int32 value (S2.1): materialized, the POW fails on the element the SHRINK drops;
+  // folded, the POW is evaluated whole (can_fail), so it fails the same way.
+  auto e = std::make_shared<interp::Storage>(dtypes::int32, 4);
+  const int32_t exps[4] = {2, 1, 0, -1};
+  std::memcpy(e->bytes.data(), exps, sizeof exps);
+  interp::BufferMap in{{"e", interp::BufferData{dtypes::int32, e, nullptr}}};
+  Tensor p(UOp::make(Ops::POW, dtypes::int32, {Tensor::full({4}, 3, dtypes::int32).uop(), Tensor::empty({4}, dtypes::int32, "e").uop()}));
+  Tensor x = p.shrink({std::pair<Dim, Dim>{0, 3}});
+  Tensor t(UOp::make(Ops::REDUCE_AXIS, dtypes::int32, {x.uop()}, Arg(ArgTuple{Arg(Ops::ADD), Arg(ArgTuple{Arg(int64_t{0})})})));
+  std::string folded = error_of([&] { run(t, 0, in); }), stored = error_of([&] { run(t, -1, in); });
+  CHECK_THAT(stored, Catch::Contains("negative exponent -1"));
+  CHECK(folded == stored);
+}

@@ -113,6 +113,7 @@ class Interpreter {
   std::vector<std::pair<int64_t, int64_t>> pairs(UOp u);
   Value movement(UOp u, const Value& src);
   Value expand(UOp u);
+  std::vector<size_t> collected_axes(UOp u) const;
   Value expand_checked(UOp u, const Value& v, const std::vector<int64_t>& shape);
   Value reduce_axis(UOp u);
   std::optional<VirtualTree> virtual_operand(UOp x);

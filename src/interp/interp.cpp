@@ -346,16 +346,20 @@ Value Interpreter::movement(UOp u, const Value& src) {
 
 // EXPAND broadcasts size-1 axes; an axis whose new size is a RANGE the source depends on
 // instead collects the source's per-binding values along that axis (vmap's output).
+// The axes an EXPAND collects along: those whose new size is a RANGE its source depends on.
+std::vector<size_t> Interpreter::collected_axes(UOp u) const {
+  const std::vector<UOp>& free = info_.at(u->src[0].get()).free;
+  std::vector<size_t> collect;
+  for (size_t i = 1; i < u->src.size(); ++i)
+    if (u->src[i]->op == Ops::RANGE && std::find(free.begin(), free.end(), u->src[i]) != free.end()) collect.push_back(i - 1);
+  return collect;
+}
+
 Value Interpreter::expand(UOp u) {
   UOp src = u->src[0];
-  const std::vector<UOp>& free = info_.at(src.get()).free;
-  std::vector<size_t> collect;
+  std::vector<size_t> collect = collected_axes(u);
   std::vector<int64_t> shape;
-  for (size_t i = 1; i < u->src.size(); ++i) {
-    UOp d = u->src[i];
-    shape.push_back(dim(d));
-    if (d->op == Ops::RANGE && std::find(free.begin(), free.end(), d) != free.end()) collect.push_back(i - 1);
-  }
+  for (size_t i = 1; i < u->src.size(); ++i) shape.push_back(dim(u->src[i]));
   if (collect.empty()) return expand_checked(u, operand(u, src), shape);
   Value out = alloc(u->dtype, shape);
   std::vector<UOp> ranges;
@@ -388,10 +392,12 @@ Value Interpreter::expand_checked(UOp u, const Value& v, const std::vector<int64
 
 namespace {
 // The kind of node a VirtualTree keeps unevaluated: movement, elementwise and pass-through
-// nodes; everything else is a leaf. Integer IDIV, MOD and the shifts are leaves too: they can
-// fail, and a failure anywhere in a value is an error even where the fold never reads it.
-VirtualNode::Kind virtual_kind(UOp u, const std::vector<UOp>& src_free) {
+// nodes; everything else is a leaf. Ops that can fail (can_fail: integer IDIV, MOD, shifts,
+// signed POW) are leaves too: a failure anywhere in a value is an error even where the fold never
+// reads it. `collects`: u is an EXPAND that collects (S4.1), evaluated as usual.
+VirtualNode::Kind virtual_kind(UOp u, bool collects) {
   using K = VirtualNode::Kind;
+  if (u->src.size() == 2 && can_fail(u->op, u->src[0]->dtype)) return K::Leaf;
   switch (u->op) {
     case Ops::RESHAPE: return K::Reshape;
     case Ops::PAD: return K::Pad;
@@ -401,12 +407,7 @@ VirtualNode::Kind virtual_kind(UOp u, const std::vector<UOp>& src_free) {
     case Ops::CAST: return K::Cast;
     case Ops::BITCAST: return K::Bitcast;
     case Ops::CONTIGUOUS_BACKWARD: case Ops::DETACH: case Ops::REDUCE_BACKWARD: return K::Same;
-    case Ops::EXPAND:  // a collecting EXPAND (S4.1) is evaluated as usual
-      for (size_t i = 1; i < u->src.size(); ++i)
-        if (u->src[i]->op == Ops::RANGE && std::find(src_free.begin(), src_free.end(), u->src[i]) != src_free.end()) return K::Leaf;
-      return K::Expand;
-    case Ops::IDIV: case Ops::MOD: return u->dtype.is_float() ? K::Alu : K::Leaf;
-    case Ops::SHL: case Ops::SHR: return K::Leaf;
+    case Ops::EXPAND: return collects ? K::Leaf : K::Expand;
     default: return is_elementwise(u->op) ? K::Alu : K::Leaf;
   }
 }
@@ -433,7 +434,7 @@ std::optional<VirtualTree> Interpreter::virtual_operand(UOp x) {
     if (t.nodes.size() == 4096) return std::nullopt;
     if (parent != SIZE_MAX) t.nodes[parent].kids.push_back(t.nodes.size());
     VirtualNode n;
-    n.kind = virtual_kind(u, u->src.empty() ? std::vector<UOp>{} : info_.at(u->src[0].get()).free);
+    n.kind = virtual_kind(u, u->op == Ops::EXPAND && !collected_axes(u).empty());
     n.op = u->op;
     n.dtype = u->dtype;
     size_t sources = 1;

@@ -25,10 +25,9 @@ bool has_load(UOp u) {
 // An integer op by a divisor, shift count or exponent that may trap (division by zero, a shift
 // count outside the width, a negative exponent of a signed POW): anything but such a constant.
 bool may_trap(UOp u) {
-  if (u->src.size() != 2 || !u->src[0]->dtype.is_int()) return false;
-  if (u->op == Ops::POW) return u->src[0]->dtype.is_signed_int() && u->src[1].vmin() < 0;
+  if (u->src.size() != 2 || !can_fail(u->op, u->src[0]->dtype)) return false;
+  if (u->op == Ops::POW) return u->src[1].vmin() < 0;
   bool shift = u->op == Ops::SHL || u->op == Ops::SHR;
-  if (!shift && u->op != Ops::IDIV && u->op != Ops::MOD) return false;
   UOp k = u->src[1];
   if (!k.is_const() || !k->arg.get_if<int64_t>()) return true;
   int64_t c = *k->arg.get_if<int64_t>();

@@ -56,6 +56,12 @@ bool is_elementwise(Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops:
 
 bool is_effect(Ops op) { return op == Ops::STORE || op == Ops::END || op == Ops::GROUP || op == Ops::ASSIGN; }
 
+bool can_fail(Ops op, DType operand) {
+  if (!operand.is_int()) return false;
+  if (op == Ops::POW) return operand.is_signed_int();
+  return op == Ops::IDIV || op == Ops::MOD || op == Ops::SHL || op == Ops::SHR;
+}
+
 bool is_movement(Ops op) {
   switch (op) {
     case Ops::RESHAPE: case Ops::PERMUTE: case Ops::EXPAND:

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string_view>
 
+#include "uop/dtype.h"
+
 namespace ow {
 
 // X-macro so the enum, its names and the parser stay in one list.
@@ -63,6 +65,9 @@ bool is_elementwise(Ops op);  // ALU plus CAST/BITCAST
 bool is_movement(Ops op);
 bool is_effect(Ops op);       // the tensor-level effects: STORE, END, GROUP, ASSIGN
 bool is_comparison(Ops op);
+// An op that raises an error on some operands (S2.1): integer IDIV and MOD (a zero divisor),
+// SHL and SHR (a count outside the width), signed-integer POW (a negative exponent).
+bool can_fail(Ops op, DType operand);
 bool is_commutative(Ops op);
 int alu_arity(Ops op);        // 1, 2 or 3 for ALU ops, 0 otherwise
 
