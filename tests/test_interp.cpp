@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "interp/budget.h"
 #include "interp/compare.h"
 #include "interp/inputs.h"
 #include "tensor/tensor.h"
@@ -597,4 +598,31 @@ TEST_CASE("first_difference: bit for bit, integers in their own type, poison ski
   p.poison->as<uint8_t>()[1] = 1;
   CHECK(first_difference(p, f32({1, 2})));
   CHECK(!first_difference(p, f32({1, 2}), /*skip_poison_of_a=*/true));
+}
+
+TEST_CASE("a value no one will ask for again is dropped: a long chain runs in a few of its intermediates' memory [S1.1]") {
+  // 40 elementwise steps over 2^20 floats: 4 MB each, 160 MB if every intermediate were kept.
+  // Under a 48 MB budget the chain must hold only a few at a time (before, the memo kept them
+  // all until the graph ended and the run was refused at about the 11th). A value used twice
+  // (`a`, read again after `b`) stays until its last consumer has it.
+  const int64_t n = int64_t{1} << 20;
+  Tensor x = Tensor::arange(n);
+  Tensor a = x + 1.0;
+  Tensor b = a * 2.0;
+  Tensor y = b - a;  // x + 1, exactly
+  for (int k = 0; k < 40; ++k) y = y + 1.0;
+  struct Limit {
+    uint64_t old = interp::memory_limit();
+    ~Limit() { interp::set_memory_limit(old); }
+  } restore;
+  interp::set_memory_limit(uint64_t{48} << 20);
+  UOp graph = UOp::sink({y.uop()}, Arg(ArgTuple{Arg(std::string("out"))}));
+  interp::BufferMap inputs = interp::buffers_for(graph, buffer_store());
+  std::vector<interp::Output> out = interp::run(graph, inputs);
+  interp::Value v = interp::contiguous(out.at(0).value);
+  const float* p = std::as_const(*v.data).as<float>();
+  REQUIRE(v.numel() == n);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += p[i] != static_cast<float>(i + 41);  // exact: all below 2^24
+  CHECK(wrong == 0);
 }

@@ -100,7 +100,9 @@ void Interpreter::analyse() {
     in.mut.assign(mut.begin(), mut.end());
     in.fork = !sequences_sources(u->op) && touching >= 2 &&
               std::any_of(u->src.begin(), u->src.end(), [&](UOp s) { return info_.at(s.get()).effect; });
+    for (UOp s : u->src) ++info_.at(s.get()).wanted;
   }
+  ++info_.at(root_.get()).wanted;
 }
 
 // ---------------- diagnostics ----------------
@@ -242,7 +244,31 @@ Value Interpreter::eval(UOp u) {
   Memo& m2 = memo_[u.get()];
   m2 = Memo{true, std::move(key), v, in.effect ? ctx_.record_since(start) : Clock()};
   if (opts_.on_step) opts_.on_step(Step{u, env_order_, &m2.value});
+  if (settled(in)) retire(u);
   return v;
+}
+
+// A settled node (no free range, reads nothing written, writes nothing) has one value for the
+// whole run: once memoized it never asks its sources again. A source whose consumers have all
+// retired is asked by no one (sources of a settled node write nothing and read nothing written):
+// it is dropped from the memo and retires in turn, and so on down (a graph the size of a Threefry chain over a 32000x4096
+// table then holds a few of its intermediates at a time, not all). Only the memory changes: a
+// dropped value asked for again by another path is recomputed, the same bit for bit.
+void Interpreter::retire(UOp u) {
+  std::vector<UOp> work{u};
+  while (!work.empty()) {
+    UOp n = work.back();
+    work.pop_back();
+    NodeInfo& in = info_.at(n.get());
+    if (in.retired) continue;
+    in.retired = true;
+    for (UOp s : n->src) {
+      NodeInfo& si = info_.at(s.get());
+      if (--si.wanted > 0) continue;  // a consumer that has not retired may still ask
+      memo_.erase(s.get());
+      work.push_back(s);
+    }
+  }
 }
 
 Value Interpreter::compute(UOp u) {
