@@ -112,6 +112,23 @@ TEST_CASE("tinygrad's arange window is folded without materializing it", "[virtu
   }
 }
 
+TEST_CASE("a leaf read at one element per run: what is computed from it follows the element", "[virtual]") {
+  // Row i of (x*2+1) broadcast along 64 columns, padded with 3 zero columns on each side: every
+  // run reads one element of x (or the fill), so the fold keeps the ALU's value from run to run
+  // only while the element read is the same one. Row sums are 64*(2x+1), exact for these x.
+  std::vector<float> x(300);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 13) - 6.0f;
+  x[5] = x[4];  // equal values at different elements
+  interp::BufferMap in{{"x", floats(x)}};
+  Tensor xs = Tensor::empty({300}, dtypes::float32, "x");
+  Tensor rows = (xs.reshape({300, 1}).expand({300, 64}) * 2.0f + 1.0f).pad({std::pair<Dim, Dim>{0, 0}, std::pair<Dim, Dim>{3, 3}});
+  Tensor t(UOp::make(Ops::REDUCE_AXIS, dtypes::float32, {rows.uop()}, Arg(ArgTuple{Arg(Ops::ADD), Arg(ArgTuple{Arg(int64_t{1})})})));
+  std::vector<float> got = elements<float>(run(t, 0, in));
+  REQUIRE(got.size() == x.size());
+  for (size_t i = 0; i < x.size(); ++i) CHECK(got[i] == 64.0f * (2.0f * x[i] + 1.0f));
+  same_both_ways(t, in);
+}
+
 TEST_CASE("a float32 count stops at 2^24, folded in closed form or not", "[virtual]") {
   // 2^24 + 1 is not a float32: 2^24 + 1 rounds to 2^24 (ties to even), so the sequential sum of
   // 2^24 + 5 ones is 2^24.

@@ -38,7 +38,10 @@ struct Affine {
 // qa + qb t + floor((ra + rb t) / m): affine while ra + rb t < m. Shortens len to that.
 Affine div_run(Affine f, int64_t m, int64_t& len) {
   if (m <= 0) return f;  // a zero-size axis: nothing is read through it
-  int64_t qa = floordiv(f.a, m), qb = floordiv(f.b, m);
+  if (m == 1) return f;
+  // Most steps are 0 or 1 and most indices small: skip the divisions then (the hot path of a
+  // window fold, which splits every run's index through two reshapes)
+  int64_t qa = f.a >= 0 && f.a < m ? 0 : floordiv(f.a, m), qb = f.b >= 0 && f.b < m ? 0 : floordiv(f.b, m);
   int64_t ra = f.a - qa * m, rb = f.b - qb * m;
   if (rb > 0) len = std::min(len, ceildiv(m - ra, rb));
   return {qa, qb};
@@ -58,52 +61,71 @@ int64_t bounds_change(Affine c, int64_t d, int64_t len) {
   return std::min(t, len);
 }
 
-// One run: each live node's index (an Affine per axis) and the run's length.
+// One run: each live node's index (an Affine per axis) and value. Allocated once per fold and
+// reused run after run (a fold over tinygrad's arange window has two runs per output, 10^8 runs
+// for a 32000x4096 table: per-run allocation was most of its time).
 struct Walk {
-  std::vector<std::vector<Affine>> index;
-  std::vector<char> live;  // a PAD's source outside its box is not read
+  std::vector<std::vector<Affine>> index;  // per node, sized to its rank once
+  std::vector<char> live;                  // a PAD's source outside its box is not read
+  // The node's value along the run: one value (constant, unshaped) or len elements. `at` points
+  // at the Value that holds it (its own `own`, or a kid's for views and live PADs).
+  struct Val {
+    const Value* at = nullptr;
+    bool constant = true;
+    uint64_t token = 0;           // names a constant's value: equal tokens, equal bits
+    Value own;                    // a leaf's read, an ALU's result, a PAD's fill
+    std::vector<uint64_t> key;    // an ALU over constants: its kids' tokens when `own` was made
+    uint64_t own_token = 0;
+  };
+  std::vector<Val> val;
+  uint64_t tokens = 0;
+
+  explicit Walk(const VirtualTree& t) : index(t.nodes.size()), live(t.nodes.size()), val(t.nodes.size()) {
+    for (size_t i = 0; i < t.nodes.size(); ++i) {
+      const VirtualNode& v = t.nodes[i];
+      index[i].resize(v.unshaped ? 0 : v.shape.size());
+      if (v.kind == Kind::Pad) val[i].own = scalar(v.dtype, 0), val[i].own_token = ++tokens;  // the fill
+      if (v.kind == Kind::Leaf) val[i].own = v.leaf;
+    }
+  }
 };
 
-// Pushes the root's index down the tree (parents first), shortening len so that every index
-// stays affine and every PAD wholly inside or outside its source.
-int64_t index_run(const VirtualTree& t, std::vector<Affine> root, int64_t len, Walk& w) {
+// Pushes the root's index (already in w.index[0]) down the tree (parents first), shortening len
+// so that every index stays affine and every PAD wholly inside or outside its source.
+int64_t index_run(const VirtualTree& t, int64_t len, Walk& w) {
   const size_t n = t.nodes.size();
-  w.index.assign(n, {});
-  w.live.assign(n, 0);
-  w.index[0] = std::move(root);
+  std::fill(w.live.begin(), w.live.end(), 0);
   w.live[0] = 1;
   for (size_t i = 0; i < n; ++i) {
     if (!w.live[i]) continue;
     const VirtualNode& v = t.nodes[i];
-    const std::vector<Affine>& in = w.index[i];
-    auto give = [&](size_t k, std::vector<Affine> idx) {
-      w.live[k] = 1;
-      if (!t.nodes[k].unshaped) w.index[k] = std::move(idx);
-    };
     if (v.kids.empty()) continue;
-    const VirtualNode& kid = t.nodes[v.kids[0]];
-    std::vector<Affine> out(kid.shape.size());
+    const std::vector<Affine>& in = w.index[i];
+    const size_t k0 = v.kids[0];
+    const VirtualNode& kid = t.nodes[k0];
+    std::vector<Affine>& out = w.index[k0];  // a tree: only this node writes its kid's index
     switch (v.kind) {
       case Kind::Leaf: break;
       case Kind::Same: case Kind::Alu: case Kind::Cast: case Kind::Bitcast:
-        for (size_t k : v.kids) give(k, in);
+        for (size_t k : v.kids) {
+          w.live[k] = 1;
+          if (!t.nodes[k].unshaped) w.index[k] = in;
+        }
         break;
       case Kind::Reshape: {
-        if (kid.unshaped) {
-          give(v.kids[0], {});
-          break;
-        }
+        w.live[k0] = 1;
+        if (kid.unshaped) break;
         Affine flat;  // the row-major position, then split along the source's axes
         int64_t stride = 1;
         for (size_t d = v.shape.size(); d-- > 0; stride *= v.shape[d]) flat.a += in[d].a * stride, flat.b += in[d].b * stride;
         stride = 1;
         for (size_t d = kid.shape.size(); d-- > 0; stride *= kid.shape[d]) out[d] = mod_run(div_run(flat, stride, len), kid.shape[d], len);
-        give(v.kids[0], std::move(out));
         break;
       }
       case Kind::Expand:
+        w.live[k0] = 1;
+        if (kid.unshaped) break;
         for (size_t d = 0; d < out.size(); ++d) out[d] = kid.shape[d] == v.shape[d] ? in[d] : Affine{};
-        give(v.kids[0], std::move(out));
         break;
       case Kind::Pad: {
         bool inside = true;
@@ -112,74 +134,94 @@ int64_t index_run(const VirtualTree& t, std::vector<Affine> root, int64_t len, W
           len = bounds_change(out[d], kid.shape[d], len);
           inside = inside && out[d].a >= 0 && out[d].a < kid.shape[d];
         }
-        if (inside) give(v.kids[0], std::move(out));
+        w.live[k0] = inside;
         break;
       }
       case Kind::Shrink:
+        w.live[k0] = 1;
         for (size_t d = 0; d < out.size(); ++d) out[d] = {in[d].a + v.lo[d], in[d].b};
-        give(v.kids[0], std::move(out));
         break;
       case Kind::Permute:
+        w.live[k0] = 1;
         for (size_t d = 0; d < in.size(); ++d) out[static_cast<size_t>(v.perm[d])] = in[d];
-        give(v.kids[0], std::move(out));
         break;
       case Kind::Flip:
+        w.live[k0] = 1;
         for (size_t d = 0; d < out.size(); ++d) out[d] = v.flip[d] ? Affine{v.shape[d] - 1 - in[d].a, -in[d].b} : in[d];
-        give(v.kids[0], std::move(out));
         break;
     }
   }
   return len;
 }
 
-// A node's value along the run: one value for all of it (constant, unshaped) or len elements.
-struct RunValue {
-  Value v;
-  bool constant = true;
-};
-
-// Computes the live nodes' values along the run, kids first; the root's.
-RunValue value_run(const VirtualTree& t, const Walk& w, int64_t len) {
-  std::vector<RunValue> vals(t.nodes.size());
+// Computes the live nodes' values along the run, kids first; the root's. An ALU whose operands
+// are constants it has seen (the same tokens) keeps its value instead of computing it again.
+const Walk::Val& value_run(const VirtualTree& t, Walk& w, int64_t len) {
   for (size_t i = t.nodes.size(); i-- > 0;) {
     if (!w.live[i]) continue;
     const VirtualNode& v = t.nodes[i];
-    RunValue& r = vals[i];
+    Walk::Val& r = w.val[i];
     switch (v.kind) {
       case Kind::Leaf: {
-        r.v = v.leaf;
-        if (v.unshaped) break;
+        r.at = &r.own;
+        if (v.unshaped) {
+          r.constant = true, r.token = r.own_token ? r.own_token : (r.own_token = ++w.tokens);
+          break;
+        }
         Affine at{v.leaf.view.offset, 0};
         for (size_t d = 0; d < v.shape.size(); ++d) {
           at.a += w.index[i][d].a * v.leaf.view.strides[d];
           at.b += w.index[i][d].b * v.leaf.view.strides[d];
         }
+        bool same = r.constant && at.b == 0 && r.own.unshaped && r.own.view.offset == at.a && r.own_token;
         r.constant = at.b == 0;
-        r.v.unshaped = r.constant;
-        r.v.view = r.constant ? View{{}, {}, at.a} : View{{len}, {at.b}, at.a};
+        r.own.unshaped = r.constant;
+        r.own.view.offset = at.a;
+        if (r.constant) {
+          r.own.view.shape.clear(), r.own.view.strides.clear();
+          r.token = r.own_token = same ? r.own_token : ++w.tokens;
+        } else {
+          r.own.view.shape.assign(1, len), r.own.view.strides.assign(1, at.b);
+          r.own_token = 0;
+        }
         break;
       }
       case Kind::Pad:
-        if (w.live[v.kids[0]]) r = vals[v.kids[0]];
-        else r.v = scalar(v.dtype, 0);  // the fill
+        if (w.live[v.kids[0]]) {
+          const Walk::Val& k = w.val[v.kids[0]];
+          r.at = k.at, r.constant = k.constant, r.token = k.token;
+        } else {
+          r.at = &r.own, r.constant = true, r.token = r.own_token;  // the fill
+        }
         break;
       case Kind::Alu: case Kind::Cast: case Kind::Bitcast: {
-        std::vector<const Value*> in;
-        for (size_t k : v.kids) {
-          in.push_back(&vals[k].v);
-          r.constant = r.constant && vals[k].constant;
+        bool constant = true;
+        for (size_t k : v.kids) constant = constant && w.val[k].constant;
+        r.at = &r.own, r.constant = constant;
+        if (constant && r.own_token && r.key.size() == v.kids.size() &&
+            std::equal(v.kids.begin(), v.kids.end(), r.key.begin(), [&](size_t k, uint64_t tok) { return w.val[k].token == tok; })) {
+          r.token = r.own_token;
+          break;
         }
-        std::vector<int64_t> shape = r.constant ? std::vector<int64_t>{} : std::vector<int64_t>{len};
-        if (v.kind == Kind::Alu) r.v = alu(v.op, v.dtype, in, shape);
-        else r.v = v.kind == Kind::Cast ? cast(broadcast_to(*in[0], shape), v.dtype) : bitcast(broadcast_to(*in[0], shape), v.dtype);
-        r.v.unshaped = r.constant;
+        std::vector<const Value*> in;
+        for (size_t k : v.kids) in.push_back(w.val[k].at);
+        std::vector<int64_t> shape = constant ? std::vector<int64_t>{} : std::vector<int64_t>{len};
+        if (v.kind == Kind::Alu) r.own = alu(v.op, v.dtype, in, shape);
+        else r.own = v.kind == Kind::Cast ? cast(broadcast_to(*in[0], shape), v.dtype) : bitcast(broadcast_to(*in[0], shape), v.dtype);
+        r.own.unshaped = constant;
+        r.key.clear();
+        if (constant)
+          for (size_t k : v.kids) r.key.push_back(w.val[k].token);
+        r.token = r.own_token = constant ? ++w.tokens : 0;
         break;
       }
-      default:  // views: the kid's value
-        r = vals[v.kids[0]];
+      default: {  // views: the kid's value
+        const Walk::Val& k = w.val[v.kids[0]];
+        r.at = k.at, r.constant = k.constant, r.token = k.token;
+      }
     }
   }
-  return vals[0];
+  return w.val[0];
 }
 
 template <class T> bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
@@ -240,14 +282,15 @@ template <class T, class F> T repeat(Ops op, F f, T acc, T c, int64_t n) {
   return y;
 }
 
-template <class T> T fold_run(Ops op, T acc, const RunValue& r, int64_t len) {
-  const T* p = std::as_const(*r.v.data).template as<T>() + r.v.view.offset;
+template <class T> T fold_run(Ops op, T acc, const Walk::Val& r, int64_t len) {
+  const Value& v = *r.at;
+  const T* p = std::as_const(*v.data).template as<T>() + v.view.offset;
   sop::with_fold<T>(op, [&](auto f) {
     if (r.constant) {
       acc = repeat<T>(op, f, acc, *p, len);
       return;
     }
-    const int64_t s = r.v.view.strides[0];
+    const int64_t s = v.view.strides[0];
     for (int64_t i = 0; i < len; ++i) acc = f(acc, p[i * s]);
   });
   return acc;
@@ -345,8 +388,8 @@ Value fold_virtual(Ops op, const VirtualTree& t, const std::vector<int64_t>& axe
   dispatch(root.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* acc = out.data->as<T>();
-    Walk w;
-    std::vector<Affine> index(root.shape.size());
+    Walk w(t);
+    std::vector<Affine>& index = w.index[0];
     for (int64_t o = 0; o < outputs; ++o) {
       std::vector<int64_t> at = unflatten(kept, o);
       for (int64_t t0 = 0; t0 < reduced;) {
@@ -359,7 +402,7 @@ Value fold_virtual(Ops op, const VirtualTree& t, const std::vector<int64_t>& axe
         }
         for (size_t d = 0; d < kept.size(); ++d)
           if (std::find(reduced_axes.begin(), reduced_axes.end(), static_cast<int64_t>(d)) == reduced_axes.end()) index[d] = {at[d], 0};
-        len = index_run(t, index, len, w);
+        len = index_run(t, len, w);
         acc[o] = fold_run<T>(op, acc[o], value_run(t, w, len), len);
         t0 += len;
       }
