@@ -188,12 +188,46 @@ Tensor Gen::assign_form(const Shape& s, DType, int depth) {
   if (k < 45) return assign_rows(s, d, depth);
   if (k < 65) return assign_overlap_window(s, d, depth);
   if (k < 85) return assign_overlap_whole(s, d, depth);
+  if (k < 93) return assign_through_view(s, d, depth);
   form("assign-plain");  // no range: evaluates the value (reading the old target), then writes
   Tensor tgt = target(s, d);
   special_ = {tgt};
   Tensor v = expr(s, d, depth);
   special_.clear();
   return Tensor(tgt.uop()).assign(v);
+}
+
+// A plain assign to a view that is not a strided window of the buffer (SEMANTICS S5.1): tinygrad's
+// setitem writes through a PAD (writes into the fill land nowhere) and through a RESHAPE of a
+// permuted buffer (the elements renumbered row-major, not in memory order).
+Tensor Gen::assign_through_view(const Shape& s, DType d, int depth) {
+  std::vector<size_t> padable;
+  for (size_t a = 0; a < s.size(); ++a)
+    if (s[a] >= 2) padable.push_back(a);
+  int64_t n = numel(s), p = 0;  // (p, n/p) transposed is (n/p, p): reshaped to s, renumbered
+  for (int64_t f = 2; f * f <= n && !p; ++f)
+    if (n % f == 0 && s != Shape{n / f, f}) p = f;
+  std::optional<Tensor> view;
+  if (!padable.empty() && (chance(0.5) || !p)) {
+    form("assign-through-pad");
+    size_t ax = padable[pick(padable.size())];
+    int64_t lo = static_cast<int64_t>(pick(static_cast<uint64_t>(s[ax]))), hi = static_cast<int64_t>(pick(static_cast<uint64_t>(s[ax] - lo)));
+    Shape inner = s;
+    inner[ax] -= lo + hi;
+    std::vector<std::optional<std::pair<Dim, Dim>>> w(s.size());
+    w[ax] = std::make_pair(Dim(lo), Dim(hi));
+    view = target(inner, d).pad(w);
+  } else if (p) {
+    form("assign-through-strided-reshape");
+    view = target(Shape{p, n / p}, d).permute({1, 0}).reshape(dims(s));
+  } else {
+    form("assign-plain");
+    view = target(s, d);
+  }
+  special_ = {*view};
+  Tensor v = expr(s, d, depth);
+  special_.clear();
+  return view->assign(v);
 }
 
 // Iteration r contributes row r, reading rows r-1 (and r-2).

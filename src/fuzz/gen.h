@@ -208,6 +208,7 @@ class Gen {
   Tensor assign_rows(const Shape& s, DType d, int depth);
   Tensor assign_overlap_window(const Shape& s, DType d, int depth);
   Tensor assign_overlap_whole(const Shape& s, DType d, int depth);
+  Tensor assign_through_view(const Shape& s, DType d, int depth);
 
   static std::vector<std::optional<std::pair<Dim, Dim>>> window_bounds(size_t n, UOp r, int64_t w);
 
