@@ -45,10 +45,10 @@ class Interpreter {
     std::vector<size_t> mut; // memory slots of the written buffers it reads or writes
     bool effect = false;     // evaluating it performs writes
     bool fork = false;       // its sources are unordered siblings and some of them write
-    // Memo lifetime: sources of nodes that may still ask for this value (edges from consumers not
-    // yet retired; the root counts as one). At 0 nothing will ask again and the memo is dropped.
+    // Memo lifetime (retire, interp.cpp): consumers that may still ask for this value (edges from
+    // consumers not yet retired; the root counts as one). At 0 the memo is dropped.
     size_t wanted = 0;
-    bool retired = false;    // it will not ask its sources again (their `wanted` counted it down)
+    bool retired = false;    // has counted down its sources' `wanted`
   };
   struct Memo {
     bool valid = false;
@@ -109,7 +109,6 @@ class Interpreter {
 
   // ---- values (interp.cpp) ----
   Value eval(UOp u);
-  bool settled(const NodeInfo& in) const { return in.free.empty() && in.mut.empty() && !in.effect; }
   void retire(UOp u);
   bool reusable(const Memo& m, const NodeInfo& in, const std::vector<uint64_t>& key) const;
   Value compute(UOp u);

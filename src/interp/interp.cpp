@@ -244,16 +244,21 @@ Value Interpreter::eval(UOp u) {
   Memo& m2 = memo_[u.get()];
   m2 = Memo{true, std::move(key), v, in.effect ? ctx_.record_since(start) : Clock()};
   if (opts_.on_step) opts_.on_step(Step{u, env_order_, &m2.value});
-  if (settled(in)) retire(u);
+  if (in.free.empty() && !in.effect && (in.mut.empty() || iterations_.empty())) retire(u);
   return v;
 }
 
-// A settled node (no free range, reads nothing written, writes nothing) has one value for the
-// whole run: once memoized it never asks its sources again. A source whose consumers have all
-// retired is asked by no one (sources of a settled node write nothing and read nothing written):
-// it is dropped from the memo and retires in turn, and so on down (a graph the size of a Threefry chain over a 32000x4096
-// table then holds a few of its intermediates at a time, not all). Only the memory changes: a
-// dropped value asked for again by another path is recomputed, the same bit for bit.
+// A node with no free range that writes nothing, once memoized, does not ask its sources again
+// while its memo holds: a pure one (reads nothing written) never, one that reads a written buffer
+// only if that buffer is written again before the node is asked again. The first kind retires
+// when it has its value; the second too outside every loop (a realize's graph: the Threefry chain
+// over tinygrad's random-counter buffer, which the same graph increments), where it is asked again
+// at most once per later write at top level; inside a loop, where it would be asked again every
+// iteration, it keeps its sources. A source whose consumers have all retired is dropped from the
+// memo and retires in turn, and so on down (a Threefry chain over a 32000x4096 table then holds a
+// few of its 500 MB intermediates at a time, not all thirty). Only memory and time change: a
+// value asked for again is recomputed in the context that asks, as it would be on a memo miss
+// (effects, whose re-running would write again, are never dropped: their sources are not pure).
 void Interpreter::retire(UOp u) {
   std::vector<UOp> work{u};
   while (!work.empty()) {
