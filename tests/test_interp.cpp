@@ -604,22 +604,27 @@ TEST_CASE("a value no one will ask for again is dropped: a long chain runs in a 
   // 40 elementwise steps over 2^20 floats: 4 MB each, 160 MB if every intermediate were kept.
   // Under a 48 MB budget the chain must hold only a few at a time (before, the memo kept them
   // all until the graph ended and the run was refused at about the 11th). A value used twice
-  // (`a`, read again after `b`) stays until its last consumer has it. The second section reads
-  // a buffer the same graph then assigns, as tinygrad's Tensor.rand reads and increments its
-  // counter: the chain's values depend on a written buffer, and are dropped all the same.
+  // (`a`, read again after `b`) stays until its last consumer has it. The other two forms are
+  // tinygrad's Tensor.rand, which reads its counter buffer and assigns it in the same graph:
+  // the chain reads a buffer the graph then writes, or starts from the assign's value (as from
+  // the second rand on), so every value depends on a write; they are dropped all the same.
+  enum Form { pure, assign_after, chain_of_assign };
+  const Form form = GENERATE(pure, assign_after, chain_of_assign);
+  INFO("form " << form);
   const int64_t n = int64_t{1} << 20;
-  bool assigns = GENERATE(false, true);
-  INFO((assigns ? "the graph also assigns the buffer the chain reads" : "a pure chain"));
   Tensor x = Tensor::arange(n);
-  Tensor a = x + 1.0;
+  Tensor start = form == chain_of_assign ? x.assign(x + 5.0) : x;
+  Tensor a = start + 1.0;
   Tensor b = a * 2.0;
-  Tensor y = b - a;  // x + 1, exactly
+  Tensor y = b - a;  // start + 1, exactly
   for (int k = 0; k < 40; ++k) y = y + 1.0;
   std::vector<UOp> outs{y.uop()};
   ArgTuple names{Arg(std::string("out"))};
-  if (assigns) {
+  std::vector<int64_t> adds{form == chain_of_assign ? 46 : 41};
+  if (form == assign_after) {
     outs.push_back(x.assign(x + 5.0).uop());
     names.push_back(Arg(std::string("x_after")));
+    adds.push_back(5);  // the chain read x before the assign: the graph's order (S5.5)
   }
   struct Limit {
     uint64_t old = interp::memory_limit();
@@ -634,9 +639,8 @@ TEST_CASE("a value no one will ask for again is dropped: a long chain runs in a 
     interp::Value v = interp::contiguous(out[o].value);
     const float* p = std::as_const(*v.data).as<float>();
     REQUIRE(v.numel() == n);
-    const int64_t add = o == 0 ? 41 : 5;  // the chain read x before the assign: the graph's order (S5.5)
     int64_t wrong = 0;
-    for (int64_t i = 0; i < n; ++i) wrong += p[i] != static_cast<float>(i + add);  // exact: all below 2^24
+    for (int64_t i = 0; i < n; ++i) wrong += p[i] != static_cast<float>(i + adds[o]);  // exact: all below 2^24
     CHECK(wrong == 0);
   }
 }

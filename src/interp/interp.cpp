@@ -244,21 +244,23 @@ Value Interpreter::eval(UOp u) {
   Memo& m2 = memo_[u.get()];
   m2 = Memo{true, std::move(key), v, in.effect ? ctx_.record_since(start) : Clock()};
   if (opts_.on_step) opts_.on_step(Step{u, env_order_, &m2.value});
-  if (in.free.empty() && !in.effect && (in.mut.empty() || iterations_.empty())) retire(u);
+  if (in.free.empty() && ((in.mut.empty() && !in.effect) || iterations_.empty())) retire(u);
   return v;
 }
 
-// A node with no free range that writes nothing, once memoized, does not ask its sources again
-// while its memo holds: a pure one (reads nothing written) never, one that reads a written buffer
-// only if that buffer is written again before the node is asked again. The first kind retires
-// when it has its value; the second too outside every loop (a realize's graph: the Threefry chain
-// over tinygrad's random-counter buffer, which the same graph increments), where it is asked again
-// at most once per later write at top level; inside a loop, where it would be asked again every
-// iteration, it keeps its sources. A source whose consumers have all retired is dropped from the
-// memo and retires in turn, and so on down (a Threefry chain over a 32000x4096 table then holds a
-// few of its 500 MB intermediates at a time, not all thirty). Only memory and time change: a
-// value asked for again is recomputed in the context that asks, as it would be on a memo miss
-// (effects, whose re-running would write again, are never dropped: their sources are not pure).
+// A node with no free range, once memoized, asks its sources again only on a memo miss: never if
+// it is pure (reads nothing written, runs no effect), and otherwise only if a buffer it reads is
+// written again before it is asked again. A pure node retires as soon as it has its value; any
+// other does too outside every loop (a realize's graph: tinygrad's Tensor.rand reads its counter
+// buffer and assigns it in the same graph, so every value of the Threefry chain reads a written
+// buffer, or runs the assign), where a later write at top level makes at most one more miss;
+// inside a loop, where it would miss every iteration, it keeps its sources. A source whose
+// consumers have all retired is dropped from the memo and retires in turn, and so on down (a
+// Threefry chain over a 32000x4096 table then holds a few of its 500 MB intermediates at a time,
+// not all thirty). Only memory and time change: a value asked for again is recomputed in the
+// context that asks, as on any memo miss, and the effects it reaches do not run again (ASSIGN
+// and AFTER keep their runs in runs_, STORE and END in effect_runs_); the effect nodes themselves
+// keep their memo.
 void Interpreter::retire(UOp u) {
   std::vector<UOp> work{u};
   while (!work.empty()) {
@@ -270,7 +272,7 @@ void Interpreter::retire(UOp u) {
     for (UOp s : n->src) {
       NodeInfo& si = info_.at(s.get());
       if (--si.wanted > 0) continue;  // a consumer that has not retired may still ask
-      memo_.erase(s.get());
+      if (!is_effect_op(s->op) && s->op != Ops::AFTER) memo_.erase(s.get());
       work.push_back(s);
     }
   }
