@@ -122,6 +122,7 @@ class Interpreter {
   Value expand_checked(UOp u, const Value& v, const std::vector<int64_t>& shape);
   Value reduce_axis(UOp u);
   std::optional<VirtualTree> virtual_operand(UOp x);
+  bool worth_folding_virtually(const VirtualTree& t, Ops op, const std::vector<int64_t>& axes) const;
   struct Contribution {
     Value full;                                    // when !boxed
     Value inner;                                   // when boxed: the PAD's source

@@ -372,38 +372,76 @@ int64_t VirtualTree::materialized_elements(Ops reduce_op) const {
   return most;
 }
 
-Value fold_virtual(Ops op, const VirtualTree& t, const std::vector<int64_t>& axes) {
-  const VirtualNode& root = t.nodes.at(0);
-  std::vector<int64_t> kept = root.shape, reduced_axes;
-  int64_t reduced = 1;
-  for (size_t d = 0; d < kept.size(); ++d)
-    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end()) {
+namespace {
+
+// The outputs of REDUCE_AXIS(op, tree, axes) and, for one of them, its runs in fold order.
+struct Runs {
+  const VirtualTree& t;
+  std::vector<int64_t> kept, reduced_axes;  // the output's shape (reduced axes 1); those axes
+  std::vector<bool> is_reduced;
+  int64_t reduced = 1;                      // terms per output
+  Walk w;
+
+  Runs(const VirtualTree& tree, const std::vector<int64_t>& axes) : t(tree), kept(tree.nodes.at(0).shape), w(tree) {
+    for (size_t d = 0; d < kept.size(); ++d) {
+      bool r = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+      is_reduced.push_back(r);
+      if (!r) continue;
       reduced_axes.push_back(static_cast<int64_t>(d));
       reduced *= kept[d];
       kept[d] = 1;
     }
-  Value out = identity_like(op, root.dtype, kept);
+  }
+  // The run of output o starting at its term t0: sets every live node's index; its length.
+  int64_t at(const std::vector<int64_t>& out_index, int64_t t0) {
+    const std::vector<int64_t>& shape = t.nodes[0].shape;
+    std::vector<Affine>& index = w.index[0];
+    int64_t len = reduced - t0;
+    int64_t stride = 1;  // the reduced indices t0 + t, row-major
+    for (size_t k = reduced_axes.size(); k-- > 0;) {
+      size_t d = static_cast<size_t>(reduced_axes[k]);
+      index[d] = mod_run(div_run({t0, 1}, stride, len), shape[d], len);
+      stride *= shape[d];
+    }
+    for (size_t d = 0; d < kept.size(); ++d)
+      if (!is_reduced[d]) index[d] = {out_index[d], 0};
+    return index_run(t, len, w);
+  }
+};
+
+}  // namespace
+
+int64_t VirtualTree::estimate_runs(const std::vector<int64_t>& axes) const {
+  Runs r(*this, axes);
+  const int64_t outputs = elements(r.kept);
+  if (outputs == 0 || r.reduced == 0) return 0;
+  // up to 16 outputs spread over the output, each followed for at most 256 runs: their runs per
+  // term, times all the terms (exact for the windows tinygrad builds, whose runs are alike)
+  const int64_t samples = std::min<int64_t>(outputs, 16);
+  double runs = 0, terms = 0;
+  for (int64_t k = 0; k < samples; ++k) {
+    std::vector<int64_t> o = unflatten(r.kept, k * (outputs / samples));
+    int64_t t0 = 0;
+    for (int n = 0; n < 256 && t0 < r.reduced; ++n, runs += 1) t0 += r.at(o, t0);
+    terms += static_cast<double>(t0);
+  }
+  double total = runs / terms * static_cast<double>(r.reduced) * static_cast<double>(outputs);
+  return total >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(total);
+}
+
+Value fold_virtual(Ops op, const VirtualTree& t, const std::vector<int64_t>& axes) {
+  Runs r(t, axes);
+  Value out = identity_like(op, t.nodes.at(0).dtype, r.kept);
   const int64_t outputs = out.numel();
-  if (reduced == 0 || outputs == 0) return out;
-  dispatch(root.dtype, [&](auto tag) {
+  if (r.reduced == 0 || outputs == 0) return out;
+  dispatch(t.nodes[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* acc = out.data->as<T>();
-    Walk w(t);
-    std::vector<Affine>& index = w.index[0];
     for (int64_t o = 0; o < outputs; ++o) {
-      std::vector<int64_t> at = unflatten(kept, o);
-      for (int64_t t0 = 0; t0 < reduced;) {
-        int64_t len = reduced - t0;
-        int64_t stride = 1;  // the reduced indices t0 + t, row-major
-        for (size_t k = reduced_axes.size(); k-- > 0;) {
-          size_t d = static_cast<size_t>(reduced_axes[k]);
-          index[d] = mod_run(div_run({t0, 1}, stride, len), root.shape[d], len);
-          stride *= root.shape[d];
-        }
-        for (size_t d = 0; d < kept.size(); ++d)
-          if (std::find(reduced_axes.begin(), reduced_axes.end(), static_cast<int64_t>(d)) == reduced_axes.end()) index[d] = {at[d], 0};
-        len = index_run(t, len, w);
-        acc[o] = fold_run<T>(op, acc[o], value_run(t, w, len), len);
+      std::vector<int64_t> at = unflatten(r.kept, o);
+      for (int64_t t0 = 0; t0 < r.reduced;) {
+        int64_t len = r.at(at, t0);
+        acc[o] = fold_run<T>(op, acc[o], value_run(t, r.w, len), len);
         t0 += len;
       }
     }

@@ -44,6 +44,9 @@ struct VirtualTree {
   bool infer_shapes();
   // The largest value evaluating the tree node by node would allocate (elements).
   int64_t materialized_elements(Ops reduce_op) const;
+  // About how many runs REDUCE_AXIS over `axes` folds (from a sample of its outputs): the
+  // fold's time, where materializing takes time in materialized_elements.
+  int64_t estimate_runs(const std::vector<int64_t>& axes) const;
 };
 
 // REDUCE_AXIS(op, tree) (the same value as reduce_axes(op, materialized tree, axes)).
