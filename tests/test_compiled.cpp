@@ -11,6 +11,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
+#include <pthread.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,6 +24,7 @@
 #include "interp/npy.h"
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "lower/walk.h"
 #include "tensor/random.h"
 #include "uop/error.h"
 #include "uop/symbolic.h"
@@ -954,6 +958,97 @@ TEST_CASE("a 20,000-node elementwise chain is rendered and run on tcc", "[compil
     interp::Value r = interp::contiguous(out.at(0).value);
     CHECK(std::vector<float>(r.data->as<float>(), r.data->as<float>() + 4) == want);
   }
+}
+
+// Runs f on a thread with a stack of `bytes`, rethrowing what it throws. A walk that recurses once
+// per node needs a few hundred bytes a level: on 1 MB it dies at a few thousand nodes, where the
+// 8 MB main thread would need a graph that takes seconds to lower before it shows.
+namespace {
+void on_stack(size_t bytes, const std::function<void()>& f) {
+  struct Job {
+    const std::function<void()>* f;
+    std::exception_ptr error;
+  } job{&f, nullptr};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, bytes);
+  pthread_t t;
+  auto body = [](void* p) -> void* {
+    auto* j = static_cast<Job*>(p);
+    try {
+      (*j->f)();
+    } catch (...) {
+      j->error = std::current_exception();
+    }
+    return nullptr;
+  };
+  int rc = pthread_create(&t, &attr, body, &job);
+  pthread_attr_destroy(&attr);
+  REQUIRE(rc == 0);
+  pthread_join(t, nullptr);
+  if (job.error) std::rethrow_exception(job.error);
+}
+}  // namespace
+
+// walk_items recursed once per nested cut node (lowering's kernel builder cuts at every
+// BUFFERIZE: a chain of realized values nests them as deep as the chain). Its answer is defined
+// by toposort, so that is the expectation; every ADD here is a cut, nested 30,000 deep.
+TEST_CASE("walk_items gives toposort's list through 30,000 nested cut nodes", "[compiled][depth]") {
+  const int n = 30000;
+  UOp v = UOp::cnst(dtypes::int32, 0);
+  for (int i = 1; i <= n; ++i) v = v.alu(Ops::ADD, {UOp::cnst(dtypes::int32, i)});
+  // Few items: every cut's list holds all of those below it, n^2 / 2 splices if each had one.
+  auto items = [](UOp u) { return u->op == Ops::CONST && u->arg.as<int64_t>() % 1000 == 0 ? std::vector<UOp>{u} : std::vector<UOp>{}; };
+  auto cut = [](UOp u) { return u->op == Ops::ADD; };
+  std::vector<UOp> want;
+  for (UOp u : toposort(v))
+    for (UOp x : items(u))
+      if (std::find(want.begin(), want.end(), x) == want.end()) want.push_back(x);
+  std::vector<UOp> got;
+  lower::WalkMemo memo;
+  on_stack(1 << 20, [&] { got = lower::walk_items(v, memo, items, cut); });
+  REQUIRE(got.size() == static_cast<size_t>(n / 1000) + 1);
+  CHECK(got == want);
+  // A second walk from a node below reuses the memo (the spliced lists) and agrees again.
+  UOp mid = v;
+  for (int i = 0; i < n / 2; ++i) mid = mid->src[0];
+  std::vector<UOp> again;
+  on_stack(1 << 20, [&] { again = lower::walk_items(mid, memo, items, cut); });
+  CHECK(again == std::vector<UOp>(want.begin(), want.begin() + static_cast<long>(again.size())));
+  CHECK(again.size() == static_cast<size_t>(n / 2 / 1000) + 1);
+}
+
+// sum_k f[k] * W[j, k] with f a 30,000-node elementwise chain broadcast along j: the realize
+// pass prices f (element_cost) to decide to realize it once, and priced it by recursing once per
+// node (SIGSEGV on a 1 MB stack; on 8 MB at 200,000 nodes). Small integers keep every float32
+// operation exact, so the expectation is plain arithmetic; the interpreter refuses this depth.
+TEST_CASE("a reduction over a broadcast 30,000-node chain is lowered and run on tcc", "[compiled][depth]") {
+  const int n = 30000;
+  std::string text = "%x = BUFFER float32 () (\"x\", 4)\n%c1 = CONST index () 1\n%c4 = CONST index () 4\n"
+                     "%one = CONST float32 () 1.0\n%v0 = RESHAPE float32 (%x, %c4)\n";
+  for (int i = 1; i <= n; ++i) text += "%v" + std::to_string(i) + " = ADD float32 (%v" + std::to_string(i - 1) + ", %one)\n";
+  text += "%f = RESHAPE float32 (%v" + std::to_string(n) + ", %c1, %c4)\n%fe = EXPAND float32 (%f, %c4, %c4)\n"
+          "%w = BUFFER float32 () (\"w\", 16)\n%w2 = RESHAPE float32 (%w, %c4, %c4)\n%m = MUL float32 (%fe, %w2)\n"
+          "%r = REDUCE_AXIS float32 (%m) (Ops.ADD, (1,))\n%r2 = RESHAPE float32 (%r, %c4)\n%s = SINK void (%r2) (\"out\",)\n";
+  UOp root = parse_graph(text, "bcast_chain.uop").root;
+  auto buffer = [](std::vector<float> v) {
+    auto s = std::make_shared<interp::Storage>(dtypes::float32, static_cast<int64_t>(v.size()));
+    std::memcpy(s->bytes.data(), v.data(), v.size() * sizeof(float));
+    return interp::BufferData{dtypes::float32, s, nullptr};
+  };
+  std::vector<float> x{0, 1, 2, 3}, w(16), want(4, 0.0f);
+  for (int i = 0; i < 16; ++i) w[static_cast<size_t>(i)] = static_cast<float>(i + 1);
+  for (size_t j = 0; j < 4; ++j)
+    for (size_t k = 0; k < 4; ++k) want[j] += (x[k] + static_cast<float>(n)) * w[j * 4 + k];
+  interp::BufferMap b{{"x", buffer(x)}, {"w", buffer(w)}};
+  backend::RunOptions o;
+  o.backend = "tcc";
+  std::vector<float> got;
+  on_stack(1 << 20, [&] {
+    interp::Value r = interp::contiguous(backend::run_graph(root, b, o).at(0).value);
+    got.assign(r.data->as<float>(), r.data->as<float>() + 4);
+  });
+  CHECK(got == want);
 }
 
 TEST_CASE("a store through PAD writes only the source's elements, through a RESHAPE of a strided view row-major", "[compiled][setitem]") {

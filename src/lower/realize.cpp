@@ -168,26 +168,48 @@ UOp reduce_reads_transposed(const Match& m) {
 // The ops an element of `v` costs: its ALU ops counted once per path (a tap read through nine
 // pads costs nine times); views are free but a PAD's gate costs one, constants nothing, and
 // reading a buffer or a realized value costs one.
+//
+// Iterative (a value under a reduction can be a chain of 100,000 elementwise ops): a node's cost is
+// set once the costs of its counted sources are.
 size_t element_cost(UOp v, std::unordered_map<const UOpNode*, size_t>& memo) {
-  if (auto it = memo.find(v.get()); it != memo.end()) return it->second;
-  size_t c = 0;
-  if (v->op == Ops::CONTIGUOUS || v->op == Ops::REDUCE_AXIS || v->op == Ops::REDUCE || v->op == Ops::BUFFER) c = 1;
-  else if (is_alu(v->op) || is_movement(v->op) || v->op == Ops::AFTER) {
-    c = is_alu(v->op) || v->op == Ops::PAD ? 1 : 0;
-    size_t n = is_alu(v->op) ? v->src.size() : 1;  // a view's other sources are its arguments
-    for (size_t i = 0; i < n; ++i)
-      if (v->src[i]->op != Ops::CONST) c += element_cost(v->src[i], memo);
+  auto read = [](UOp u) { return u->op == Ops::CONTIGUOUS || u->op == Ops::REDUCE_AXIS || u->op == Ops::REDUCE || u->op == Ops::BUFFER; };
+  auto counted = [&](UOp u) -> size_t {  // how many of u's first sources add their cost to u's
+    if (read(u)) return 0;
+    if (is_alu(u->op)) return u->src.size();
+    return is_movement(u->op) || u->op == Ops::AFTER ? 1 : 0;  // a view's other sources are its arguments
+  };
+  std::vector<std::pair<UOp, size_t>> stack;  // (node, its next source to cost)
+  if (!memo.count(v.get())) stack.emplace_back(v, 0);
+  while (!stack.empty()) {
+    UOp u = stack.back().first;
+    size_t i = stack.back().second++;
+    if (i < counted(u)) {
+      UOp s = u->src[i];
+      if (s->op != Ops::CONST && !memo.count(s.get())) stack.emplace_back(s, 0);
+      continue;
+    }
+    size_t c = read(u) || is_alu(u->op) || u->op == Ops::PAD ? 1 : 0;
+    for (size_t k = 0; k < counted(u); ++k)
+      if (u->src[k]->op != Ops::CONST) c += memo.at(u->src[k].get());
+    memo[u.get()] = std::min<size_t>(c, 1 << 20);
+    stack.pop_back();
   }
-  return memo[v.get()] = std::min<size_t>(c, 1 << 20);
+  return memo.at(v.get());
 }
 
 // `v` realized under the RESHAPEs on top of it: a row-major copy reads back the same through
 // them, and its kernel loops over the value's own axes (8 x 9 taps, not 72 split by div/mod).
+// (A loop, not a recursion: RESHAPEs may be stacked as deep as the graph.)
 UOp realized_below_reshapes(UOp v) {
-  if (v->op != Ops::RESHAPE || v->src[0]->op == Ops::CONTIGUOUS || !is_shaped(v->src[0])) return contiguous(v);
-  std::vector<UOp> src = v->src;
-  src[0] = realized_below_reshapes(v->src[0]);
-  return v.replace_src(src);
+  std::vector<UOp> reshapes;  // the RESHAPEs on top of the value realized, outermost first
+  for (; v->op == Ops::RESHAPE && v->src[0]->op != Ops::CONTIGUOUS && is_shaped(v->src[0]); v = v->src[0]) reshapes.push_back(v);
+  UOp out = contiguous(v);
+  for (auto r = reshapes.rbegin(); r != reshapes.rend(); ++r) {
+    std::vector<UOp> src = (*r)->src;
+    src[0] = out;
+    out = r->replace_src(src);
+  }
+  return out;
 }
 
 constexpr size_t kCostlyElement = 16;  // well above reading the copy back (one load)
