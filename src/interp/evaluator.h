@@ -23,10 +23,6 @@
 namespace ow::interp {
 
 bool is_effect_op(Ops op);
-// A KERNEL that materializes a realized value into its own temporary (LOWERING.md).
-bool is_value_kernel(UOp u);
-// A REDUCE that rangeify made from a REDUCE_AXIS: its terms are unordered.
-bool is_axis_fold(UOp u);
 
 class Interpreter {
  public:

@@ -19,9 +19,6 @@ namespace ow::interp {
 bool is_effect_op(Ops op) { return is_effect(op) || op == Ops::KERNEL; }  // a lowered program's launches too
 
 
-bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag.is<std::string>() && u->tag.as<std::string>() == "axis"; }
-
-bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag.is<std::string>() && u->tag.as<std::string>() == "value"; }
 
 namespace {
 // Nodes whose sources run in a defined order (effects.cpp); the sources of every other node are

@@ -32,7 +32,7 @@ struct Chain {
 };
 
 // Ranges, and the kernels of realized values (values: they run whenever their inputs changed).
-bool is_flat_dep(UOp d) { return d->op == Ops::RANGE || (d->op == Ops::KERNEL && d->tag.is<std::string>() && d->tag.as<std::string>() == "value"); }
+bool is_flat_dep(UOp d) { return d->op == Ops::RANGE || is_value_kernel(d); }
 
 Chain chain_of(UOp view) {
   Chain c;
@@ -111,7 +111,7 @@ class KernelBuilder {
     }
     for (auto& [var, range] : binds_) src.push_back(var.bind(range));
     std::string name = "k" + std::to_string(ctx_.next_kernel++);
-    return UOp::make(Ops::KERNEL, dtypes::void_, src, Arg(ArgTuple{Arg(name)}), is_value ? Arg(std::string("value")) : Arg());
+    return UOp::make(Ops::KERNEL, dtypes::void_, src, Arg(ArgTuple{Arg(name)}), is_value ? value_kernel_tag() : Arg());
   }
 
  private:

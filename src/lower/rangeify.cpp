@@ -7,6 +7,7 @@
 
 #include "lower/index_math.h"
 #include "lower/lower.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
@@ -156,7 +157,7 @@ UOp through_reduce_axis(const IndexParts& p, Context& ctx) {
   // tag "axis": the terms were one value at tensor level, so they stay unordered (SEMANTICS S3.2)
   std::vector<UOp> terms{elem};
   terms.insert(terms.end(), l.ranges.begin(), l.ranges.end());
-  return zero_unless(p.gate, UOp::make(Ops::REDUCE, p.x->dtype, terms, Arg(op), Arg(std::string("axis"))));
+  return zero_unless(p.gate, UOp::make(Ops::REDUCE, p.x->dtype, terms, Arg(op), axis_fold_tag()));
 }
 
 // A vmap's element reads only its own slot's y: `0 + y(r = i - before)` (the other slots add

@@ -37,7 +37,6 @@ const Rule& step_rule(const char* name) {
   return it->second;
 }
 
-bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag.is<std::string>() && u->tag.as<std::string>() == "value"; }
 
 
 // The buffers a kernel loads from and stores to, by name.

@@ -23,6 +23,16 @@ inline std::string output_name(UOp root, size_t i) {
   return n == 1 ? "out" : "out" + std::to_string(i);
 }
 
+// The two tags lowering puts on a node whose meaning changes with them (LOWERING.md), each
+// made and tested here only:
+//  - a KERNEL that materializes a realized value into its own temporary (a "value kernel");
+//  - a REDUCE that rangeify made from a REDUCE_AXIS: its terms were one value at tensor level, so
+//    they stay unordered (SEMANTICS S3.2).
+inline Arg value_kernel_tag() { return Arg(std::string("value")); }
+inline Arg axis_fold_tag() { return Arg(std::string("axis")); }
+inline bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag == value_kernel_tag(); }
+inline bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag == axis_fold_tag(); }
+
 // Buffers whose names start with '_' are a program's own temporaries (made by lowering or by
 // reverse mode): never a caller's input or output, and private to one run.
 inline bool is_temporary(const std::string& name) { return name.rfind('_', 0) == 0; }
