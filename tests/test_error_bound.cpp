@@ -159,6 +159,39 @@ TEST_CASE("invalid_origin names the node that made a NaN of non-NaN operands", "
   CHECK(values(outs[5].value) == std::vector<double>{-1, -1});
 }
 
+TEST_CASE("a NaN that real numbers make too is no invalid origin: x/x at an exact 0, sqrt(-1)", "[grad][bound]") {
+  // q = x * (1/x) (tinygrad's x/x): at x = 0 exactly, 1/0 is a pole and 0 * inf is NaN in real
+  // numbers too, so the NaN has no origin (-1): a rewrite to 1 changes the answer. At x = 1e-30
+  // in float32, x*x underflows to 0 (inexact): the exact (x*x)/(x*x) is 1, so the NaN made by
+  // 0 * inf is the graph's as written (its node). sqrt(-4) of an exact input is NaN in real
+  // numbers (-1); sqrt of 0 * inf's NaN inherits that node. inf * 0 of an inf input stays its node.
+  const char* text = R"(%x = BUFFER float32 () ("x", 3)
+%r = RECIPROCAL float32 (%x)
+%q = MUL float32 (%x, %r)
+%xx = MUL float32 (%x, %x)
+%rr = RECIPROCAL float32 (%xx)
+%uu = MUL float32 (%xx, %rr)
+%n = NEG float32 (%x)
+%s = SQRT float32 (%n)
+%z = CONST float32 () 0.0
+%i = MUL float32 (%r, %z)
+%out = SINK void (%q, %uu, %s, %i) ("q", "uu", "s", "i")
+)";
+  interp::BufferMap b{{"x", buffer(dtypes::float32, {0.0, 1e-30, 4.0})}};
+  UOp g = parse_graph(text).root;
+  Printed pr = number_graph(g);
+  auto at = [&](size_t k) { return static_cast<double>(pr.number.at(g->src[k].get())); };
+  auto outs = interp::run(grad::with_error_bounds(g), b);
+  REQUIRE(outs.size() == 12);
+  CHECK(std::isnan(values(outs[0].value)[0]));
+  CHECK(values(outs[2].value) == std::vector<double>{-1, -1, -1});          // q: 0/0 of an exact zero
+  // uu: the underflowed product's, and at x = 0 too: the bound allows every computed product an
+  // underflow (eta), so it cannot tell 0*0 from an underflow and leaves the lenient verdict
+  CHECK(values(outs[5].value) == std::vector<double>{at(1), at(1), -1});
+  CHECK(values(outs[8].value) == std::vector<double>{-1, -1, -1});          // s: sqrt(-0) = -0, sqrt(-1e-30) and sqrt(-4) NaN exactly
+  CHECK(values(outs[11].value) == std::vector<double>{-1, -1, -1});         // i: inf (a pole) * 0 is undefined in reals
+}
+
 TEST_CASE("a comparison of values within their bounds may flip: WHERE is bounded by its branches' distance", "[grad][bound]") {
   // x*3 and y differ by less than their rounding, so x*3 < y may flip and the result may be a or b
   const char* text = R"(%x = BUFFER float32 () ("x", 1)

@@ -5,6 +5,7 @@
 #include "grad/error_bound.h"
 
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -43,6 +44,9 @@ class Bounds {
  private:
   Printed printed_;
   std::unordered_map<const UOpNode*, UOp> e_, o_;
+  // p(u): true where u is undefined in real numbers: a pole of exact operands (x/0, log2(0)) in
+  // it or below it. Null where it cannot be (most nodes).
+  std::unordered_map<const UOpNode*, UOp> p_;
 
   static UOp c(double v) { return cnst(f64, v); }
   static UOp zero(UOp like) { return shaped(like) ? full(dims_of(like), f64, 0) : c(0); }
@@ -52,6 +56,14 @@ class Bounds {
   static UOp sub(UOp a, UOp b) { return alu(Ops::SUB, a, b); }
   static UOp div(UOp a, UOp b) { return alu(Ops::FDIV, a, b); }
   static UOp isnan(UOp x) { return alu(Ops::CMPNE, x, x); }
+  static UOp negate(UOp b) { return alu(Ops::CMPNE, b, UOp::cnst(dtypes::bool_, 1)); }
+  static UOp either(UOp a, UOp b) { return a ? (b ? alu(Ops::OR, a, b) : a) : b; }
+  static UOp both(UOp a, UOp b) { return a ? (b ? alu(Ops::AND, a, b) : a) : b; }
+  // Where s is a real number without rounding error: finite, and bound 0 (inputs, constants).
+  UOp exact(UOp s) {
+    UOp finite = alu(Ops::CMPLT, abs(val(s)), c(std::numeric_limits<double>::infinity()));  // false for inf and NaN
+    return e(s) ? alu(Ops::AND, finite, alu(Ops::CMPLT, e(s), c(std::numeric_limits<double>::min()))) : finite;
+  }
   static UOp unary(Ops op, UOp x) { return UOp::make(op, x->dtype, {x}); }
   UOp e(UOp s) { return e_.at(s.get()); }
   UOp eor0(UOp s) { return e(s) ? e(s) : zero(s); }
@@ -67,6 +79,7 @@ class Bounds {
   }
 
   void shadow(UOp u) {
+    p_[u.get()] = pole_of(u);
     o_[u.get()] = origin_of(u);
     bool inexact = false;
     for (UOp s : u->src) inexact = inexact || (e_.count(s.get()) && e_.at(s.get()));
@@ -299,8 +312,45 @@ class Bounds {
       operand_nan = operand_nan ? alu(Ops::OR, operand_nan, n) : n;
     }
     UOp here = isnan(val(u));
-    if (operand_nan) here = alu(Ops::AND, here, alu(Ops::CMPNE, operand_nan, UOp::cnst(dtypes::bool_, 1)));
+    if (operand_nan) here = alu(Ops::AND, here, negate(operand_nan));
+    // Operands that are all finite and exact (bound 0) are the real numbers the exact evaluation
+    // has too, so the NaN is the exact value (0/0 of exact zeros, sqrt(-1)): no rewrite may remove
+    // it, and it is no invalid origin (a result other than NaN then disagrees: tinygrad's x/x = 1
+    // at x = 0). An inf operand (inf*0: an overflow the exact evaluation does not make) or one with
+    // rounding error (0/0 of underflowed values) keeps the node an origin.
+    // An operand undefined in real numbers (x/x at x = 0 is x * (1/x): 0 * inf where the inf is
+    // 1/0 of an exact zero) makes the NaN the exact value too.
+    UOp all_exact, undefined;
+    for (UOp s : u->src) {
+      if (!s->dtype.is_float()) continue;
+      all_exact = both(all_exact, exact(s));
+      undefined = either(undefined, p_.at(s.get()));
+    }
+    if (UOp real_nan = either(all_exact, undefined)) here = alu(Ops::AND, here, negate(real_nan));
     return where(here, number(u), inherited);
+  }
+
+  // p(u) (see p_): a RECIPROCAL or FDIV by an exact zero, a LOG2 of one, or any source's.
+  UOp pole_of(UOp u) {
+    Ops op = u->op;
+    if (u->src.empty() || op == Ops::BIND || op == Ops::BUFFER) return UOp();
+    UOp x = u->src[0];
+    if (is_movement(op)) {  // a PAD's fill is defined: false, as padding gives
+      if (!p_.at(x.get())) return UOp();
+      std::vector<UOp> src = u->src;
+      src[0] = p_.at(x.get());
+      return UOp::make(op, dtypes::bool_, src, u->arg);
+    }
+    if (op == Ops::REDUCE_AXIS) {
+      if (!p_.at(x.get())) return UOp();
+      UOp any = UOp::make(Ops::REDUCE_AXIS, f64, {cast(p_.at(x.get()), f64)}, Arg(ArgTuple{Arg(Ops::MAX), (*u->arg.tuple())[1]}));
+      return alu(Ops::CMPLT, c(0.5), any);
+    }
+    UOp inherited;
+    for (UOp s : u->src) inherited = either(inherited, p_.at(s.get()));
+    if (!u->dtype.is_float() || (op != Ops::RECIPROCAL && op != Ops::FDIV && op != Ops::LOG2)) return inherited;
+    UOp d = op == Ops::FDIV ? u->src[1] : x;
+    return either(inherited, alu(Ops::AND, exact(d), alu(Ops::CMPLT, abs(val(d)), c(std::numeric_limits<double>::min()))));
   }
 };
 

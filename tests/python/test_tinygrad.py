@@ -379,6 +379,18 @@ class TestOracle(unittest.TestCase):
     self.assertEqual([r.status for r in o.records], ["NaN as written"])
     self.assertRegex(o.records[0].detail, r"^out0\[0\]: outerworld NaN made at node %\d+ .*tinygrad 0\.0")
 
+  def test_divide_by_self_at_an_exact_zero_is_a_disagreement(self):
+    # tinygrad rewrites x/x to 1; at x = 0 exactly, 0/0 is undefined in real numbers too (IEEE:
+    # NaN), so no legal rewrite gives 1: tinygrad's test_divide_by_self_with_zero bug, a DISAGREE.
+    # Where x*x underflowed to 0 the exact quotient is 1: NaN as written, tinygrad's 1 agrees.
+    with oracle() as o:
+      x = Tensor(np.float32([0.0, 2.0]))
+      self.assertEqual((x / x).numpy().tolist(), [1.0, 1.0])
+      z = Tensor(np.float32([1e-30, 2.0]))
+      ((z * z) / (z * z)).realize()
+    self.assertEqual([r.status for r in o.records], ["DISAGREE", "NaN as written"], [r.line() for r in o.records])
+    self.assertRegex(o.records[0].detail, r"^out0\[0\]: tinygrad 1\.0 vs outerworld nan")
+
   def test_float_to_int8_out_of_range_is_an_undefined_conversion_not_a_disagreement(self):
     # C leaves it undefined; tinygrad's CPU backend wraps (300 -> 44), outerworld saturates (127)
     with oracle() as o:
