@@ -352,3 +352,26 @@ TEST_CASE("a parallel END that reads what an effect inside it wrote is not diffe
     CHECK(std::string(grad::reason_name(e.reason)) == "read-after-loop-effect");
   }
 }
+
+TEST_CASE("gradients of one loss for a target and a value target above it: the paths through the upper one count [S9.1]", "[gradcheck]") {
+  // loss = 3 t with t = x * x: d loss/dx = 6x, d loss/dt = 3 (hand-derived). Both asked of one
+  // loss, one backward serves them; it stopped at t, so d/dx came out 0 (ow fuzz, seed 9101545).
+  const char* text = R"(%x = BUFFER float64 () ("x", 2)
+%t = MUL float64 (%x, %x)
+%c = CONST float64 () 3.0
+%l = MUL float64 (%t, %c)
+%gx = GRADIENT float64 (%l, %x)
+%gt = GRADIENT float64 (%l, %t)
+%out = SINK void (%gx, %gt) ("gx", "gt")
+)";
+  auto s = std::make_shared<interp::Storage>(dtypes::float64, 2);
+  s->as<double>()[0] = 1.5, s->as<double>()[1] = -2.0;
+  interp::BufferMap in{{"x", interp::BufferData{dtypes::float64, s, nullptr}}};
+  auto outs = interp::run(parse_graph(text).root, in);
+  REQUIRE(outs.size() == 2);
+  auto at = [](const interp::Value& v, int64_t i) { return interp::get_element(v, i); };
+  CHECK(at(outs[0].value, 0) == 9.0);
+  CHECK(at(outs[0].value, 1) == -12.0);
+  CHECK(at(outs[1].value, 0) == 3.0);
+  CHECK(at(outs[1].value, 1) == 3.0);
+}

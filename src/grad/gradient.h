@@ -42,7 +42,9 @@ struct NotDifferentiable : Error {
 const char* reason_name(NotDifferentiable::Reason r);
 
 // Reverse mode over values: the adjoint of each leaf (null where root does not depend on it),
-// given root_grad, the adjoint of root. Leaves are not looked through, nor nodes `stop` accepts.
+// given root_grad, the adjoint of root. The sweep goes on below a leaf (a target x below a
+// target t gets the paths through t too: d(t - 2)/dx is 1 whether or not t is a target as well),
+// not below a node `stop` accepts (a read of a buffer, whose adjoint the caller scatters).
 // A contribution carrying a range that its source does not depend on is summed over it, unless
 // root itself depends on that range (then the gradient is one per binding of it).
 std::vector<UOp> reverse(UOp root, UOp root_grad, const std::vector<UOp>& leaves, const std::function<bool(UOp)>& stop = {});

@@ -12,6 +12,7 @@
 //     first, and the reads' adjoints gather apart and join gB after the loop (snapshot rule).
 // gB at the end is the adjoint of the contents before the program: a BUFFER target's gradient.
 #include <algorithm>
+#include <unordered_set>
 #include <map>
 
 #include "grad/build.h"
@@ -95,8 +96,12 @@ class Backward {
   // ---- no effects after the variable: plain reverse mode ----
   std::vector<UOp> pure() {
     std::vector<UOp> leaves;
-    for (UOp t : targets_) leaves.push_back(leaf_of(t));
-    std::vector<UOp> g = reverse(loss_, ones_like(loss_), leaves);
+    std::unordered_set<const UOpNode*> reads;  // the sweep stops at these; it goes on below value targets
+    for (UOp t : targets_) {
+      leaves.push_back(leaf_of(t));
+      if (leaf_of(t) != t || is_read_target(t)) reads.insert(leaf_of(t).get());
+    }
+    std::vector<UOp> g = reverse(loss_, ones_like(loss_), leaves, [&](UOp u) { return reads.count(u.get()) > 0; });
     std::vector<UOp> out;
     for (size_t i = 0; i < targets_.size(); ++i) {
       UOp t = targets_[i];
@@ -296,7 +301,7 @@ class Backward {
       leaves.push_back(tb);
       inter.push_back(UOp(t));
     }
-    std::vector<UOp> g = reverse(v, seed, leaves);
+    std::vector<UOp> g = reverse(v, seed, leaves, [&](UOp u) { return in_read.count(u.get()) > 0; });
     for (size_t i = 0; i < reads.size(); ++i)
       if (g[i]) scatter(reads[i], g[i]);
     for (size_t i = 0; i < inter.size(); ++i)

@@ -165,6 +165,11 @@ Grads rule(UOp ret, UOp g, const std::vector<UOp>& x_free) {
       out[0] = g;  // an AFTER's value is its source's, read after its dependencies
       return out;
     }
+    case Ops::ASSIGN: {  // as a value, the target right after the write: the value written
+      Grads out(ret->src.size());
+      out[1] = g;
+      return out;
+    }
     case Ops::DETACH: return {UOp()};
     case Ops::REDUCE: return reduce_grad(ret, g);
     case Ops::REDUCE_BACKWARD: {  // identity forward; backward sums over the marked ranges
@@ -195,14 +200,12 @@ std::vector<UOp> reverse(UOp root, UOp root_grad, const std::vector<UOp>& leaves
     auto it = free.find(u.get());
     return it != free.end() ? it->second : free.emplace(u.get(), free_ranges(u)).first->second;
   };
-  std::unordered_set<const UOpNode*> leaf_set;
-  for (UOp t : leaves) leaf_set.insert(t.get());
   std::vector<UOp> bound = free_ranges(root);  // the gradient is one per binding of these
   for (UOp r : free_ranges(root_grad)) bound.push_back(r);
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     UOp u = *it;
     auto g = grads.find(u.get());
-    if (g == grads.end() || !on_path.count(u.get()) || u->src.empty() || leaf_set.count(u.get()) || (stop && stop(u))) continue;
+    if (g == grads.end() || !on_path.count(u.get()) || u->src.empty() || (stop && stop(u))) continue;
     Grads sg = rule(u, g->second, u->src.empty() ? std::vector<UOp>{} : free_of(u->src[0]));
     for (size_t i = 0; i < sg.size() && i < u->src.size(); ++i) {
       UOp s = u->src[i];
