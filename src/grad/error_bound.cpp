@@ -309,17 +309,17 @@ class Bounds {
     for (UOp s : u->src) {
       if (!s->dtype.is_float()) continue;
       UOp n = isnan(val(s));
-      operand_nan = operand_nan ? alu(Ops::OR, operand_nan, n) : n;
+      operand_nan = either(operand_nan, n);
     }
     UOp here = isnan(val(u));
     if (operand_nan) here = alu(Ops::AND, here, negate(operand_nan));
-    // Operands that are all finite and exact (bound 0) are the real numbers the exact evaluation
-    // has too, so the NaN is the exact value (0/0 of exact zeros, sqrt(-1)): no rewrite may remove
-    // it, and it is no invalid origin (a result other than NaN then disagrees: tinygrad's x/x = 1
-    // at x = 0). An inf operand (inf*0: an overflow the exact evaluation does not make) or one with
-    // rounding error (0/0 of underflowed values) keeps the node an origin.
-    // An operand undefined in real numbers (x/x at x = 0 is x * (1/x): 0 * inf where the inf is
-    // 1/0 of an exact zero) makes the NaN the exact value too.
+    // Where real numbers make the NaN too, it is the exact value: no rewrite may remove it, and
+    // the node is no invalid origin (a result other than NaN then disagrees: tinygrad's x/x = 1
+    // at x = 0). That is so when every float operand is finite and exact (bound 0: 0/0 of exact
+    // zeros, sqrt(-1)) or one is undefined in real numbers (x/x at x = 0 is x * (1/x), 0 * inf
+    // where the inf is 1/0 of an exact zero). An inf operand otherwise (inf*0: an overflow the
+    // exact evaluation does not make) or one with rounding error (0/0 of underflowed values)
+    // keeps the node an origin.
     UOp all_exact, undefined;
     for (UOp s : u->src) {
       if (!s->dtype.is_float()) continue;

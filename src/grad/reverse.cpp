@@ -99,7 +99,7 @@ class Backward {
     std::unordered_set<const UOpNode*> reads;  // the sweep stops at these; it goes on below value targets
     for (UOp t : targets_) {
       leaves.push_back(leaf_of(t));
-      if (leaf_of(t) != t || is_read_target(t)) reads.insert(leaf_of(t).get());
+      if (is_read_target(t)) reads.insert(leaf_of(t).get());
     }
     std::vector<UOp> g = reverse(loss_, ones_like(loss_), leaves, [&](UOp u) { return reads.count(u.get()) > 0; });
     std::vector<UOp> out;

@@ -18,8 +18,6 @@ namespace ow::interp {
 
 bool is_effect_op(Ops op) { return is_effect(op) || op == Ops::KERNEL; }  // a lowered program's launches too
 
-
-
 namespace {
 // Nodes whose sources run in a defined order (effects.cpp); the sources of every other node are
 // unordered siblings (SEMANTICS S5.5).
@@ -510,7 +508,7 @@ bool Interpreter::worth_folding_virtually(const VirtualTree& t, Ops op, const st
   if (opts_.virtual_fold_min == 0) return true;  // wherever it can be (tests, the fuzzer)
   const uint64_t limit = memory_limit();
   const uint64_t bytes = static_cast<uint64_t>(m) * static_cast<uint64_t>(std::max(1, t.nodes[0].dtype.itemsize()));
-  if (m > (int64_t{1} << 32) || (limit && bytes > limit / 4)) return true;
+  if (m > kMaxElements || (limit && bytes > limit / 4)) return true;
   return t.estimate_runs(axes) <= m / 8;
 }
 

@@ -37,8 +37,6 @@ const Rule& step_rule(const char* name) {
   return it->second;
 }
 
-
-
 // The buffers a kernel loads from and stores to, by name.
 void kernel_access(UOp k, std::set<std::string>& reads, std::set<std::string>& writes) {
   for (UOp a : toposort(k->src[0])) {

@@ -28,8 +28,14 @@ inline std::string output_name(UOp root, size_t i) {
 //  - a KERNEL that materializes a realized value into its own temporary (a "value kernel");
 //  - a REDUCE that rangeify made from a REDUCE_AXIS: its terms were one value at tensor level, so
 //    they stay unordered (SEMANTICS S3.2).
-inline Arg value_kernel_tag() { return Arg(std::string("value")); }
-inline Arg axis_fold_tag() { return Arg(std::string("axis")); }
+inline const Arg& value_kernel_tag() {
+  static const Arg tag(std::string("value"));
+  return tag;
+}
+inline const Arg& axis_fold_tag() {
+  static const Arg tag(std::string("axis"));
+  return tag;
+}
 inline bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag == value_kernel_tag(); }
 inline bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag == axis_fold_tag(); }
 
