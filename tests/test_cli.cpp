@@ -54,6 +54,24 @@ void expect_verify_error(const std::string& text, int line, int col, const std::
   CHECK_THAT(r.err, Catch::Contains(phrase));
 }
 
+// An .npy file written by hand: descr, shape text and raw little/big-endian bytes as given.
+void write_npy(const fs::path& p, const std::string& descr, const std::string& shape, const std::string& raw) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  spit(p, bytes + header + raw);
+}
+
+// The float32 payload of a reference .npy (its header is 128 bytes: numpy pads to 64).
+std::string npy_payload(const fs::path& p) {
+  std::string all = slurp(p);
+  size_t hlen = static_cast<unsigned char>(all[8]) | static_cast<size_t>(static_cast<unsigned char>(all[9])) << 8;
+  return all.substr(10 + hlen);
+}
+
 bool have_graphviz() { return access("/usr/bin/dot", X_OK) == 0; }
 
 // The smallest reference cases (Graphviz layout of the big ones takes many seconds each).
@@ -413,15 +431,43 @@ TEST_CASE("ow check --passes: every pass keeps the outputs of the seed's scan", 
     CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
 }
 
-// A fold over a LOOP range: after kernelize the host read its buffer "after" the range that
-// only the kernel loops over, so that stage could not be evaluated (m1 free at the root).
+// A fold over a LOOP range is a parallel map (SEMANTICS S5.3): every iteration reads acc0 as it
+// was when the loop began, and the last iteration's store lands. After kernelize the host read
+// acc0 "after" the range m1 that only the kernel loops over, so that stage could not be evaluated
+// (m1 free at the root). With acc0[k] = k and a[n] = n, out[k] = acc0[k] + a[9k + 8] = 10k + 8,
+// exact in float32 (a sequential fold would give 82k + 36, a read of a[9k] 10k).
 TEST_CASE("ow check --passes evaluates every stage of a fold over a LOOP range", "[cli][lower]") {
   fs::path f = fs::path(std::getenv("OW_SOURCE_DIR")) / "tests" / "fuzz" / "lower" / "check-passes-loop-fold.uop";
-  Result r = run_ow({"check", f.string(), "--passes", "--random-inputs"});
+  auto f32 = [](std::string& out, float x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); };
+  std::string acc0, a, want;
+  for (int k = 0; k < 12; ++k) {
+    f32(acc0, static_cast<float>(k));
+    f32(want, static_cast<float>(10 * k + 8));
+  }
+  for (int n = 0; n < 108; ++n) f32(a, static_cast<float>(n));
+  TempDir tmp;
+  write_npy(tmp / "acc0.npy", "<f4", "(4, 3)", acc0);
+  write_npy(tmp / "a.npy", "<f4", "(4, 3, 9)", a);
+  std::vector<std::string> in{"--in", "acc0=" + (tmp / "acc0.npy").string(), "--in", "a=" + (tmp / "a.npy").string()};
+
+  std::vector<std::string> check{"check", f.string(), "--passes"};
+  check.insert(check.end(), in.begin(), in.end());
+  Result r = run_ow(check);
   INFO(r.out << r.err);
   CHECK(r.rc == 0);
-  for (const char* pass : {"scans", "realize", "rangeify", "kernelize", "schedule", "fuse"})
+  for (const char* pass : {"gradient", "cleanup", "empty", "scans", "realize", "rangeify", "kernelize", "schedule", "fuse"})
     CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
+
+  // Every stage gives the input graph's value (above); that value, and the compiled tiers', is 10k + 8.
+  for (const char* b : {"interp", "tcc", "cc"}) {
+    fs::path out = tmp / (std::string(b) + ".npy");
+    std::vector<std::string> run{"run", f.string(), "--backend", b, "--out", "out=" + out.string()};
+    run.insert(run.end(), in.begin(), in.end());
+    Result v = run_ow(run);
+    INFO(b << ": " << v.err);
+    REQUIRE(v.rc == 0);
+    CHECK(npy_payload(out) == want);
+  }
 }
 
 TEST_CASE("ow show-c prints the host loop and readable C kernels without includes", "[cli][lower]") {
@@ -528,24 +574,6 @@ TEST_CASE("ow check compares tcc and cc with the interpreter on random inputs", 
 namespace {
 
 const std::vector<std::string> kBackends{"interp", "tcc", "cc", "check", "auto"};  // auto run once is tcc: the same answers
-
-// An .npy file written by hand: descr, shape text and raw little/big-endian bytes as given.
-void write_npy(const fs::path& p, const std::string& descr, const std::string& shape, const std::string& raw) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
-  header += '\n';
-  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
-  bytes += static_cast<char>(header.size() & 0xff);
-  bytes += static_cast<char>(header.size() >> 8);
-  spit(p, bytes + header + raw);
-}
-
-// The float32 payload of a reference .npy (its header is 128 bytes: numpy pads to 64).
-std::string npy_payload(const fs::path& p) {
-  std::string all = slurp(p);
-  size_t hlen = static_cast<unsigned char>(all[8]) | static_cast<size_t>(static_cast<unsigned char>(all[9])) << 8;
-  return all.substr(10 + hlen);
-}
 
 struct ScanFiles {
   std::string uop = case_file("scan_with_assign").string();

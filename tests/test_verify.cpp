@@ -483,3 +483,26 @@ TEST_CASE("verify_kernel: a DEFINE_GLOBAL slot without a buffer source is an Int
   UOp bad = UOp::make(Ops::KERNEL, dtypes::void_, src, k->arg);
   CHECK_THROWS_WITH(verify_kernel(bad), Catch::Contains("slot names no buffer") && Catch::Contains("= DEFINE_GLOBAL float32*10 () 1"));
 }
+
+// Kernelize once ordered a kernel's read after the LOOP range the kernel itself iterates
+// (../shared/repro/check_passes_loop_fold.uop): free at the host, so ow check --passes could not
+// evaluate that stage, while the compiled path ignored it. Only a host loop's OUTER range may be
+// a dependency there, bare or in an anchor.
+TEST_CASE("verify_kernel: a buffer ordered after a non-OUTER range is an InternalError naming the range", "[verify][kernel]") {
+  UOp k = copy_kernel([](UOp x) { return x; });
+  auto with_in = [&](UOp in) {
+    std::vector<UOp> src(k->src.begin(), k->src.end());
+    src[2] = in;
+    return UOp::make(Ops::KERNEL, dtypes::void_, src, k->arg);
+  };
+  UOp loop = UOp::range(9, 1, AxisType::LOOP), outer = UOp::range(9, 2, AxisType::OUTER);
+  UOp in = k->src[2];
+  UOp effect = UOp::sink({});
+  CHECK_NOTHROW(verify_kernel(with_in(in.after({outer}))));
+  CHECK_NOTHROW(verify_kernel(with_in(in.after({UOp::index(0).after({effect, outer})}))));
+  for (UOp bad : {in.after({loop}), in.after({UOp::index(0).after({effect, loop})}), in.after({outer}).after({loop})}) {
+    CHECK_THROWS_AS(verify_kernel(with_in(bad)), InternalError);
+    CHECK_THROWS_WITH(verify_kernel(with_in(bad)), Catch::Contains("kernel k0") && Catch::Contains("ordered after a LOOP range") &&
+                                                       Catch::Contains("= RANGE index (%"));
+  }
+}

@@ -1,9 +1,11 @@
-// The kernel grammar of reference/LOWERING.md ("Kernel-level program"), checked once, at the end
+// The kernel grammar of reference/LOWERING.md ("Kernel-level program", and the ranges a buffer
+// source may depend on from "Kernels and their dependencies"), checked once, at the end
 // of `kernelize`: everything after it (schedule, the renderer, the kernel evaluator) may then
 // assume the grammar instead of re-checking it. A kernel that breaks it is outerworld's bug, so
 // it is an InternalError naming the node by its line in the kernel's print.
 #include <set>
 #include <string>
+#include <vector>
 
 #include "uop/args.h"
 #include "uop/error.h"
@@ -46,7 +48,8 @@ class KernelGrammar {
     size_t i = 1;
     for (; i < kernel_->src.size() && kernel_->src[i]->op != Ops::BIND; ++i) {
       UOp b = kernel_->src[i];
-      while (b->op == Ops::AFTER) b = b->src[0];
+      for (; b->op == Ops::AFTER; b = b->src[0])
+        if (auto p = host_ranges(b); p.first) return p;
       if (b->op != Ops::BUFFER) return {kernel_->src[i], "a kernel's buffer source is a BUFFER or AFTER(BUFFER, dep...)"};
     }
     buffers_ = i - 1;
@@ -55,6 +58,21 @@ class KernelGrammar {
       if (b->op != Ops::BIND || b->src.size() != 2 || b->src[0]->op != Ops::DEFINE_VAR)
         return {b, "after the buffers a kernel's sources are BIND(DEFINE_VAR, value)"};
       bound_.insert(var_name(b->src[0]));
+    }
+    return {};
+  }
+
+  // The ranges a buffer source's AFTER names, bare or in an anchor AFTER(0, effect..., range...),
+  // are the host's: only a host loop (OUTER) binds a range there. Any other range is iterated
+  // inside a kernel, so at the host it is free and the stage cannot be evaluated (S1.3).
+  static std::pair<UOp, std::string> host_ranges(UOp after) {
+    for (size_t d = 1; d < after->src.size(); ++d) {
+      UOp dep = after->src[d];
+      bool anchor = dep->op == Ops::AFTER && dep->src[0]->op == Ops::CONST;
+      for (UOp r : anchor ? std::vector<UOp>(dep->src.begin() + 1, dep->src.end()) : std::vector<UOp>{dep})
+        if (r->op == Ops::RANGE && range_axis(r) != AxisType::OUTER)
+          return {r, "a kernel's buffer is ordered after a " + std::string(axis_name(range_axis(r))) +
+                         " range (only OUTER ranges, host loops, are dependencies at the host; any other is iterated inside a kernel)"};
     }
     return {};
   }
