@@ -84,10 +84,19 @@ UOp outer_twin(UOp r) {
 
 class Parser {
  public:
+  // An effect a variable depends on is fixed, unless another variable lies strictly below it:
+  // then a path from that variable to the loss runs through the effect, and reverse mode must
+  // follow it (fuzz seed 3248: t = tgt.assign(3 x) and x, both of one loss).
   Parser(const std::vector<UOp>& before, Namer& names) : names_(names) {
+    std::set<const UOpNode*> vars, above;  // above: a variable is strictly below it
+    for (UOp b : before) vars.insert(b.get());
     for (UOp b : before)
-      for (UOp u : toposort(b))
-        if (is_effect(u->op)) fixed_.insert(u.get());
+      for (UOp u : toposort(b)) {
+        bool a = false;
+        for (UOp s : u->src) a = a || vars.count(s.get()) || above.count(s.get());
+        if (a) above.insert(u.get());
+        if (is_effect(u->op) && !above.count(u.get())) fixed_.insert(u.get());
+      }
   }
 
   Program run(UOp value) {

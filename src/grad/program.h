@@ -33,8 +33,8 @@ struct Stmt {
 };
 
 // The statements a value depends on (through AFTER dependencies and ASSIGNs, transitively), in
-// execution order, leaving out those that `before` depends on (they are fixed: the variable of a
-// gradient is what it reads after them). ASSIGNs become stores, assign scans their explicit form
+// execution order, leaving out those that `before` depends on with no variable of `before` below
+// them (they are fixed: the variable of a gradient is what it reads after them). ASSIGNs become stores, assign scans their explicit form
 // (uop/scan_form.h): `replace` collects each such ASSIGN with the node that replaces it.
 // Throws ow::Error for effects reverse mode cannot follow.
 struct Program {

@@ -56,6 +56,11 @@ class Backward {
   std::vector<UOp> run(Expansion& ex) {
     prog_ = program_of(loss_, targets_, names_);
     if (prog_.stmts.empty()) return pure();
+    // An ASSIGN variable the program runs (another variable lies below it) is the contents it
+    // leaves: its replacement AFTER(target, store), a read of that version.
+    for (UOp& t : targets_)
+      for (auto& [from, to] : prog_.replace)
+        if (from == t) t = to;
     std::vector<UOp> loss_free = free_ranges(loss_);
     for (UOp t : targets_)
       for (UOp r : free_ranges(t))
@@ -82,6 +87,10 @@ class Backward {
   std::map<const UOpNode*, UOp, StableLess> adj_;   // buffer -> its adjoint buffer
   std::map<const UOpNode*, UOp, StableLess> work_;  // written buffer -> its working copy
   std::map<const UOpNode*, UOp, StableLess> gx_;    // intermediate target -> its adjoint buffer
+  // A read variable of a version the program writes: its adjoint is gB as the backward passes that
+  // point, copied just before the last statement it depends on is reversed.
+  std::map<size_t, UOp> snap_;                          // target index -> the copy
+  std::map<const Stmt*, std::vector<size_t>> snap_at_;  // statement -> the targets copied there
   struct Tape {
     UOp buffer;
     std::vector<UOp> extents, ranges, dims;  // the loops around the store, and the region's shape
@@ -208,13 +217,18 @@ class Backward {
       if (!adj_.count(b.get()) && is_float_buffer(b)) adj_[b.get()] = names_.buffer("g", b->dtype, buffer_size(b));
       if (read.count(b.get())) add_tape(s, loops);
     });
-    for (UOp t : targets_) {
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      UOp t = targets_[i];
       if (!is_read_target(t)) {
         gx_[t.get()] = names_.buffer("gx", t->dtype, numel(static_dims(t, "a gradient's variable")));
         continue;
       }
       UOp b = base_buffer(t);
       if (!adj_.count(b.get())) adj_[b.get()] = names_.buffer("g", b->dtype, buffer_size(b));
+      if (const Stmt* at = last_written_before(leaf_of(t))) {
+        snap_[i] = names_.buffer("gx", t->dtype, numel(static_dims(t, "a gradient's variable")));
+        snap_at_[at].push_back(i);
+      }
     }
     for (auto& [b, g] : adj_) emit(view(g, {UOp::index(buffer_size(g))}).store(full({UOp::index(buffer_size(g))}, g->dtype, 0)));
     for (auto& [t, g] : gx_) emit(view(g, {UOp::index(buffer_size(g))}).store(full({UOp::index(buffer_size(g))}, g->dtype, 0)));
@@ -225,6 +239,25 @@ class Backward {
       UOp flat = UOp::index(buffer_size(w));
       emit(view(w, {flat}).store(view(buf, {flat}).after(forward)));
     }
+  }
+
+  // The statement of the program a read's version comes after last (in execution order, a
+  // statement after its parts), or none. One inside a loop has a version per iteration, which
+  // one variable cannot name: refused.
+  const Stmt* last_written_before(UOp read) {
+    std::set<const UOpNode*> deps;
+    for (UOp u : toposort(read)) deps.insert(u.get());
+    const Stmt* last = nullptr;
+    bool last_in_loop = false;
+    std::function<void(const Stmt&, bool)> walk = [&](const Stmt& s, bool in_loop) {
+      for (const Stmt& b : s.body) walk(b, in_loop || s.kind == Stmt::Kind::Loop);
+      if (deps.count(s.node.get())) last = &s, last_in_loop = in_loop;
+    };
+    for (const Stmt& s : prog_.stmts) walk(s, false);
+    if (last && last_in_loop)
+      throw NotDifferentiable(NotDifferentiable::Reason::PerBindingThroughEffects, "the variable reads a version written inside a loop of the program, one per iteration (at " +
+                                                                                       number_graph(read).line(read) + ")");
+    return last;
   }
 
   void add_tape(const Stmt& s, const std::vector<const Stmt*>& loops) {
@@ -323,6 +356,11 @@ class Backward {
   void seed() { backprop(loss_, ones_like(loss_)); }
 
   void reverse_stmt(const Stmt& s) {
+    if (auto it = snap_at_.find(&s); it != snap_at_.end())
+      for (size_t i : it->second) {
+        UOp t = targets_[i];
+        emit(view(snap_.at(i), static_dims(t, "a gradient's variable")).store(rebase(bw(t), adj_.at(base_buffer(t).get()))));
+      }
     switch (s.kind) {
       case Stmt::Kind::Store: return reverse_store(s);
       case Stmt::Kind::Seq:
@@ -426,9 +464,10 @@ class Backward {
   std::vector<UOp> results() {
     UOp steps = group(seq_.back());
     std::vector<UOp> out;
-    for (UOp t : targets_) {
-      UOp g;
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      UOp t = targets_[i], g;
       if (auto it = gx_.find(t.get()); it != gx_.end()) g = view(it->second, static_dims(t, "a gradient's variable"));
+      else if (auto sn = snap_.find(i); sn != snap_.end()) g = view(sn->second, static_dims(t, "a gradient's variable"));
       else g = rebase(bw(t), adj_.at(base_buffer(t).get()));
       out.push_back(cast(g.after({steps}), t->dtype));
     }
