@@ -292,6 +292,9 @@ UOp store_kernel(const Match& m) {
   check_writable(target);
   std::vector<UOp> rs(b->src.begin() + 1, b->src.end());
   UOp address = rewrite(make_index(target, rs, UOp()), index_rules(), ctx, "store address");
+  // Every element in padding (its gate folded to false, leaving make_index's zero): the store
+  // writes nothing (S5.1: a PAD's fill is written nowhere), so there is no kernel; an effect inside the value still has to run.
+  if (address->op == Ops::CONST && !runs_effect(b->src[0])) return UOp::make(Ops::GROUP, dtypes::void_, {});
   std::vector<UOp> loops = free_loop_ranges(m.node);
   loops.insert(loops.end(), rs.begin(), rs.end());
   return KernelBuilder(ctx).build(address, b->src[0], loops);
