@@ -37,6 +37,7 @@ class CompiledLauncher : public Launcher {
  public:
   CompiledLauncher(const std::string& compiler, bool bounds_check, const std::string& mode) : compiler_(make_compiler(compiler)), per_kernel_(mode == "kernel") {
     if (mode != "program" && mode != "kernel") throw Error("compile mode must be 'program' (one translation unit) or 'kernel' (one per kernel), got '" + mode + "'");
+    opts_.target = target_named(compiler);
     opts_.bounds_check = bounds_check;
     opts_.threads = compiler == "cc" ? threads_setting() : 1;  // tcc kernels are always serial
   }

@@ -775,9 +775,13 @@ TEST_CASE("small warts: a rewrite that only changes a source says which; show-c 
     CHECK(before.substr(before.find(' ')) != " " + (*it)[2].str());  // never "X -> X"
   }
 
-  Result c = run_ow({"show-c", case_file("scan_with_assign").string()});
+  Result c = run_ow({"show-c", case_file("scan_with_assign").string(), "--compiler", "tcc"});
   REQUIRE(c.rc == 0);
   CHECK_THAT(c.out, Catch::Contains("  for (long long j = 0; j < 10LL; j++) {  // range 1006\n    acc31[j] = 0.0f;\n"));
+  CHECK(c.out.find("ow_vf32") == std::string::npos);  // cc's register tiles are not in tcc's C
+  Result cc = run_ow({"show-c", case_file("scan_with_assign").string()});  // cc's, the default
+  CHECK_THAT(cc.out, Catch::Contains("  for (long long j_t1 = 0; j_t1 < 10LL; j_t1++) {  // range 1006_m1001\n"));
+  CHECK(cc.out.find("ow_gemv_f32") == std::string::npos);
   size_t prelude = c.out.find("// ---- declared before every kernel");
   REQUIRE(prelude != std::string::npos);
   CHECK(c.out.find("float exp2f(float);") > prelude);

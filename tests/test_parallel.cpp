@@ -74,7 +74,10 @@ TEST_CASE("parallel: a matmul big enough to split, with an odd number of rows, e
   REQUIRE(parallel(k.source));
   CHECK(k.source.find("static int ow_par_mm_lo(") != std::string::npos);
   CHECK(k.source.find("static int ow_par_mm_hi(") != std::string::npos);
-  CHECK(k.source.find("#else\nint mm(void** bufs") != std::string::npos);  // tcc: the serial function
+  backend::RenderOptions for_tcc;
+  for_tcc.threads = 2;
+  for_tcc.target = backend::Target::tcc;
+  CHECK(!parallel(backend::render_kernel(matmul_kernel(m, kn, n), for_tcc).source));  // tcc: the serial function
   // The same graph as `ow bench --micro` builds, lowered and run on cc (threads on) and on the
   // interpreter; both against the products summed in k order in float here.
   EnvVar threads("OW_THREADS", "2");

@@ -103,12 +103,22 @@ std::vector<float> matmul_in_order(const std::vector<float>& a, const std::vecto
   return c;
 }
 
-// Compiles k with tcc and with cc, runs it on (out, a, b) and checks out == want bit for bit.
+// The options of a kernel rendered for one compiler ("tcc" or "cc"), bounds checked or not.
+RenderOptions for_tier(const std::string& tier, bool check = false) {
+  RenderOptions o;
+  o.bounds_check = check;
+  o.target = tier == "tcc" ? Target::tcc : Target::cc;
+  return o;
+}
+
+// Renders `kernel` for tcc and for cc, compiles it with each, runs it on (out, a, b) and checks
+// out == want bit for bit.
 template <class T>
-void check_exact(const RenderedKernel& k, std::vector<T> a, std::vector<T> b, const std::vector<T>& want) {
+void check_exact(UOp kernel, bool check, std::vector<T> a, std::vector<T> b, const std::vector<T>& want) {
   using Fn = int (*)(void**, const long long*, long long*);
   for (const char* tier : {"tcc", "cc"}) {
     INFO("compiler " << tier);
+    RenderedKernel k = render_kernel(kernel, for_tier(tier, check));
     auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(k.source)->symbol(k.name));
     std::vector<T> out(want.size(), T(-1));
     void* bufs[3] = {out.data(), a.data(), b.data()};
@@ -161,13 +171,14 @@ bool interchanged(const RenderedKernel& k) {
 
 TEST_CASE("render: reduce interchange for a matmul", "[render]") {
   // for (i) { float acc[2]; for (j) acc[j] = 0; for (k) { float v = a[i*3+k]; for (j) acc[j] = acc[j] + v * b[k*2+j]; }
-  //           for (j) out[i*2+j] = acc[j]; }   (3 rows: no row blocking, see the next test; this
-  // is tcc's branch: cc's rows fill their arrays with register tiles, tests/test_tiles.cpp)
-  RenderedKernel k = render_kernel(matmul_kernel(3, 3, 2));
+  //           for (j) out[i*2+j] = acc[j]; }   (3 rows: no row blocking, see the next test). The
+  // plain form: with bounds checks neither cc's register tiles (tests/test_tiles.cpp) nor tcc's
+  // vector calls apply.
+  RenderedKernel k = render_kernel(matmul_kernel(3, 3, 2), {true});
   INFO(k.source);
   REQUIRE(interchanged(k));
   std::string b = body(k);
-  auto ls = lines_of(b.substr(0, b.find("#ifndef __TINYC__")) + b.substr(b.find("#else")));
+  auto ls = lines_of(b);
   size_t li = line_index(ls, "for (long long i = 0; i < 3LL; i++) {");
   size_t decl = line_index(ls, "float acc");
   std::string acc = ls[decl].substr(ls[decl].find("acc"), ls[decl].find('[') - ls[decl].find("acc"));
@@ -193,7 +204,9 @@ TEST_CASE("render: reduce interchange for a matmul", "[render]") {
   CHECK(row_b <= fold);
   CHECK(fold < st);
   CHECK(ls[st].find("= " + acc + "[j];") != std::string::npos);
-  CHECK(ls[st - 1].find("for (long long j = 0;") != std::string::npos);
+  size_t loop = st;
+  while (loop > 0 && ls[loop].find("for (") == std::string::npos) --loop;
+  CHECK(ls[loop].find("for (long long j = 0;") != std::string::npos);
   // a matvec (the store nest is the j loop alone): the arrays live in the function body
   UOp out = global(0, 8), v = global(1, 4), m = global(2, 32);
   UOp j = UOp::range(8, 0), kk = UOp::range(4, 1, AxisType::REDUCE);
@@ -218,22 +231,25 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
     for (size_t q = 0; q < b.size(); ++q) b[q] = 1.0f / float(q + 2);
     std::vector<float> want = matmul_in_order(a, b, m, kn, n, false);
     for (bool check : {false, true}) {
-      RenderedKernel k = render_kernel(matmul_kernel(m, kn, n), {check});
-      INFO("rows " << m << ", bounds checks " << check << "\n" << k.source);
-      REQUIRE(interchanged(k));
-      // up to 14 rows of cc's register tiles at a time (tests/test_tiles.cpp); tcc's rows and
-      // rows without tiles (bounds checks): 4 or 2, dividing the rows
-      const char* loop = m == 8 ? (check ? "for (long long i_4 = 0; i_4 < 2LL; i_4++) {" : "for (long long i_8 = 0; i_8 < 1LL; i_8++) {")
-                         : m == 6 ? (check ? "for (long long i_2 = 0; i_2 < 3LL; i_2++) {" : "for (long long i_6 = 0; i_6 < 1LL; i_6++) {")
-                                  : (check ? "for (long long i = 0; i < 5LL; i++) {" : "for (long long i_5 = 0; i_5 < 1LL; i_5++) {");
-      CHECK(body(k).find(loop) != std::string::npos);
-      // GCC's unroll-and-jam, asked for per kernel, only where rows are blocked without tiles
-      CHECK((k.source.find("__attribute__((optimize(\"loop-unroll-and-jam\")))") != std::string::npos) == (m != 5 && check));
-      // tcc's branch: blocked rows call ow_axpy_f32 per row; unblocked rows (5) fold their whole
-      // k loop with one ow_gemv_f32 call each
-      std::string call = m == 5 ? "ow_gemv_f32(7LL, " + std::to_string(n) + "LL, " : "ow_axpy_f32(" + std::to_string(n) + "LL, ";
-      CHECK((body(k).find(call) != std::string::npos) == !check);
-      check_exact(k, a, b, want);
+      for (const char* tier : {"tcc", "cc"}) {
+        RenderedKernel k = render_kernel(matmul_kernel(m, kn, n), for_tier(tier, check));
+        INFO("rows " << m << ", bounds checks " << check << ", for " << tier << "\n" << k.source);
+        REQUIRE(interchanged(k));
+        bool tiles = !check && std::string(tier) == "cc";
+        // up to 14 rows of cc's register tiles at a time (tests/test_tiles.cpp); tcc's rows and
+        // rows without tiles (bounds checks): 4 or 2, dividing the rows
+        const char* loop = m == 8 ? (!tiles ? "for (long long i_4 = 0; i_4 < 2LL; i_4++) {" : "for (long long i_8 = 0; i_8 < 1LL; i_8++) {")
+                           : m == 6 ? (!tiles ? "for (long long i_2 = 0; i_2 < 3LL; i_2++) {" : "for (long long i_6 = 0; i_6 < 1LL; i_6++) {")
+                                    : (!tiles ? "for (long long i = 0; i < 5LL; i++) {" : "for (long long i_5 = 0; i_5 < 1LL; i_5++) {");
+        CHECK(body(k).find(loop) != std::string::npos);
+        // GCC's unroll-and-jam, asked for per kernel, only where rows are blocked without tiles
+        CHECK((k.source.find("__attribute__((optimize(\"loop-unroll-and-jam\")))") != std::string::npos) == (m != 5 && check && std::string(tier) == "cc"));
+        // tcc: blocked rows call ow_axpy_f32 per row; unblocked rows (5) fold their whole k loop
+        // with one ow_gemv_f32 call each
+        std::string call = m == 5 ? "ow_gemv_f32(7LL, " + std::to_string(n) + "LL, " : "ow_axpy_f32(" + std::to_string(n) + "LL, ";
+        CHECK((body(k).find(call) != std::string::npos) == (!check && std::string(tier) == "tcc"));
+      }
+      check_exact(matmul_kernel(m, kn, n), check, a, b, want);
     }
   }
   {
@@ -242,10 +258,11 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
     UOp out = global(0, 12), b = global(1, 6);
     UOp i = UOp::range(4, 0), j = UOp::range(3, 1), k = UOp::range(2, 2, AxisType::REDUCE);
     UOp col = b.index({k * 3 + j}).load().reduce({k}, Ops::ADD);
-    RenderedKernel rk = render_kernel(kernel("kc", {out.index({i * 3 + j}).store(col).end({i, j})}, {buffer("out", 12), buffer("b", 6)}));
-    INFO(rk.source);
-    CHECK(body(rk).find("i_4") != std::string::npos);
+    UOp kc = kernel("kc", {out.index({i * 3 + j}).store(col).end({i, j})}, {buffer("out", 12), buffer("b", 6)});
     for (const char* tier : {"tcc", "cc"}) {
+      RenderedKernel rk = render_kernel(kc, for_tier(tier));
+      INFO(rk.source);
+      CHECK(body(rk).find("i_4") != std::string::npos);
       auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(rk.source)->symbol(rk.name));
       float o[12] = {}, bv[6] = {1, 2, 4, 8, 16, 32};
       void* bufs[2] = {o, bv};
@@ -281,7 +298,8 @@ TEST_CASE("render: tcc's vectorized axpy rows, float64 and factors in either ord
   UOp i = UOp::range(m, 0), j = UOp::range(n, 1), k = UOp::range(kn, 2, AxisType::REDUCE);
   UOp prod = b.index({k * n + j}).load() * a.index({i * kn + k}).load();
   UOp st = out.index({i * n + j}).store(prod.reduce({k}, Ops::ADD)).end({i, j});
-  RenderedKernel rk = render_kernel(kernel("mm64", {st}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}));
+  UOp mm64 = kernel("mm64", {st}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)});
+  RenderedKernel rk = render_kernel(mm64, for_tier("tcc"));
   INFO(rk.source);
   CHECK(body(rk).find("ow_gemv_f64(5LL, 21LL, ") != std::string::npos);  // 3 rows are not blocked: a row's k loop is one call
   std::vector<double> av(static_cast<size_t>(m * kn)), bv(static_cast<size_t>(kn * n)), want(static_cast<size_t>(m * n));
@@ -298,15 +316,15 @@ TEST_CASE("render: tcc's vectorized axpy rows, float64 and factors in either ord
       }
       want[static_cast<size_t>(r * n + c)] = acc;
     }
-  check_exact(rk, av, bv, want);
+  check_exact(mm64, false, av, bv, want);
   // Not an axpy: a MAX fold, and a product of two loads that both move with j.
   UOp mx = b.index({k * n + j}).load().reduce({k}, Ops::MAX);
-  RenderedKernel rm = render_kernel(kernel("mx", {out.index({i * n + j}).store(mx).end({i, j})}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}));
+  RenderedKernel rm = render_kernel(kernel("mx", {out.index({i * n + j}).store(mx).end({i, j})}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}), for_tier("tcc"));
   INFO(rm.source);
   CHECK(interchanged(rm));
   CHECK(body(rm).find("ow_axpy") == std::string::npos);
   UOp sq = (b.index({k * n + j}).load() * b.index({k * n + j}).load()).reduce({k}, Ops::ADD);
-  RenderedKernel rs = render_kernel(kernel("sq", {out.index({i * n + j}).store(sq).end({i, j})}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}));
+  RenderedKernel rs = render_kernel(kernel("sq", {out.index({i * n + j}).store(sq).end({i, j})}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)}), for_tier("tcc"));
   INFO(rs.source);
   CHECK(interchanged(rs));
   CHECK(body(rs).find("ow_axpy") == std::string::npos);
@@ -326,13 +344,15 @@ TEST_CASE("render: column blocking of dot products (a times b transposed), exact
     for (size_t q = 0; q < bv.size(); ++q) bv[q] = 1.0f / float(q + 3);
     std::vector<float> want = matmul_in_order(av, bv, m, kn, n, true);
     for (bool check : {false, true}) {
-      RenderedKernel rk = render_kernel(kern, {check});
-      INFO("columns " << n << ", bounds checks " << check << "\n" << rk.source);
-      CHECK_FALSE(interchanged(rk));
-      int64_t blk = n == 5 ? 1 : n == 6 ? 2 : n == 12 ? 4 : 8;
-      if (blk > 1) CHECK(body(rk).find("for (long long j_" + std::to_string(blk) + " = 0; j_" + std::to_string(blk) + " < " + std::to_string(n / blk) + "LL;") != std::string::npos);
-      else CHECK(body(rk).find("j_") == std::string::npos);
-      check_exact(rk, av, bv, want);
+      for (const char* tier : {"tcc", "cc"}) {
+        RenderedKernel rk = render_kernel(kern, for_tier(tier, check));
+        INFO("columns " << n << ", bounds checks " << check << ", for " << tier << "\n" << rk.source);
+        CHECK_FALSE(interchanged(rk));
+        int64_t blk = n == 5 ? 1 : n == 6 ? 2 : n == 12 ? 4 : 8;
+        if (blk > 1) CHECK(body(rk).find("for (long long j_" + std::to_string(blk) + " = 0; j_" + std::to_string(blk) + " < " + std::to_string(n / blk) + "LL;") != std::string::npos);
+        else CHECK(body(rk).find("j_") == std::string::npos);
+      }
+      check_exact(kern, check, av, bv, want);
     }
   }
 }
@@ -382,7 +402,7 @@ TEST_CASE("render: a load or division is not hoisted out of a loop that may not 
   UOp i = UOp::range(n, 0);
   UOp q = x.index({i}).load().idiv(y.index({UOp::index(0)}).load());
   UOp kern = kernel("kz", {out.index({i}).store(q).end({i})}, {buffer("out", 4), buffer("x", 4), buffer("y", 4), n.bind(UOp::index(0))});
-  RenderedKernel k = render_kernel(kern, {true});
+  RenderedKernel k = render_kernel(kern, for_tier("tcc", true));
   INFO(k.source);
   auto ls = lines_of(body(k));
   CHECK(line_index(ls, "b2[0") > line_index(ls, "for (long long i"));
@@ -393,7 +413,7 @@ TEST_CASE("render: a load or division is not hoisted out of a loop that may not 
   UOp i2 = UOp::range(2, 0), kr = UOp::range(n, 1, AxisType::REDUCE);
   UOp s = (fx.index({i2 + 3}).load() * fz.index({kr}).load()).reduce({kr}, Ops::ADD);
   UOp kern2 = kernel("kz2", {fo.index({i2}).store(s).end({i2})}, {buffer("out", 2), buffer("x", 4), buffer("z", 4), n.bind(UOp::index(0))});
-  RenderedKernel k2 = render_kernel(kern2, {true});
+  RenderedKernel k2 = render_kernel(kern2, for_tier("tcc", true));
   INFO(k2.source);
   auto ls2 = lines_of(body(k2));
   CHECK(line_index(ls2, "b1[") > line_index(ls2, "for (long long j"));
@@ -512,7 +532,7 @@ TEST_CASE("render: host program", "[render]") {
 TEST_CASE("render: compiled kernels compute exactly (tcc)", "[render][tcc]") {
   auto cc = make_compiler("tcc");
   {
-    RenderedKernel k = render_kernel(axb1_kernel(5), {true});
+    RenderedKernel k = render_kernel(axb1_kernel(5), for_tier("tcc", true));
     auto lib = cc->compile(k.source);
     auto fn = reinterpret_cast<int (*)(void**, const long long*, long long*)>(lib->symbol(k.name));
     float out[5] = {}, a[5] = {1.5f, -2.f, 0.1f, 3.f, 1e30f}, b[5] = {2.f, 0.5f, 0.3f, -1.f, 1e10f};
@@ -526,7 +546,7 @@ TEST_CASE("render: compiled kernels compute exactly (tcc)", "[render][tcc]") {
     }
   }
   {
-    RenderedKernel k = render_kernel(matmul_kernel(), {true});
+    RenderedKernel k = render_kernel(matmul_kernel(), for_tier("tcc", true));
     INFO(k.source);
     auto lib = cc->compile(k.source);
     auto fn = reinterpret_cast<int (*)(void**, const long long*, long long*)>(lib->symbol(k.name));
@@ -548,14 +568,15 @@ TEST_CASE("render: tcc's unrolled elementwise loop, through pointers and with bo
   float a[21], b[21];
   for (int q = 0; q < 21; ++q) a[q] = 0.37f * float(q) - 3.1f, b[q] = 1.0f / float(q + 3);
   for (bool check : {false, true}) {
-    RenderedKernel k = render_kernel(axb1_kernel(21), {check});
-    INFO(k.source);
-    std::string src = body(k);
-    CHECK(src.find("#ifdef __TINYC__") != std::string::npos);
-    // Without checks the loop variable is used only as b<k>[i]: pointers; the checks use i itself.
-    CHECK((src.find("float* restrict b1_at = b1 + ") != std::string::npos) == !check);
     for (const char* tier : {"tcc", "cc"}) {
       INFO("compiler " << tier);
+      RenderedKernel k = render_kernel(axb1_kernel(21), for_tier(tier, check));
+      INFO(k.source);
+      std::string src = body(k);
+      bool tcc = std::string(tier) == "tcc";
+      CHECK((src.find("i_8 += 8") != std::string::npos) == tcc);  // unrolled for tcc alone
+      // Without checks the loop variable is used only as b<k>[i]: pointers; the checks use i itself.
+      CHECK((src.find("float* restrict b1_at = b1 + ") != std::string::npos) == (tcc && !check));
       auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(k.source)->symbol(k.name));
       float out[21] = {};
       void* bufs[3] = {out, a, b};
@@ -577,7 +598,7 @@ TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc
     // (3x4) by (4x9), a = 1..12 and b = 1..36 row-major: c[i][j] = c0[i] + c1[i] * j. For tcc
     // a row's k loop is one call to ow_gemv_f32, or with bounds checks unrolled by 8 with a remainder
     // loop (1 iteration).
-    RenderedKernel k = render_kernel(matmul_kernel(3, 4, 9), {check});
+    RenderedKernel k = render_kernel(matmul_kernel(3, 4, 9), for_tier("tcc", check));
     INFO(k.source);
     REQUIRE(interchanged(k));
     auto fn = reinterpret_cast<Fn>(cc->compile(k.source)->symbol(k.name));
@@ -602,7 +623,7 @@ TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc
     UOp mx = mkj.reduce({k}, Ops::MAX);
     UOp val = sum.maximum(UOp::cnst(dtypes::float32, 0.0)) + mx;
     UOp kern = kernel("k2r", {out.index({j}).store(val).end({j})}, {buffer("out", 4), buffer("v", 3), buffer("m", 12)});
-    RenderedKernel k2 = render_kernel(kern);
+    RenderedKernel k2 = render_kernel(kern, for_tier("tcc"));
     INFO(k2.source);
     std::string b = body(k2);
     CHECK(b.find(" acc", b.find("[4];") + 1) != std::string::npos);
@@ -629,7 +650,7 @@ TEST_CASE("render: compiled error paths and S2.1 helpers (tcc)", "[render][tcc]"
   UOp i = UOp::range(3, 0);
   UOp q = x.index({i}).load().idiv(y.index({i}).load());
   UOp kdiv = kernel("kdiv", {out.index({i}).store(q).end({i})}, {buffer("out", 3), buffer("x", 3), buffer("y", 3)});
-  RenderedKernel k = render_kernel(kdiv);
+  RenderedKernel k = render_kernel(kdiv, for_tier("tcc"));
   auto lib = cc->compile(k.source);
   auto fn = reinterpret_cast<Fn>(lib->symbol(k.name));
   int o[3] = {}, xs[3] = {-7, INT32_MIN, 5}, ys[3] = {2, -1, 0};
@@ -646,7 +667,7 @@ TEST_CASE("render: compiled error paths and S2.1 helpers (tcc)", "[render][tcc]"
   UOp g = global(1, 3, dtypes::int32);
   UOp idx = g.index({i + 1});
   UOp kob = kernel("kob", {out.index({i}).store(idx.load()).end({i})}, {buffer("out", 3), buffer("x", 3)});
-  RenderedKernel k2 = render_kernel(kob, {true});
+  RenderedKernel k2 = render_kernel(kob, for_tier("tcc", true));
   auto fn2 = reinterpret_cast<Fn>(cc->compile(k2.source)->symbol(k2.name));
   long long err2[3] = {};
   CHECK(fn2(bufs, nullptr, err2) == 2);
@@ -661,7 +682,7 @@ TEST_CASE("render: compiled error paths and S2.1 helpers (tcc)", "[render][tcc]"
   UOp fa_j = fa.index({j}).load();
   UOp km = kernel("kmax", {fo.index({j}).store(fa_j.maximum(fb.index({j}).load())).end({j}), io.index({j}).store(fa_j.cast(dtypes::int32)).end({j})},
                   {buffer("fo", 4), buffer("fa", 4), buffer("fb", 4), buffer("io", 4)});
-  RenderedKernel k3 = render_kernel(km);
+  RenderedKernel k3 = render_kernel(km, for_tier("tcc"));
   INFO(k3.source);
   auto fn3 = reinterpret_cast<Fn>(cc->compile(k3.source)->symbol(k3.name));
   float fos[4] = {}, fas[4] = {NAN, 0.0f, 3e9f, -2.7f}, fbs[4] = {1.0f, -0.0f, 1.0f, -5.0f};

@@ -55,21 +55,28 @@ void check_matmul(int64_t m, int64_t kn, int64_t n, DType d, bool relu_a = false
 
 TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as 4 rows of axpy calls", "[tiles]") {
   // 16 rows: two blocks of 8 (as even as blocks of at most 14 can be). 56 columns: one tile of 48
-  // (three vectors of 16 floats per row: 24 registers), then 8 single columns. The tile's loads and accumulators are cc's alone (#ifndef __TINYC__).
+  // (three vectors of 16 floats per row: 24 registers), then 8 single columns. The tiles are cc's
+  // alone; the C for tcc has its rows 4 at a time, each a call to ow_axpy_f32.
   backend::RenderedKernel k = backend::render_kernel(matmul_kernel(16, 7, 56));
   std::string src = k.source.substr(k.source.find("\nint mm("));
   INFO(src);
   CHECK(src.find("for (long long i_8 = 0; i_8 < 2LL; i_8++) {") != std::string::npos);
-  size_t ifn = src.find("#ifndef __TINYC__"), tile = src.find("for (long long j_t48 = 0; j_t48 < 1LL; j_t48++) {");
-  size_t cols = src.find("for (long long j_t1 = 0; j_t1 < 8LL; j_t1++) {"), els = src.find("#else", ifn);
-  REQUIRE(ifn != std::string::npos);
-  CHECK(ifn < tile);
+  size_t tile = src.find("for (long long j_t48 = 0; j_t48 < 1LL; j_t48++) {");
+  size_t cols = src.find("for (long long j_t1 = 0; j_t1 < 8LL; j_t1++) {");
+  REQUIRE(tile != std::string::npos);
   CHECK(tile < cols);
-  CHECK(cols < els);
+  CHECK(cols != std::string::npos);
   CHECK(src.find("ow_vload_f32(b2 + ", tile) < cols);
   CHECK(src.find("ow_vstore_f32(acc", tile) < cols);
-  CHECK(src.find("for (long long i_4 = 0; i_4 < 4LL; i_4++) {", els) != std::string::npos);  // tcc's rows,
-  CHECK(src.find("ow_axpy_f32(56LL, ", els) != std::string::npos);                           // 4 at a time
+  CHECK(src.find("ow_axpy_f32") == std::string::npos);
+  backend::RenderOptions for_tcc;
+  for_tcc.target = backend::Target::tcc;
+  std::string tsrc = backend::render_kernel(matmul_kernel(16, 7, 56), for_tcc).function;
+  INFO(tsrc);
+  CHECK(tsrc.find("for (long long i_4 = 0; i_4 < 4LL; i_4++) {") != std::string::npos);  // tcc's rows,
+  CHECK(tsrc.find("ow_axpy_f32(56LL, ") != std::string::npos);                           // 4 at a time
+  CHECK(tsrc.find("j_t48") == std::string::npos);
+  CHECK(tsrc.find("ow_vf32") == std::string::npos);
   CHECK(src.find("loop-unroll-and-jam") == std::string::npos);        // it would spill the tiles
   // 37 rows: two blocks of 13 in a loop, then the 11 rows left over, unrolled in the function
   // body; 512 rows: 36 blocks of 14 and 8 rows left over, in tiles of 3 vectors (24 registers).

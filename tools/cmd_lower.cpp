@@ -53,18 +53,20 @@ int cmd_show_c(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
       "bounds-check", "render the guarded accesses of --bounds-check")(
+      "compiler", po::value<std::string>()->default_value("cc"), "the C written for this compiler: cc (register tiles, two threads) or tcc (unrolled loops, vector calls)")(
       "full", "print the program's one translation unit exactly as the compiler sees it (default: the kernels, then their shared declarations once)");
   add_lowering_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("show-c", "FILE [--bounds-check] [--full]", opts, pos, args, vm)) return 0;
+  if (!parse_options("show-c", "FILE [--compiler tcc|cc] [--bounds-check] [--full]", opts, pos, args, vm)) return 0;
   lower::Context ctx;
   ctx.skip = skipped_passes(vm);
   UOp program = lower::lower(load_graph(vm["file"].as<std::string>()).root, ctx);
   backend::RenderOptions ro;
   ro.bounds_check = vm.count("bounds-check") > 0;
-  ro.threads = backend::threads_setting();  // what cc compiles: big parallel kernels split in two
+  ro.target = backend::target_named(vm["compiler"].as<std::string>());
+  ro.threads = ro.target == backend::Target::cc ? backend::threads_setting() : 1;  // as the runner does
   std::cout << backend::show_c(program, ro, vm.count("full") > 0);
   return 0;
 }

@@ -63,11 +63,7 @@ class KernelRenderer {
   // loop that may run zero times (the interpreter would not evaluate them at all).
   std::unordered_set<const UOpNode*> touchy_;
   static constexpr int kTileRows = 14;  // rows of cc's register tiles (tiles.cpp): 14 x 2 vectors
-  bool jam_rows_ = false;
-  // Which compiler's branch is being rendered (an interchange with register tiles renders its
-  // rows twice, blocked for each: #ifndef __TINYC__ ... #else ... #endif); both: one rendering.
-  enum class Tier { both, cc, tcc };
-  Tier tier_ = Tier::both;  // row blocking was used: ask GCC to unroll-and-jam this kernel
+  bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
 
   [[noreturn]] void fail(UOp u, const std::string& msg) const {
     throw Error(msg + " (at " + printed_.line(u) + ")");
@@ -120,16 +116,12 @@ class KernelRenderer {
   std::vector<TileTerm> tile_terms(const std::vector<UOp>& accs, Ops op, UOp j) const;
   void fill_tiles(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
   std::vector<TileTerm> scalars_ahead(UOp r, const std::vector<UOp>& accs, std::vector<TileTerm> terms);
-  void fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
   void tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms, int64_t start, int64_t count, int nvec);
-  std::vector<std::string> detached(const std::function<void()>& body);
-  void per_compiler(const std::function<void()>& cc, const std::function<void()>& tcc);
   std::vector<std::string> axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j);
   std::vector<std::pair<UOp, UOp>> axpy_terms(const std::vector<UOp>& accs, Ops op, UOp j);
   std::string offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at);
   void fold_row(const std::vector<UOp>& accs, const std::vector<std::string>& at, UOp r, Ops op, UOp j, bool unroll);
   bool gemv_loop(UOp r, UOp acc, const std::string& at, Ops op, UOp j);
-  void name_invariants(UOp x, const std::vector<UOp>& ranges);
   std::vector<UOp> reduces_of(UOp value, UOp j) const;
   int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
   UOp open_block(UOp end, size_t pos, int block);

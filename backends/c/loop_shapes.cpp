@@ -43,8 +43,8 @@ std::string pointer_accesses(const std::string& line, const std::string& v, int 
 }  // namespace
 
 // unroll: for tcc, which keeps every variable in memory, recomputes every address from scratch
-// and never unrolls. A loop with a constant extent >= 8 and a short body is also rendered for
-// tcc (#ifdef __TINYC__) unrolled by 8 with a remainder loop; iterations still run in order.
+// and never unrolls. A loop with a constant extent >= 8 and a short body is rendered for tcc
+// unrolled by 8 with a remainder loop; iterations still run in order.
 // When the body uses the loop variable only in accesses b<k>[v], those go through pointers set
 // once per 8 iterations (b<k>_at = b<k> + v): about 1.5x faster elementwise loops under tcc.
 void KernelRenderer::close(bool unroll) {
@@ -52,7 +52,7 @@ void KernelRenderer::close(bool unroll) {
   stack_.pop_back();
   const int64_t* ext = s.range && !s.range->src.empty() && s.range->src[0].is_const() ? s.range->src[0]->arg.get_if<int64_t>() : nullptr;
   constexpr size_t kMaxUnrolledLines = 24;  // keeps tcc's compile time and the source readable
-  if (!unroll || !ext || *ext < 8 || s.lines.size() > kMaxUnrolledLines) {
+  if (!unroll || opts_.target != Target::tcc || !ext || *ext < 8 || s.lines.size() > kMaxUnrolledLines) {
     emit(depth(), s.header);
     for (std::string& l : s.lines) emit(depth(), "  " + l);
     emit(depth(), "}");
@@ -67,7 +67,6 @@ void KernelRenderer::close(bool unroll) {
       copies[u].push_back(pointer_accesses(l, v, u, slots));
       direct = direct && !mentions(copies[u].back(), v);
     }
-  emit(depth(), "#ifdef __TINYC__");
   emit(depth(), "for (long long " + v8 + " = 0; " + v8 + " < " + n8 + "LL; " + v8 + " += 8) {");
   for (int k : slots)
     if (direct) {
@@ -87,11 +86,6 @@ void KernelRenderer::close(bool unroll) {
     for (const std::string& l : s.lines) emit(depth(), "  " + l);
     emit(depth(), "}");
   }
-  emit(depth(), "#else");
-  emit(depth(), s.header);
-  for (std::string& l : s.lines) emit(depth(), "  " + l);
-  emit(depth(), "}");
-  emit(depth(), "#endif");
 }
 
 // ---- reduce interchange ----
@@ -347,9 +341,7 @@ void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
     // The arrays of a block and of the rows left over stay within 2 * kMaxBlockBytes of stack.
     int most = static_cast<int>(std::clamp<int64_t>(kMaxBlockBytes / std::max<int64_t>(row_bytes, 1), 1, kTileRows));
     int cc_block = block_size(end, pos, reds, most, false);
-    per_compiler([&] { tier_ = Tier::cc, rows_in_blocks(end, reds, cc_block, false); },
-                 [&] { tier_ = Tier::tcc, rows_in_blocks(end, reds, block, false); });
-    tier_ = Tier::both;
+    rows_in_blocks(end, reds, opts_.target == Target::cc ? cc_block : block, false);
   }
   for (size_t q = 1; q < pos; ++q) close();
 }
@@ -395,10 +387,9 @@ void KernelRenderer::fill_and_store(UOp end, const std::vector<UOp>& reds, const
     UOp r = reds[p];
     std::vector<UOp> accs = distinct(rows[p]);
     for (UOp d : accs) emit(lv, ctype(r->dtype, r) + " acc" + num(d) + "[" + n + "];");
-    std::vector<TileTerm> terms = tier_ == Tier::tcc ? std::vector<TileTerm>{} : tile_terms(accs, *r->arg.get_if<Ops>(), j);
+    std::vector<TileTerm> terms = opts_.target == Target::cc ? tile_terms(accs, *r->arg.get_if<Ops>(), j) : std::vector<TileTerm>{};
     if (terms.empty()) fold_rows(r, accs, j);
-    else if (tier_ == Tier::cc) fill_tiles(r, accs, j, terms);
-    else fold_tiled(r, accs, j, terms);
+    else fill_tiles(r, accs, j, terms);
     for (UOp d : accs) named_[d.get()] = {"acc" + num(d) + "[" + jv + "]", stack_[static_cast<size_t>(lv)].id};
   }
   open(j);
@@ -418,14 +409,9 @@ void KernelRenderer::fold_rows(UOp r, const std::vector<UOp>& accs, UOp j) {
   close();
   if (accs.size() == 1 && gemv_loop(r, accs[0], at[0], op, j)) return;
   for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
-  std::vector<std::string> calls = axpy_calls(accs, op, j);
-  if (!calls.empty()) {
-    emit(depth(), "#ifdef __TINYC__");
-    for (const std::string& c : calls) emit(depth(), c);
-    emit(depth(), "#else");
-  }
-  fold_row(accs, at, r, op, j, calls.empty());
-  if (!calls.empty()) emit(depth(), "#endif");
+  std::vector<std::string> calls = opts_.target == Target::tcc ? axpy_calls(accs, op, j) : std::vector<std::string>{};
+  for (const std::string& c : calls) emit(depth(), c);
+  if (calls.empty()) fold_row(accs, at, r, op, j, true);
   for (size_t s = 1; s < r->src.size(); ++s) close();
 }
 
@@ -445,8 +431,7 @@ void KernelRenderer::fold_row(const std::vector<UOp>& accs, const std::vector<st
 // float64, s not depending on j, b read contiguously in j, the two factors in either order),
 // tcc calls ow_axpy_f32/_f64 (backends/tcc/vector_loops.h) once per accumulator instead:
 // 4-8x faster than anything TCC compiles, and the same roundings in the same order per element.
-// Not under --bounds-check (the helpers do not check). The returned calls go under
-// #ifdef __TINYC__; the values they use are named before, so both branches see them.
+// Not under --bounds-check (the helpers do not check).
 // Per accumulator, (s, the INDEX of b[off + j]) when every one folds acc[j] + s * b[off + j];
 // else none.
 std::vector<std::pair<UOp, UOp>> KernelRenderer::axpy_terms(const std::vector<UOp>& accs, Ops op, UOp j) {
@@ -491,18 +476,17 @@ std::vector<std::string> KernelRenderer::axpy_calls(const std::vector<UOp>& accs
 // ---- tcc: a whole interchanged reduce loop as one call ----
 //
 // When the REDUCE folds over one range k of constant extent, its j loop is an axpy (above), and
-// b's offset moves by a constant stride per k, the factors s(k) go into an array first, for every
-// compiler (nothing in the nest can fail, interchangeable() made sure, so computing them before
-// the folds changes nothing); then tcc calls ow_gemv_f32/_f64 once for the whole loop, the same
-// roundings in the same order per element, and other compilers fold as before (for them the
-// array is dead code). A scan step's 16 x 16 matvec: one call instead of 16.
+// b's offset moves by a constant stride per k, tcc computes the factors s(k) into an array first
+// (nothing in the nest can fail, interchangeable() made sure, so computing them before the folds
+// changes nothing), then calls ow_gemv_f32/_f64 once for the whole loop, the same roundings in
+// the same order per element. A scan step's 16 x 16 matvec: one call instead of 16.
 constexpr int64_t kMaxGemvFactors = 1024;  // the array of factors lives on the stack
 
 bool KernelRenderer::gemv_loop(UOp r, UOp acc, const std::string& at, Ops op, UOp j) {
   UOp k = r->src.size() == 2 ? r->src[1] : UOp();
   const int64_t* m = k && k->src[0].is_const() ? k->src[0]->arg.get_if<int64_t>() : nullptr;
   std::vector<std::pair<UOp, UOp>> terms = axpy_terms({acc}, op, j);
-  if (!m || *m < 1 || *m > kMaxGemvFactors || terms.size() != 1) return false;
+  if (opts_.target != Target::tcc || !m || *m < 1 || *m > kMaxGemvFactors || terms.size() != 1) return false;
   auto [s, idx] = terms[0];
   std::optional<int64_t> stride = coefficient(idx->src[1], k);
   if (!stride) return false;
@@ -512,28 +496,10 @@ bool KernelRenderer::gemv_loop(UOp r, UOp acc, const std::string& at, Ops op, UO
   emit(depth(), sv + "[" + kv + "] = " + val(s, depth()) + ";");
   close(true);
   std::string o = offset_at(idx, j, {{k, UOp::index(0)}});
-  name_invariants(acc->src[0], {k, j});  // defined before the #ifdef: both branches see them
   std::string b = "b" + std::to_string(idx->src[0]->arg.as<int64_t>()), n = std::to_string(*j->src[0]->arg.get_if<int64_t>());
-  emit(depth(), "#ifdef __TINYC__");
   emit(depth(), std::string("ow_gemv_") + (is32(acc->dtype) ? "f32(" : "f64(") + std::to_string(*m) + "LL, " + n + "LL, " + sv + ", " + b + " + " + o + ", " +
                     std::to_string(*stride) + "LL, acc" + num(acc) + ");");
-  emit(depth(), "#else");
-  open(k);
-  fold_row({acc}, {at}, r, op, j, false);
-  close();
-  emit(depth(), "#endif");
   return true;
-}
-
-// Names, in the current scope, every value under `x` that depends on none of `ranges` but is
-// used by one that does: what rendering x inside those loops would hoist to this scope.
-void KernelRenderer::name_invariants(UOp x, const std::vector<UOp>& ranges) {
-  auto varies = [&](UOp u) { return std::any_of(ranges.begin(), ranges.end(), [&](UOp r) { return depends(u, r); }); };
-  for (UOp u : toposort(x)) {
-    if (!varies(u)) continue;
-    for (UOp q : u->src)
-      if (!varies(q) && q->op != Ops::CONST && q->op != Ops::DEFINE_VAR && q->op != Ops::RANGE && !q->dtype.ptr) val(q, depth(), true);
-  }
 }
 
 }  // namespace ow::backend::detail

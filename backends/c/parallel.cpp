@@ -178,16 +178,15 @@ std::string entry(const std::string& name) {
 RenderedKernel parallelize(UOp kernel, RenderedKernel serial, const RenderOptions& opts) {
   RenderOptions one = opts;
   one.threads = 1;
-  std::optional<UOp> r = opts.threads >= 2 ? KernelRenderer(kernel, one).parallel_range() : std::nullopt;
+  std::optional<UOp> r = opts.threads >= 2 && opts.target == Target::cc ? KernelRenderer(kernel, one).parallel_range() : std::nullopt;
   if (!r || steps(kernel->src[0]) < min_parallel_steps() || serial.function.find("ow_fail(") != std::string::npos) return serial;
   int64_t n = (*r)->src[0].vmin(), mid = n / 2;
   RenderedKernel lo = KernelRenderer(half(kernel, *r, 0, mid), one).run(), hi = KernelRenderer(half(kernel, *r, mid, n - mid), one).run();
   for (const RenderedKernel* k : {&lo, &hi})
     if (k->function.find("ow_fail(") != std::string::npos || k->vars != serial.vars || k->params != serial.params || k->name != serial.name) return serial;
   std::string p = "ow_par_" + serial.name;
-  serial.function = "#ifndef __TINYC__\n" + as_static(lo.function, lo.name, p + "_lo") + as_static(hi.function, hi.name, p + "_hi") + entry(serial.name) +
-                    "#else\n" + serial.function + "#endif\n";
-  serial.source = prelude() + serial.function;
+  serial.function = as_static(lo.function, lo.name, p + "_lo") + as_static(hi.function, hi.name, p + "_hi") + entry(serial.name);
+  serial.source = prelude(opts.target) + serial.function;
   return serial;
 }
 

@@ -1,7 +1,8 @@
 // The prelude of every rendered kernel (render.cpp): declarations of the C library functions a
 // kernel may call and the helpers that give C the interpreter's meaning (src/interp/dispatch.h,
 // scalar_ops.h): NaN-propagating MAX, saturating float->int casts, IDIV/MOD that wrap, bitcasts
-// through unions (no strict-aliasing UB), THREEFRY. No headers: tcc compiles it in isolation.
+// through unions (no strict-aliasing UB), THREEFRY; then what only one compiler's kernels use.
+// No headers: tcc compiles it in isolation.
 #include "prelude.h"
 
 namespace ow::backend::detail {
@@ -147,8 +148,9 @@ static inline unsigned long long ow_threefry(unsigned long long x, unsigned long
   }
   return (unsigned long long)x1 << 32 | x0;
 }
-#ifndef __TINYC__
-/* cc's register tiles (render: tiles.cpp): GCC vectors of 64 bytes, loaded and stored unaligned */
+)C";
+
+const char* const kPreludeCc = R"C(/* cc's register tiles (render: tiles.cpp): GCC vectors of 64 bytes, loaded and stored unaligned */
 typedef float ow_vf32 __attribute__((vector_size(64)));
 typedef double ow_vf64 __attribute__((vector_size(64)));
 static inline ow_vf32 ow_vload_f32(const float* p) { ow_vf32 v; __builtin_memcpy(&v, p, sizeof v); return v; }
@@ -181,14 +183,13 @@ static inline __attribute__((always_inline)) void ow_transpose8_u32(const unsign
 typedef unsigned long ow_pthread_t;
 int pthread_create(ow_pthread_t*, const void*, void* (*)(void*), void*);
 int pthread_join(ow_pthread_t, void**);
-#endif
-#ifdef __TINYC__
-/* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */
+)C";
+
+const char* const kPreludeTcc = R"C(/* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */
 void ow_axpy_f32(long long n, float s, const float* x, float* acc);
 void ow_axpy_f64(long long n, double s, const double* x, double* acc);
 void ow_gemv_f32(long long m, long long n, const float* s, const float* x, long long stride, float* acc);
 void ow_gemv_f64(long long m, long long n, const double* s, const double* x, long long stride, double* acc);
-#endif
 )C";
 
 }  // namespace ow::backend::detail

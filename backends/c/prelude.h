@@ -3,6 +3,8 @@
 
 namespace ow::backend::detail {
 
-extern const char* const kPrelude;
+extern const char* const kPrelude;     // every unit
+extern const char* const kPreludeCc;   // cc's: vector types, transposes, pthreads
+extern const char* const kPreludeTcc;  // tcc's: the vectorized loops it calls
 
 }  // namespace ow::backend::detail

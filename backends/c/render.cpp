@@ -592,7 +592,7 @@ RenderedKernel KernelRenderer::run() {
   // GCC's loop unroll-and-jam (an -O3 pass) takes a row-blocked matmul from 3.3 to 1.9 ms at
   // 512^3; for the whole program (-O3) it makes vector-times-matrix kernels ten times slower, so
   // it is asked for here, per kernel. It never reorders the additions into one accumulator.
-  if (jam_rows_) src += "#ifndef __TINYC__\n__attribute__((optimize(\"loop-unroll-and-jam\")))\n#endif\n";
+  if (jam_rows_ && opts_.target == Target::cc) src += "__attribute__((optimize(\"loop-unroll-and-jam\")))\n";
   src += "int " + out.name + "(void** bufs, const long long* vars, long long* err) {\n";
   for (size_t k = 0; k < params_.size(); ++k) {
     if (params_[k] == dtypes::void_) continue;
@@ -604,7 +604,7 @@ RenderedKernel KernelRenderer::run() {
   src += "  (void)bufs;\n  (void)vars;\n  (void)err;\n";
   for (const std::string& l : stack_[0].lines) src += "  " + l + "\n";
   src += "  return 0;\n}\n";
-  out.source = std::string(kPrelude) + abi::kFailHelper + "\n" + src;
+  out.source = prelude(opts_.target) + src;
   out.function = std::move(src);
   out.params = params_;
   for (UOp v : vars_) out.vars.push_back(var_name(v));

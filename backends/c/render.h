@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "uop/host_program.h"
@@ -16,11 +17,20 @@
 
 namespace ow::backend {
 
+// The compiler a unit is written for (its target). Each gets only its own loop shapes: tcc, which never
+// unrolls or vectorizes, unrolled inner loops and calls to loops compiled ahead of time
+// (backends/tcc/vector_loops.h); cc register tiles, transposing copies and two threads. Results
+// are the same bits on both (backends/README.md).
+enum class Target { tcc, cc };
+std::string_view target_name(Target t);
+Target target_named(const std::string& compiler);  // "tcc" or "cc"; anything else is an ow::Error
+
 struct RenderOptions {
   bool bounds_check = false;  // check 0 <= index < size on every (ungated or enabled) access
   // 2: a big kernel whose outermost loop is provably parallel runs its two halves on two
   // threads under cc (parallel.cpp); 1: every kernel is serial. The cc runner uses threads_setting().
   int threads = 1;
+  Target target = Target::cc;
 };
 
 // OW_THREADS: 1 (serial kernels) or 2, the default (cc splits big parallel kernels in two).
@@ -86,8 +96,8 @@ std::optional<RenderedLoop> render_host_loop(const HostProgram& p, const HostSte
                                              const std::string& name);
 extern const char* const kHostLoopHelpers;
 
-// What every rendered translation unit starts with: declarations and helper functions.
-std::string prelude();
+// What every translation unit for `c` starts with: declarations and helper functions.
+std::string prelude(Target t);
 
 // Human-readable host schedule of a kernel-level program (for `ow show-c`): host loops over
 // OUTER ranges and kernel launches with their buffers and variable bindings (host_text.cpp).

@@ -1,6 +1,6 @@
 // cc's register tiles (backends/README.md, "The C the renderer writes"). An interchanged nest
 // whose every fold is acc[j] = acc[j] + s * b[off + j] (a matmul: s = a[i, k], b's row k) fills
-// its accumulator arrays, under #ifndef __TINYC__, tile by tile:
+// its accumulator arrays, for cc, tile by tile:
 //   for (j_t32 ...) {                    // 32 columns (two vectors of 16 floats) at a time
 //     ow_vf32 t0_0 = splat(0), t0_1 = ..., t1_0, ...;   // rows of the block x vectors: registers
 //     for (k ...) { float s0 = a[...]; ow_vf32 l0 = load(b + off + 32*j_t32), l1 = ...;
@@ -45,32 +45,6 @@ std::vector<KernelRenderer::TileTerm> KernelRenderer::tile_terms(const std::vect
     terms.push_back({s, idx, first, ""});
   }
   return terms;
-}
-
-// Lines rendered by `body` inside a scope of their own, returned instead of emitted. Values
-// that body names outside its loops are emitted before, where both #if branches see them.
-std::vector<std::string> KernelRenderer::detached(const std::function<void()>& body) {
-  UOp group = UOp::range(1, -1, AxisType::LOOP, {-1});  // no value depends on it
-  stack_.push_back({group, next_scope_++, "", {}});
-  body();
-  std::vector<std::string> lines = std::move(stack_.back().lines);
-  stack_.pop_back();
-  return lines;
-}
-
-// The accumulator arrays of `accs` filled by tiles (cc) or by fold_rows (tcc).
-void KernelRenderer::fold_tiled(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms) {
-  per_compiler([&] { fill_tiles(r, accs, j, terms); }, [&] { fold_rows(r, accs, j); });
-}
-
-// What `cc` renders under #ifndef __TINYC__, what `tcc` renders under #else.
-void KernelRenderer::per_compiler(const std::function<void()>& cc, const std::function<void()>& tcc) {
-  std::vector<std::string> for_cc = detached(cc), for_tcc = detached(tcc);
-  emit(depth(), "#ifndef __TINYC__");
-  for (std::string& l : for_cc) emit(depth(), std::move(l));
-  emit(depth(), "#else");
-  for (std::string& l : for_tcc) emit(depth(), std::move(l));
-  emit(depth(), "#endif");
 }
 
 // The accumulator arrays of `accs` filled by tiles of several vectors per row, then of one,

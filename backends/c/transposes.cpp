@@ -34,7 +34,8 @@ bool KernelRenderer::transpose_blocked(UOp end) {
     close();
     close();
   };
-  if (UOp load = tile_copy(end)) per_compiler([&] { transpose_tiles(end, load); }, rows);
+  UOp load = opts_.target == Target::cc ? tile_copy(end) : UOp();
+  if (load) transpose_tiles(end, load);
   else rows();
   for (size_t k = 1; k < pos; ++k) close();
   return true;

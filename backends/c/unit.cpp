@@ -12,7 +12,17 @@
 
 namespace ow::backend {
 
-std::string prelude() { return std::string(detail::kPrelude) + abi::kFailHelper + "\n"; }
+std::string_view target_name(Target t) { return t == Target::tcc ? "tcc" : "cc"; }
+
+Target target_named(const std::string& compiler) {
+  if (compiler == "tcc") return Target::tcc;
+  if (compiler == "cc") return Target::cc;
+  throw Error("no C compiler '" + compiler + "' to render for (tcc or cc)");
+}
+
+std::string prelude(Target t) {
+  return std::string(detail::kPrelude) + (t == Target::tcc ? detail::kPreludeTcc : detail::kPreludeCc) + abi::kFailHelper + "\n";
+}
 
 namespace {
 
@@ -32,12 +42,12 @@ int replace_all(std::string& s, const std::string& from, const std::string& to) 
 
 // k's function renamed to `to`: its signature (the line render.cpp writes; a two-thread kernel
 // has it twice, cc's and tcc's) and its helpers' names (parallel.cpp: ow_par_<name>_...).
-void rename_function(RenderedKernel& k, const std::string& to) {
+void rename_function(RenderedKernel& k, const std::string& to, const RenderOptions& opts) {
   std::string sig = "int " + k.name + "(void** bufs, const long long* vars, long long* err) {\n";
   std::string renamed = "int " + to + "(void** bufs, const long long* vars, long long* err) {\n";
   if (replace_all(k.function, sig, renamed) == 0) throw InternalError("render_unit: no signature of " + k.name + " in its function");
   replace_all(k.function, "ow_par_" + k.name + "_", "ow_par_" + to + "_");
-  k.source = prelude() + k.function;
+  k.source = prelude(opts.target) + k.function;
   k.name = to;
 }
 
@@ -45,11 +55,11 @@ void rename_function(RenderedKernel& k, const std::string& to) {
 
 RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts) {
   RenderedUnit u;
-  u.source = prelude();
+  u.source = prelude(opts.target);
   std::set<std::string> taken;
   for (UOp k : kernels) {
     RenderedKernel r = render_kernel(k, opts);
-    if (std::string n = unique_name(r.name, taken); n != r.name) rename_function(r, n);
+    if (std::string n = unique_name(r.name, taken); n != r.name) rename_function(r, n, opts);
     u.source += "\n" + r.function;
     u.kernels.push_back(std::move(r));
   }

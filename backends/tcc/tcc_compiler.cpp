@@ -65,7 +65,7 @@ const Symbol symbols[] = {
     OW_MATH1(exp), OW_MATH1(exp2), OW_MATH1(log), OW_MATH1(log2), OW_MATH1(sin), OW_MATH1(cos), OW_MATH1(sqrt),
     OW_MATH1(fabs), OW_MATH1(floor), OW_MATH1(ceil), OW_MATH1(trunc),
     OW_MATH2(pow), OW_MATH2(fmax), OW_MATH2(fmin),
-    // Vectorized loops (vector_loops.h): the renderer calls them under #ifdef __TINYC__.
+    // Vectorized loops (vector_loops.h): the C written for tcc calls them.
     {"ow_axpy_f32", fn(ow_axpy_f32)},
     {"ow_axpy_f64", fn(ow_axpy_f64)},
     {"ow_gemv_f32", fn(ow_gemv_f32)},

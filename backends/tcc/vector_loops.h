@@ -2,7 +2,7 @@
 // and never vectorizes: the innermost loop of a matmul-like reduction, rendered by TCC, spends
 // about 1.5 cycles per multiply-add. These are compiled ahead of time by the project's compiler
 // (vectorized, no FMA contraction) and handed to every TCC state with tcc_add_symbol. The C
-// renderer calls them only under `#ifdef __TINYC__`; the cc tier compiles the plain loops.
+// renderer calls them only in the C it writes for tcc (RenderOptions::target); cc compiles the plain loops.
 //
 // Each computes exactly what the scalar loop computes: every element rounds its product, then its
 // sum, in the order the loop would (elements are independent, so their order does not matter).

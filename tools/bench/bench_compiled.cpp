@@ -107,7 +107,9 @@ double render_and_lookup(UOp program, const std::string& backend, int repeat) {
   std::vector<double> times;
   for (int i = 0; i < repeat; ++i) {
     auto t0 = Clock::now();
-    backend::RenderedUnit u = backend::render_unit(ks);  // as Program does: one unit, one lookup
+    backend::RenderOptions ro;
+    ro.target = backend::target_named(backend);
+    backend::RenderedUnit u = backend::render_unit(ks, ro);  // as Program does: one unit, one lookup
     auto lib = c->compile(u.source);
     for (const backend::RenderedKernel& r : u.kernels) lib->symbol(r.name);
     times.push_back(seconds_since(t0));
@@ -126,12 +128,14 @@ struct CaseKernel {
 };
 
 // Every kernel of the cases; a case that does not lower or render is said in `failed`.
-std::vector<CaseKernel> rendered_kernels(const Settings& s, std::vector<std::string>& failed) {
+std::vector<CaseKernel> rendered_kernels(const Settings& s, backend::Target t, std::vector<std::string>& failed) {
+  backend::RenderOptions ro;
+  ro.target = t;
   std::vector<CaseKernel> ks;
   for (const std::string& name : case_names(s)) {
     try {
       ParsedGraph g = load_graph((s.cases_dir / (name + ".uop")).string());
-      for (UOp k : kernels_of(lower::lower(g.root))) ks.push_back({name, backend::render_kernel(k)});
+      for (UOp k : kernels_of(lower::lower(g.root))) ks.push_back({name, backend::render_kernel(k, ro)});
     } catch (const Error& e) {
       failed.push_back(name + ": " + std::string(e.what()).substr(0, 120));
     }
@@ -196,11 +200,12 @@ void print_compile_targets(const std::vector<CaseKernel>& ks, std::map<std::stri
 
 int bench_compile(const Settings& s) {
   private_cc_cache(s);
-  std::vector<std::string> failed;
-  std::vector<CaseKernel> ks = rendered_kernels(s, failed);
+  std::vector<std::string> failed, failed_cc;
+  std::vector<CaseKernel> ks = rendered_kernels(s, backend::Target::tcc, failed), ks_cc = rendered_kernels(s, backend::Target::cc, failed_cc);
   std::cerr << "[bench] --compile: " << ks.size() << " kernels; tcc " << s.repeat << " rounds, cc " << cc_rounds(s.repeat) << " rounds\n";
-  std::map<std::string, CompileSamples> by;  // compiler -> samples
-  for (const std::string comp : {"tcc", "cc"}) by[comp] = time_compiles(ks, comp, comp == "tcc" ? s.repeat : cc_rounds(s.repeat));
+  std::map<std::string, CompileSamples> by;  // compiler -> samples, each of the C written for it
+  by["tcc"] = time_compiles(ks, "tcc", s.repeat);
+  by["cc"] = time_compiles(ks_cc, "cc", cc_rounds(s.repeat));
   print_compile_tables(ks, by);
   if (ks.empty()) return 1;
   print_compile_targets(ks, by);
@@ -247,7 +252,9 @@ void first_result_round(UOp root, const interp::BufferMap& inputs, const std::ve
   backend::run_program(fresh, b2, ro);  // the same program again: compile cache hits
   double t_steady = seconds_since(t2);
   auto t3 = Clock::now();
-  backend::render_unit(kernels_of(fresh));  // the render alone (what run_program does first)
+  backend::RenderOptions only;
+  only.target = backend::target_named(comp);
+  backend::render_unit(kernels_of(fresh), only);  // the render alone (what run_program does first)
   double t_render = seconds_since(t3);
   Split& sp = row.by[comp];
   sp.lower.push_back(t_lower), sp.first.push_back(t_first), sp.steady.push_back(t_steady), sp.total.push_back(t_lower + t_first);
