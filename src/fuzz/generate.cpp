@@ -45,12 +45,6 @@ bool same_shape(const Tensor& t, const Shape& s) {
   return true;
 }
 
-bool depends_on(const Tensor& t, UOp r) {
-  for (UOp f : free_ranges(t.uop()))
-    if (f == r) return true;
-  return false;
-}
-
 Gen::Gen(uint64_t seed, const GenOptions& o, bool smooth)
     : o_(o), smooth_(smooth) {
   rng_.seed(seed * 0x9e3779b97f4a7c15ULL + 0x5eed);
@@ -305,7 +299,7 @@ Tensor Gen::combine(const Tensor& a0, const Tensor& b) {
 }
 
 Tensor Gen::ensure_dep(Tensor t, const Shape& s, DType d, const Range& R) {
-  if (depends_on(t, R.r)) return t;
+  if (has_free_range(t.uop(), R.r)) return t;
   return combine(t, range_leaf(s, d, R, 0));
 }
 

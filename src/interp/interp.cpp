@@ -377,10 +377,9 @@ Value Interpreter::movement(UOp u, const Value& src) {
 // instead collects the source's per-binding values along that axis (vmap's output).
 // The axes an EXPAND collects along: those whose new size is a RANGE its source depends on.
 std::vector<size_t> Interpreter::collected_axes(UOp u) const {
-  const std::vector<UOp>& free = info_.at(u->src[0].get()).free;
   std::vector<size_t> collect;
   for (size_t i = 1; i < u->src.size(); ++i)
-    if (u->src[i]->op == Ops::RANGE && std::find(free.begin(), free.end(), u->src[i]) != free.end()) collect.push_back(i - 1);
+    if (u->src[i]->op == Ops::RANGE && has_free_range(u->src[0], u->src[i])) collect.push_back(i - 1);
   return collect;
 }
 

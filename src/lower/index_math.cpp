@@ -110,11 +110,6 @@ std::vector<UOp> free_loop_ranges(UOp u) {
   return sorted_ranges(out);
 }
 
-bool has_free_range(UOp u, UOp r) {
-  std::vector<UOp> free = free_ranges(u);
-  return std::find(free.begin(), free.end(), r) != free.end();
-}
-
 std::vector<UOp> free_outer_ranges(UOp u) {
   std::vector<UOp> out;
   for (UOp r : free_ranges(u))

@@ -70,7 +70,6 @@ bool has_effect_or_outer_fold(UOp body);
 // Ranges sorted by their printed identity (free_ranges orders by address, which is not stable).
 std::vector<UOp> sorted_ranges(std::vector<UOp> rs);
 std::vector<UOp> free_loop_ranges(UOp u);  // free non-OUTER ranges, sorted
-bool has_free_range(UOp u, UOp r);          // does u depend on r (r free in it)?
 std::vector<UOp> free_outer_ranges(UOp u);
 
 }  // namespace ow::lower

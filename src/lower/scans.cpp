@@ -32,12 +32,10 @@ namespace {
 // Does u depend on some of `ranges` (does it change from one iteration of a loop over them to
 // another)? On every one of them?
 bool depends_on_any(UOp u, const std::vector<UOp>& ranges) {
-  std::vector<UOp> free = free_ranges(u);
-  return std::any_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); });
+  return std::any_of(ranges.begin(), ranges.end(), [&](UOp r) { return has_free_range(u, r); });
 }
 bool depends_on_all(UOp u, const std::vector<UOp>& ranges) {
-  std::vector<UOp> free = free_ranges(u);
-  return std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); });
+  return std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return has_free_range(u, r); });
 }
 
 UOp fold(Ops op, UOp acc, UOp x) { return UOp::make(op, acc->dtype, {acc, x}); }

@@ -165,10 +165,9 @@ class Scheduler {
 
   // The innermost frame being laid out whose loop ranges u depends on.
   size_t frame_of_ranges(UOp u) {
-    std::vector<UOp> free = free_ranges(u);
     for (size_t p = path_.size(); p-- > 1;)
       for (size_t i = 1; i < frames_[path_[p]].end->src.size(); ++i)
-        if (std::find(free.begin(), free.end(), frames_[path_[p]].end->src[i]) != free.end()) return path_[p];
+        if (has_free_range(u, frames_[path_[p]].end->src[i])) return path_[p];
     return 0;
   }
 
@@ -286,9 +285,8 @@ class Scheduler {
   // Must a value kernel run inside frame f's loop: does it depend on the loop's range, or read a
   // buffer its body writes?
   bool depends_on_frame(UOp k, const std::set<std::string>& reads, size_t f) {
-    std::vector<UOp> free = free_ranges(k);
     for (size_t i = 1; i < frames_[f].end->src.size(); ++i)
-      if (std::find(free.begin(), free.end(), frames_[f].end->src[i]) != free.end()) return true;
+      if (has_free_range(k, frames_[f].end->src[i])) return true;
     return std::any_of(reads.begin(), reads.end(), [&](const std::string& b) { return frames_[f].written.count(b) > 0; });
   }
 
