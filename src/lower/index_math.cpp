@@ -162,9 +162,11 @@ bool runs_effect(UOp u) {
   return false;
 }
 
+bool is_effect_or_outer_fold(UOp u) { return is_effect(u->op) || (u->op == Ops::REDUCE && has_outer(u)); }
+
 bool has_effect_or_outer_fold(UOp body) {
   for (UOp u : toposort(body))
-    if (is_effect(u->op) || (u->op == Ops::REDUCE && has_outer(u))) return true;
+    if (is_effect_or_outer_fold(u)) return true;
   return false;
 }
 

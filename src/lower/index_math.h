@@ -64,7 +64,9 @@ bool has_outer(UOp reduce);
 // Is a tensor-level effect (is_effect, uop/ops.h) reachable from u?
 bool runs_effect(UOp u);
 
-// Does `body` run an effect or an OUTER fold of its own?
+// Is u an effect or an OUTER fold (a REDUCE over an OUTER range): a node whose iterations or
+// runs see earlier writes, so it cannot be repeated or reordered freely? Does `body` hold one?
+bool is_effect_or_outer_fold(UOp u);
 bool has_effect_or_outer_fold(UOp body);
 
 // Ranges sorted by their printed identity (free_ranges orders by address, which is not stable).
