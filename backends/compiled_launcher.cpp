@@ -10,6 +10,7 @@
 #include "interp/kernel_eval.h"
 #include "uop/args.h"
 #include "uop/error.h"
+#include "uop/kernel_slots.h"
 
 namespace ow::backend {
 
@@ -183,7 +184,7 @@ class CompiledLauncher : public Launcher {
         if (var_name(l.binds[i].node->src[0]) == v) at = static_cast<int>(i);
       c.var_bind.push_back(at);
     }
-    c.stored = interp::slots_stored(l.kernel->src[0]);
+    c.stored = slots_stored(l.kernel->src[0]);
     c.bufs.resize(l.buffers.size());
     c.vals.resize(c.vars.size());
     return c;

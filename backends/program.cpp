@@ -17,6 +17,7 @@
 #include "lower/lower.h"
 #include "uop/args.h"
 #include "uop/error.h"
+#include "uop/kernel_slots.h"
 #include "uop/text.h"
 #include "uop/verify.h"
 
@@ -331,7 +332,7 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
   impl_->launcher = make_launcher(first);
   impl_->specs = interp::graph_buffers(lowered);
   for (const HostLaunch& l : impl_->host.launches)
-    for (int64_t s : interp::slots_loaded(l.kernel->src[0]))
+    for (int64_t s : slots_loaded(l.kernel->src[0]))
       if (s >= 0 && static_cast<size_t>(s) < l.buffers.size()) impl_->loaded.insert(buffer_name(l.buffers[static_cast<size_t>(s)]));
   for (UOp u : toposort(lowered))
     if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));

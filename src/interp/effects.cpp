@@ -8,6 +8,7 @@
 #include "interp/evaluator.h"
 #include "uop/args.h"
 #include "uop/host_program.h"
+#include "uop/kernel_slots.h"
 #include "uop/verify.h"
 
 namespace ow::interp {

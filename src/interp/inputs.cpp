@@ -7,6 +7,7 @@
 #include "interp/evaluator.h"
 #include "interp/kernel_eval.h"
 #include "uop/args.h"
+#include "uop/kernel_slots.h"
 #include "uop/shape.h"
 
 namespace ow::interp {
