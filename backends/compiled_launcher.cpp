@@ -14,17 +14,9 @@
 
 namespace ow::backend {
 
-// The enclosing host loops, for messages: "m1=2, m2=0", or "outside any host loop".
-std::string loops_text(const HostBindings& b) {
-  if (b.empty()) return "outside any host loop";
-  std::string s;
-  for (auto& [r, v] : b) s += (s.empty() ? "" : ", ") + range_name(r) + "=" + std::to_string(v);
-  return s;
-}
-
 // "step budget exceeded: ..." for the launch of l with the host loops at b.
 std::string budget_message(uint64_t max, const HostLaunch& l, const HostBindings& b) {
-  return "step budget exceeded: " + std::to_string(max) + " kernel launches, at kernel " + kernel_name(l.kernel) + " with " + loops_text(b) +
+  return "step budget exceeded: " + std::to_string(max) + " kernel launches, at kernel " + kernel_name(l.kernel) + " with " + bindings_text(b) +
          " (ow: --max-steps N raises it)";
 }
 
@@ -164,7 +156,7 @@ class CompiledLauncher : public Launcher {
     if (rc == abi::kBudgetExceeded) throw BudgetExceeded(budget_message(h.max_launches(), l, b));
     if (rc == abi::kBindRefused) {
       std::string why = bind_error(h.program(), l, b);
-      if (why.empty()) throw InternalError("a compiled host loop refused a BIND the host walk accepts, at kernel " + l.name + " with " + loops_text(b));
+      if (why.empty()) throw InternalError("a compiled host loop refused a BIND the host walk accepts, at kernel " + l.name + " with " + bindings_text(b));
       throw Error(why);
     }
     const Compiled& c = kernels_[l.index];

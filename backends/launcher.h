@@ -12,8 +12,6 @@
 
 namespace ow::backend {
 
-// The enclosing host loops, for messages: "m1=2, m2=0", or "outside any host loop".
-std::string loops_text(const HostBindings& b);
 // "step budget exceeded: ..." for the launch of l with the host loops at b.
 std::string budget_message(uint64_t max, const HostLaunch& l, const HostBindings& b);
 

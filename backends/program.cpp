@@ -216,7 +216,7 @@ class CheckLauncher : public Launcher {
     if (std::optional<interp::Difference> d = interp::first_difference(w, g, /*skip_poison_of_a=*/true)) {
       char buf[256];
       std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, compiler_.c_str(), d->b);
-      throw CheckMismatch(CheckMismatch::Where::Kernel, "check: kernel " + kernel_name(kernel) + " diverges (" + loops_text(loops) + "): " + buf +
+      throw CheckMismatch(CheckMismatch::Where::Kernel, "check: kernel " + kernel_name(kernel) + " diverges (" + bindings_text(loops) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
   }
