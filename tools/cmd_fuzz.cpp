@@ -291,6 +291,8 @@ bool Fuzzer::run_seed(uint64_t seed) {
   fuzz::Generated gen;
   try {
     gen = fuzz::generate(seed);
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error& e) {
     ++gen_errors_;
     std::cout << "seed " << seed << ": generator error: " << e.what() << "\n";

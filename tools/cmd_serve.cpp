@@ -30,14 +30,6 @@ using Kind = JsonValue::Kind;
 
 // The input ended inside a request's payload: answered, then the worker stops.
 // The kind of a user-level error, as the protocol names it (reference/SERVE.md).
-const char* error_kind(const Error& e) {
-  if (dynamic_cast<const Unsupported*>(&e)) return "unsupported";
-  if (dynamic_cast<const grad::NotDifferentiable*>(&e)) return "not-differentiable";
-  if (dynamic_cast<const UninitializedRead*>(&e)) return "uninitialized";
-  if (dynamic_cast<const BudgetExceeded*>(&e)) return "budget";
-  return "user";
-}
-
 struct Truncated : Error {
   using Error::Error;
 };
@@ -127,7 +119,7 @@ void put_id(Json& j, const JsonValue* id) {
 
 // `reason`: for kind "unsupported", which limit of the compiled path (reason_name, error.h); for
 // "not-differentiable", which gradient limit (grad::reason_name, grad/gradient.h).
-Response error_response(const JsonValue* id, const std::string& message, const char* kind, const char* reason = nullptr) {
+Response error_response(const JsonValue* id, const std::string& message, ErrorKind kind, const char* reason = nullptr) {
   Json j;
   j.begin_obj();
   put_id(j, id);
@@ -194,7 +186,7 @@ class Server {
       header = parse_json(line);
       if (header.kind != Kind::Object) throw Error("a request header must be a JSON object");
     } catch (const Error& e) {
-      return error_response(nullptr, std::string("request header: ") + e.what(), "user");
+      return error_response(nullptr, std::string("request header: ") + e.what(), ErrorKind::User);
     }
     const JsonValue* id = header.get("id");
     try {
@@ -203,17 +195,15 @@ class Server {
       return dispatch(header, payloads);
     } catch (const Truncated& e) {
       stop = true;
-      return error_response(id, e.what(), "user");
+      return error_response(id, e.what(), ErrorKind::User);
     } catch (const Error& e) {
       const auto* u = dynamic_cast<const Unsupported*>(&e);
       auto* nd = dynamic_cast<const grad::NotDifferentiable*>(&e);
-      return error_response(id, e.what(), error_kind(e), u ? reason_name(u->reason) : nd ? grad::reason_name(nd->reason) : nullptr);
+      return error_response(id, e.what(), e.kind(), u ? reason_name(u->reason) : nd ? grad::reason_name(nd->reason) : nullptr);
     } catch (const std::bad_alloc&) {
-      return error_response(id, "out of memory", "internal");
-    } catch (const InternalError& e) {
-      return error_response(id, e.what(), "internal");
+      return error_response(id, "out of memory", ErrorKind::Internal);
     } catch (const std::exception& e) {
-      return error_response(id, std::string("internal error: ") + e.what(), "internal");
+      return error_response(id, std::string("internal error: ") + e.what(), ErrorKind::Internal);
     }
   }
 

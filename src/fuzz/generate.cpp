@@ -280,6 +280,8 @@ Tensor Gen::range_leaf(const Shape& s, DType d, const Range& R, int depth) {
     UOp e = chance(0.5) ? R.r : index_expr(R);
     Tensor v(e.cast(d));
     return v.reshape(Dims(s.size(), Dim(1))).expand(dims(s));
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error&) {
     return input(s, d);
   }
@@ -324,6 +326,8 @@ Tensor Gen::expr(const Shape& s, DType d, int depth) {
   try {
     Tensor t = choose(s, d, depth);
     if (same_shape(t, s) && t.dtype() == d) return t;
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error&) {
   }
   return leaf(s, d);
@@ -367,6 +371,8 @@ Generated generate(uint64_t seed, const GenOptions& opts0) {
       Generated out = g.run();
       out.attempts = attempt + 1;
       if (verify(out.root).empty()) return out;
+    } catch (const InternalError&) {
+      throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
     } catch (const Error&) {
     }
     if (attempt > 50) throw Error("fuzz: the generator found no valid graph for seed " + std::to_string(seed));

@@ -89,6 +89,8 @@ bool Session::find_divergence() {
       std::string what = e.what();
       divergent_launch_ = ok + 1;  // on_launch runs after a launch's comparison succeeded
       divergence_ = what.substr(0, what.find('\n'));
+    } catch (const InternalError&) {
+      throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
     } catch (const Error& e) {
       out_ << "break divergence: the checked run failed before any divergence: " << e.what() << "\n";
       return false;
