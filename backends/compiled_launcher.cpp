@@ -28,10 +28,10 @@ namespace {
 // needs is laid out here once, so a launch only fills two arrays.
 class CompiledLauncher : public Launcher {
  public:
-  CompiledLauncher(const std::string& compiler, bool bounds_check, const std::string& mode) : compiler_(make_compiler(compiler)), per_kernel_(mode == "kernel") {
+  CompiledLauncher(Backend compiler, bool bounds_check, const std::string& mode) : compiler_(make_compiler(std::string(backend_name(compiler)))), per_kernel_(mode == "kernel") {
     if (mode != "program" && mode != "kernel") throw Error("compile mode must be 'program' (one translation unit) or 'kernel' (one per kernel), got '" + mode + "'");
     opts_.bounds_check = bounds_check;
-    opts_.threads = compiler == "cc" ? threads_setting() : 1;  // tcc kernels are always serial
+    opts_.threads = compiler == Backend::Cc ? threads_setting() : 1;  // tcc kernels are always serial
   }
 
   void prepare(const HostProgram& p) override {
@@ -185,7 +185,7 @@ class CompiledLauncher : public Launcher {
 
 }  // namespace
 
-std::unique_ptr<Launcher> make_compiled_launcher(const std::string& compiler, bool bounds_check, const std::string& mode) {
+std::unique_ptr<Launcher> make_compiled_launcher(Backend compiler, bool bounds_check, const std::string& mode) {
   return std::make_unique<CompiledLauncher>(compiler, bounds_check, mode);
 }
 

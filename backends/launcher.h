@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/backend.h"
 #include "backends/compiler.h"
 #include "interp/interp.h"
 #include "uop/host_program.h"
@@ -41,8 +42,8 @@ class Launcher {
   virtual bool run_loop(const HostStep& /*loop*/, int64_t /*n*/, const HostBindings& /*outer*/, LoopHost& /*host*/) { return false; }
 };
 
-// Compiled kernels on compiler "tcc" or "cc"; mode "program" (one unit, one compile, host loops
+// Compiled kernels on compiler Tcc or Cc; mode "program" (one unit, one compile, host loops
 // of launches in C) or "kernel" (one compile per kernel). ow::Error for another mode.
-std::unique_ptr<Launcher> make_compiled_launcher(const std::string& compiler, bool bounds_check, const std::string& mode);
+std::unique_ptr<Launcher> make_compiled_launcher(Backend compiler, bool bounds_check, const std::string& mode);
 
 }  // namespace ow::backend

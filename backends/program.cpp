@@ -191,7 +191,7 @@ class CheckLauncher : public Launcher {
   interp::BufferMap ref_temps_;
   InterpLauncher reference_;
   std::unique_ptr<Launcher> compiled_;
-  std::string compiler_;
+  Backend compiler_;
 
   interp::BufferData& ref_buffer(UOp b) {
     const std::string& name = buffer_name(b);
@@ -215,7 +215,7 @@ class CheckLauncher : public Launcher {
     w.poison = want.poison;
     if (std::optional<interp::Difference> d = interp::first_difference(w, g, /*skip_poison_of_a=*/true)) {
       char buf[256];
-      std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, compiler_.c_str(), d->b);
+      std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, std::string(backend_name(compiler_)).c_str(), d->b);
       throw CheckMismatch(CheckMismatch::Where::Kernel, "check: kernel " + kernel_name(kernel) + " diverges (" + bindings_text(loops) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
@@ -223,8 +223,8 @@ class CheckLauncher : public Launcher {
 };
 
 std::unique_ptr<Launcher> make_launcher(const RunOptions& opts) {
-  if (opts.backend == "interp") return std::make_unique<InterpLauncher>();
-  if (opts.backend == "check") return std::make_unique<CheckLauncher>(opts);
+  if (opts.backend == Backend::Interp) return std::make_unique<InterpLauncher>();
+  if (opts.backend == Backend::Check) return std::make_unique<CheckLauncher>(opts);
   return make_compiled_launcher(opts.backend, opts.bounds_check, opts.compile_mode);
 }
 
@@ -325,8 +325,8 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
   impl_->host = host_program(lowered);
   impl_->opts = std::move(opts);
   RunOptions first = impl_->opts;
-  if (first.backend == "auto") {  // tcc now, cc once it has compiled (tiered.h)
-    first.backend = "tcc";
+  if (first.backend == Backend::Auto) {  // tcc now, cc once it has compiled (tiered.h)
+    first.backend = Backend::Tcc;
     impl_->upgrade = std::make_unique<CcUpgrade>(lowered, impl_->opts);
   }
   impl_->launcher = make_launcher(first);
@@ -342,9 +342,9 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
 
 const HostProgram& Program::host() const { return impl_->host; }
 
-std::string Program::tier() const {
+Backend Program::tier() const {
   if (!impl_->upgrade) return impl_->opts.backend;
-  return impl_->upgrade->ready() ? "cc" : "tcc";
+  return impl_->upgrade->ready() ? Backend::Cc : Backend::Tcc;
 }
 
 std::string Program::tier_error() const { return impl_->upgrade ? impl_->upgrade->error() : ""; }
@@ -392,7 +392,7 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) { return Program(program, opts).run(buffers); }
 
 CompiledGraph::CompiledGraph(UOp graph, RunOptions opts)
-    : graph_(graph), backend_(opts.backend), opts_(std::move(opts)), specs_((require_valid(graph), interp::graph_buffers(graph))) {}
+    : graph_(graph), opts_(std::move(opts)), specs_((require_valid(graph), interp::graph_buffers(graph))) {}
 // (verified first, as the interpreter does: an invalid graph's inputs mean nothing)
 
 void CompiledGraph::prepare() {
@@ -424,8 +424,8 @@ std::vector<interp::Output> CompiledGraph::run_lowered(interp::BufferMap& buffer
 }
 
 std::vector<interp::Output> CompiledGraph::run(interp::BufferMap& buffers) {
-  if (backend_ == "interp") return interp::run(graph_, buffers);
-  if (backend_ != "check") return run_lowered(buffers);
+  if (opts_.backend == Backend::Interp) return interp::run(graph_, buffers);
+  if (opts_.backend != Backend::Check) return run_lowered(buffers);
   // check: the lowered program kernel by kernel (CheckLauncher), and its outputs against the
   // tensor-level interpreter on the original graph, which defines them.
   interp::BufferMap ref = interp::copy_buffers(buffers);

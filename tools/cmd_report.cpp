@@ -150,7 +150,7 @@ std::string check_kernels(UOp program, const interp::BufferMap& inputs, std::vec
   std::map<std::string, KernelInfo*> by_name;
   for (KernelInfo& k : kernels) by_name[k.name] = &k;
   backend::RunOptions ro;
-  ro.backend = "check";
+  ro.backend = backend::Backend::Check;
   ro.on_launch = [&](UOp k, const auto&) {
     if (auto it = by_name.find(backend::c_identifier(buffer_name(k))); it != by_name.end()) {
       it->second->launches++;

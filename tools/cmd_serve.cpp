@@ -123,7 +123,7 @@ Response error_response(const JsonValue* id, const std::string& message, ErrorKi
   Json j;
   j.begin_obj();
   put_id(j, id);
-  j.key("ok").boolean(false).field("error", message).field("kind", std::string(kind));
+  j.key("ok").boolean(false).field("error", message).field("kind", std::string(kind_name(kind)));
   if (reason) j.field("reason", std::string(reason));
   j.end_obj();
   return {j.text(), {}};
@@ -282,27 +282,26 @@ class Server {
   Response run(const JsonValue& h, const std::vector<std::string>& payloads, bool check_op) {
     const JsonValue* graph = field(h, "graph", Kind::String, "the graph's text");
     if (!graph) throw Error("op 'run' needs a 'graph' (the .uop text)");
-    std::string backend = check_op ? "check" : text_field(h, "backend", "interp");
+    using backend::Backend;
+    Backend be = check_op ? Backend::Check : backend::parse_backend(text_field(h, "backend", "interp"));
     std::string compiler = text_field(h, "compiler", "tcc");
-    if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check" && backend != "auto")
-      throw Error("backend must be interp, tcc, cc, check or auto, got '" + backend + "'");
-    if (compiler != "tcc" && compiler != "cc") throw Error("compiler must be tcc or cc, got '" + compiler + "'");
+    Backend tier = backend::parse_backend(compiler, "compiler", backend::kCompilers);
     std::string file = text_field(h, "file", "<graph>");
-    Entry& e = entry(graph->string, file, backend + "\n" + compiler + "\n" + file + "\n" + graph->string);
+    Entry& e = entry(graph->string, file, std::string(backend_name(be)) + "\n" + compiler + "\n" + file + "\n" + graph->string);
     bool bounds = bool_field(h, "error_bound");
-    if (bounds && backend != "interp") throw Error("error_bound runs on the interpreter (backend interp)");
+    if (bounds && be != Backend::Interp) throw Error("error_bound runs on the interpreter (backend interp)");
     interp::BufferMap b = buffers(e, input_headers(h), payloads, bool_field(h, "flat_inputs"));
     ++stats_.runs;
     e.launches = 0;
     std::vector<interp::Output> outs;
     try {
-      outs = backend == "interp" ? interpret(e, b, bounds) : compiled(e, backend, compiler).run(b);
+      outs = be == Backend::Interp ? interpret(e, b, bounds) : compiled(e, be, tier).run(b);
     } catch (const backend::CheckMismatch& m) {
       if (!check_op) throw;
       return simple(h, [&](Json& j) { put_check(j, false, e.launches, compiler, m.what()); });
     }
     return respond(h, outs, [&](Json& j) {
-      if (backend == "check") put_check(j, true, e.launches, compiler, agreement(e.launches, compiler, outs.size()));
+      if (be == Backend::Check) put_check(j, true, e.launches, compiler, agreement(e.launches, compiler, outs.size()));
     });
   }
 
@@ -330,15 +329,15 @@ class Server {
   }
 
   // Lowered and compiled on first use.
-  backend::CompiledGraph& compiled(Entry& e, const std::string& backend, const std::string& compiler) {
+  backend::CompiledGraph& compiled(Entry& e, backend::Backend be, backend::Backend compiler) {
     if (e.compiled) return *e.compiled;
     backend::RunOptions ro;
-    ro.backend = backend;
+    ro.backend = be;
     ro.compiler = compiler;
     ro.max_launches = max_steps_;
     // Only check reports count launches: a hook on every launch would keep tcc and cc from
     // running their compiled host loops in one call.
-    if (backend == "check") ro.on_launch = [&e](UOp, const auto&) { ++e.launches; };  // map entries never move
+    if (be == backend::Backend::Check) ro.on_launch = [&e](UOp, const auto&) { ++e.launches; };  // map entries never move
     e.compiled = std::make_unique<backend::CompiledGraph>(e.graph.root, ro);
     ++stats_.compiles;
     return *e.compiled;

@@ -66,7 +66,7 @@ void round_of(UOp graph, const interp::BufferMap& inputs, const std::vector<inte
   UOp fresh = rename_kernels(program, "cm" + nonce());
   row.kernels[mode] = kernels_of(fresh).size();
   backend::RunOptions ro;
-  ro.backend = "cc";
+  ro.backend = backend::Backend::Cc;
   ro.compile_mode = kModes[mode].compile;
   interp::BufferMap b = copy_buffers(inputs);
   auto t1 = Clock::now();

@@ -84,7 +84,7 @@ std::vector<std::string> case_names(const Settings& s) {
 
 Timing time_compiled(UOp program, const interp::BufferMap& inputs, const std::string& backend, int repeat, std::vector<interp::Output>& outs) {
   backend::RunOptions ro;
-  ro.backend = backend;
+  ro.backend = backend::parse_backend(backend);
   backend::Program prepared(program, ro);  // renders and compiles every kernel
   {
     interp::BufferMap b = copy_buffers(inputs);
@@ -234,7 +234,7 @@ struct CaseRow {
 // checked against the interpreter's `want`.
 void first_result_round(UOp root, const interp::BufferMap& inputs, const std::vector<interp::Output>& want, const std::string& comp, bool check, CaseRow& row) {
   backend::RunOptions ro;
-  ro.backend = comp;
+  ro.backend = backend::parse_backend(comp);
   auto t0 = Clock::now();
   UOp program = lower::lower(root);
   double t_lower = seconds_since(t0);

@@ -125,7 +125,7 @@ std::string check_matmul(const interp::Value& got, const float* ref, const std::
 // out=, as numpy's out=), after one warm-up run.
 Timing time_into_preallocated(UOp program, const interp::BufferMap& inputs, const std::string& backend, int64_t numel, int repeat) {
   backend::RunOptions ro;
-  ro.backend = backend;
+  ro.backend = backend::parse_backend(backend);
   backend::Program prepared(program, ro);
   interp::BufferMap keep = inputs;
   keep["c"] = interp::BufferData{dtypes::float32, std::make_shared<interp::Storage>(dtypes::float32, numel), nullptr};

@@ -170,7 +170,7 @@ namespace {
 // The tier again with no hook watching: check mode keeps every host loop on the walk, a plain run
 // compiles loops of launches into C (backends/c/host_loop.cpp), so that is checked too: its
 // outputs must be the checked run's (which are the interpreter's) bit for bit.
-Outcome unwatched(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, const std::vector<interp::Output>& want) {
+Outcome unwatched(UOp g, const interp::BufferMap& inputs, backend::Backend tier, bool bounds_check, const std::vector<interp::Output>& want) {
   backend::RunOptions ro;
   ro.backend = tier;
   ro.bounds_check = bounds_check;
@@ -179,17 +179,17 @@ Outcome unwatched(UOp g, const interp::BufferMap& inputs, const std::string& tie
   for (size_t i = 0; i < want.size(); ++i) {
     std::optional<interp::Difference> d = i < got.size() ? interp::first_difference(want[i].value, got[i].value) : interp::Difference{-1, 0, 0};
     if (d)
-      return failed("output '" + want[i].name + "' element " + std::to_string(d->index) + " differs between the checked run and a plain " + tier +
+      return failed("output '" + want[i].name + "' element " + std::to_string(d->index) + " differs between the checked run and a plain " + std::string(backend_name(tier)) +
                         " run (host loops in C): " + std::to_string(d->a) + " vs " + std::to_string(d->b),
                     Kind::OutputMismatch, "unwatched-mismatch");
   }
   return {};
 }
 
-Outcome compiled_here(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, bool direct) {
+Outcome compiled_here(UOp g, const interp::BufferMap& inputs, backend::Backend tier, bool bounds_check, bool direct) {
   try {
     backend::RunOptions ro;
-    ro.backend = direct ? tier : "check";
+    ro.backend = direct ? tier : backend::Backend::Check;
     ro.compiler = tier;
     ro.bounds_check = bounds_check;
     interp::BufferMap b = interp::copy_buffers(inputs);
@@ -216,7 +216,7 @@ void write_all(int fd, const std::string& msg) {
 // returns).
 constexpr int kWallFactor = 10;
 
-[[noreturn]] void child(int fd, UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct) {
+[[noreturn]] void child(int fd, UOp g, const interp::BufferMap& inputs, backend::Backend tier, const CompiledRun& how, bool direct) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGXCPU}) std::signal(sig, SIG_DFL);
   if (how.timeout_s > 0) {
     rlimit cpu{static_cast<rlim_t>(how.timeout_s), static_cast<rlim_t>(how.timeout_s) + 1};
@@ -254,7 +254,7 @@ Outcome wait_for(pid_t pid, int fd, const CompiledRun& how) {
 
 // In a child process, so a crash or a hang of the lowering or of a compiled kernel is a finding
 // like any other instead of ending the run.
-Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct) {
+Outcome compiled(UOp g, const interp::BufferMap& inputs, backend::Backend tier, const CompiledRun& how, bool direct) {
   if (!how.fork) return compiled_here(g, inputs, tier, how.bounds_check, direct);
   std::cout << std::flush;
   std::cerr << std::flush;

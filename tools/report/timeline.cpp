@@ -138,7 +138,7 @@ Timeline record_timeline(UOp program, const interp::BufferMap& inputs, const std
   for (bool blank : {true, false}) {
     Timeline t(program, blank ? interp::copy_buffers(start) : interp::copy_buffers(inputs));
     backend::RunOptions ro;
-    ro.backend = "interp";
+    ro.backend = backend::Backend::Interp;
     ro.observer = &t;
     try {
       backend::run_program(program, t.buffers(), ro);

@@ -77,8 +77,8 @@ bool Session::find_divergence() {
     divergence_checked_ = true;
     interp::BufferMap copy = interp::copy_buffers(o_.initial);
     backend::RunOptions ro;
-    ro.backend = "check";
-    ro.compiler = "tcc";
+    ro.backend = backend::Backend::Check;
+    ro.compiler = backend::Backend::Tcc;
     int64_t ok = 0;
     ro.on_launch = [&](UOp, const std::vector<std::pair<std::string, int64_t>>&) { ++ok; };
     try {
