@@ -367,13 +367,18 @@ Program& Program::operator=(Program&&) noexcept = default;
 
 std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
   Impl& p = *impl_;
-  if (p.upgrade) {
-    if (Program* cc = p.upgrade->ready()) return cc->run(buffers);
-    if (++p.runs == 2) p.upgrade->start();  // run twice: worth compiling on cc
-  }
   std::vector<std::string> out_names;  // out=: a caller's buffer may be named after an output
   for (const HostOutput& o : p.host.outputs) out_names.push_back(o.name);
   interp::check_inputs(p.specs, buffers, out_names);
+  return run_checked(buffers);
+}
+
+std::vector<interp::Output> Program::run_checked(interp::BufferMap& buffers) {
+  Impl& p = *impl_;
+  if (p.upgrade) {
+    if (Program* cc = p.upgrade->ready()) return cc->run_checked(buffers);
+    if (++p.runs == 2) p.upgrade->start();  // run twice: worth compiling on cc
+  }
   p.check_uninitialized(buffers);
   Host run(buffers, p.temps, *p.launcher, p.opts);
   std::vector<interp::Output> values;
@@ -391,15 +396,16 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
 
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) { return Program(program, opts).run(buffers); }
 
-CompiledGraph::CompiledGraph(UOp graph, RunOptions opts)
-    : graph_(graph), opts_(std::move(opts)), specs_((require_valid(graph), interp::graph_buffers(graph))) {}
-// (verified first, as the interpreter does: an invalid graph's inputs mean nothing)
+CompiledGraph::CompiledGraph(UOp graph, RunOptions opts) : graph_(graph), opts_(std::move(opts)) {
+  if (!opts_.graph_checked) require_valid(graph);  // first, as the interpreter does: an invalid graph's inputs mean nothing
+  specs_ = interp::graph_buffers(graph);
+}
 
 void CompiledGraph::prepare() {
   if (program_) return;
   lower::Context ctx;
   ctx.skip = opts_.skip_passes;
-  UOp program = lower::lower(graph_, ctx);
+  UOp program = lower::lower_verified(graph_, ctx);  // verified by the constructor or the caller
   program_ = std::make_unique<Program>(program, opts_);
   program_->graph_writes(specs_);
   std::set<std::string> keep;
@@ -413,12 +419,12 @@ void CompiledGraph::prepare() {
 // a buffer, e.g. a WHERE's discarded branch), after checking them against the graph itself: the
 // inputs a graph needs do not depend on how it was lowered.
 std::vector<interp::Output> CompiledGraph::run_lowered(interp::BufferMap& buffers) {
-  interp::check_inputs(specs_, buffers);  // before lowering, which could fail for another reason
+  if (!opts_.graph_checked) interp::check_inputs(specs_, buffers);  // before lowering, which could fail for another reason
   prepare();
   interp::BufferMap mine;
   for (const std::string& name : declared_)
     if (auto it = buffers.find(name); it != buffers.end()) mine.emplace(name, it->second);
-  std::vector<interp::Output> outs = program_->run(mine);
+  std::vector<interp::Output> outs = program_->run_checked(mine);
   for (auto& [name, d] : mine) buffers[name] = d;
   return outs;
 }

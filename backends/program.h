@@ -52,6 +52,10 @@ struct RunOptions {
   std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)> on_launch;
   // Told of every point of the walk (not launch, which is the runner's), after the runner.
   HostHooks* observer = nullptr;
+  // The caller has verified the graph (require_valid) and checks every run's buffers against
+  // it (interp::check_inputs) itself, in its own words (ow run: the file's lines, --in hints):
+  // a CompiledGraph then does neither again.
+  bool graph_checked = false;
 };
 
 // A lowered program made ready to run many times: every kernel is rendered and compiled (or
@@ -86,6 +90,11 @@ class Program {
   CompileStats compile_stats() const;
 
  private:
+  friend class CompiledGraph;
+  // run() after its input check: for a CompiledGraph, which has checked the buffers against
+  // the tensor-level graph (the inputs a graph needs do not depend on how it was lowered).
+  std::vector<interp::Output> run_checked(interp::BufferMap& buffers);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -117,6 +117,7 @@ std::vector<interp::Output> run_compiled(const po::variables_map& vm, backend::B
   ro.bounds_check = vm.count("bounds-check") > 0;
   ro.max_launches = max_steps;
   ro.skip_passes = skipped_passes(vm);
+  ro.graph_checked = true;  // load_graph verified it, load_inputs checked the buffers against it
   uint64_t launches = 0;
   if (backend == backend::Backend::Check) ro.on_launch = [&](UOp, const auto&) { ++launches; };  // only check reports it (a hook keeps loops on the host)
   std::vector<interp::Output> outs = backend::run_graph(root, buffers, ro);
