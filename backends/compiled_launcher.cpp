@@ -10,20 +10,13 @@
 #include "interp/kernel_eval.h"
 #include "uop/args.h"
 #include "uop/error.h"
+#include "uop/kernel_slots.h"
 
 namespace ow::backend {
 
-// The enclosing host loops, for messages: "m1=2, m2=0", or "outside any host loop".
-std::string loops_text(const HostBindings& b) {
-  if (b.empty()) return "outside any host loop";
-  std::string s;
-  for (auto& [r, v] : b) s += (s.empty() ? "" : ", ") + range_name(r) + "=" + std::to_string(v);
-  return s;
-}
-
 // "step budget exceeded: ..." for the launch of l with the host loops at b.
 std::string budget_message(uint64_t max, const HostLaunch& l, const HostBindings& b) {
-  return "step budget exceeded: " + std::to_string(max) + " kernel launches, at kernel " + kernel_name(l.kernel) + " with " + loops_text(b) +
+  return "step budget exceeded: " + std::to_string(max) + " kernel launches, at kernel " + kernel_name(l.kernel) + " with " + bindings_text(b) +
          " (ow: --max-steps N raises it)";
 }
 
@@ -35,11 +28,11 @@ namespace {
 // needs is laid out here once, so a launch only fills two arrays.
 class CompiledLauncher : public Launcher {
  public:
-  CompiledLauncher(const std::string& compiler, bool bounds_check, const std::string& mode) : compiler_(make_compiler(compiler)), per_kernel_(mode == "kernel") {
+  CompiledLauncher(Backend compiler, bool bounds_check, const std::string& mode) : compiler_(make_compiler(std::string(backend_name(compiler)))), per_kernel_(mode == "kernel") {
     if (mode != "program" && mode != "kernel") throw Error("compile mode must be 'program' (one translation unit) or 'kernel' (one per kernel), got '" + mode + "'");
-    opts_.target = target_named(compiler);
+    opts_.target = compiler == Backend::Tcc ? Target::tcc : Target::cc;
     opts_.bounds_check = bounds_check;
-    opts_.threads = compiler == "cc" ? threads_setting() : 1;  // tcc kernels are always serial
+    opts_.threads = compiler == Backend::Cc ? threads_setting() : 1;  // tcc kernels are always serial
   }
 
   void prepare(const HostProgram& p) override {
@@ -164,7 +157,7 @@ class CompiledLauncher : public Launcher {
     if (rc == abi::kBudgetExceeded) throw BudgetExceeded(budget_message(h.max_launches(), l, b));
     if (rc == abi::kBindRefused) {
       std::string why = bind_error(h.program(), l, b);
-      if (why.empty()) throw InternalError("a compiled host loop refused a BIND the host walk accepts, at kernel " + l.name + " with " + loops_text(b));
+      if (why.empty()) throw InternalError("a compiled host loop refused a BIND the host walk accepts, at kernel " + l.name + " with " + bindings_text(b));
       throw Error(why);
     }
     const Compiled& c = kernels_[l.index];
@@ -184,7 +177,7 @@ class CompiledLauncher : public Launcher {
         if (var_name(l.binds[i].node->src[0]) == v) at = static_cast<int>(i);
       c.var_bind.push_back(at);
     }
-    c.stored = interp::slots_stored(l.kernel->src[0]);
+    c.stored = slots_stored(l.kernel->src[0]);
     c.bufs.resize(l.buffers.size());
     c.vals.resize(c.vars.size());
     return c;
@@ -193,7 +186,7 @@ class CompiledLauncher : public Launcher {
 
 }  // namespace
 
-std::unique_ptr<Launcher> make_compiled_launcher(const std::string& compiler, bool bounds_check, const std::string& mode) {
+std::unique_ptr<Launcher> make_compiled_launcher(Backend compiler, bool bounds_check, const std::string& mode) {
   return std::make_unique<CompiledLauncher>(compiler, bounds_check, mode);
 }
 

@@ -6,14 +6,13 @@
 #include <memory>
 #include <string>
 
+#include "backends/backend.h"
 #include "backends/compiler.h"
 #include "interp/interp.h"
 #include "uop/host_program.h"
 
 namespace ow::backend {
 
-// The enclosing host loops, for messages: "m1=2, m2=0", or "outside any host loop".
-std::string loops_text(const HostBindings& b);
 // "step budget exceeded: ..." for the launch of l with the host loops at b.
 std::string budget_message(uint64_t max, const HostLaunch& l, const HostBindings& b);
 
@@ -43,8 +42,8 @@ class Launcher {
   virtual bool run_loop(const HostStep& /*loop*/, int64_t /*n*/, const HostBindings& /*outer*/, LoopHost& /*host*/) { return false; }
 };
 
-// Compiled kernels on compiler "tcc" or "cc"; mode "program" (one unit, one compile, host loops
+// Compiled kernels on compiler Tcc or Cc; mode "program" (one unit, one compile, host loops
 // of launches in C) or "kernel" (one compile per kernel). ow::Error for another mode.
-std::unique_ptr<Launcher> make_compiled_launcher(const std::string& compiler, bool bounds_check, const std::string& mode);
+std::unique_ptr<Launcher> make_compiled_launcher(Backend compiler, bool bounds_check, const std::string& mode);
 
 }  // namespace ow::backend

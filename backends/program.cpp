@@ -17,6 +17,7 @@
 #include "lower/lower.h"
 #include "uop/args.h"
 #include "uop/error.h"
+#include "uop/kernel_slots.h"
 #include "uop/text.h"
 #include "uop/verify.h"
 
@@ -190,7 +191,7 @@ class CheckLauncher : public Launcher {
   interp::BufferMap ref_temps_;
   InterpLauncher reference_;
   std::unique_ptr<Launcher> compiled_;
-  std::string compiler_;
+  Backend compiler_;
 
   interp::BufferData& ref_buffer(UOp b) {
     const std::string& name = buffer_name(b);
@@ -214,16 +215,16 @@ class CheckLauncher : public Launcher {
     w.poison = want.poison;
     if (std::optional<interp::Difference> d = interp::first_difference(w, g, /*skip_poison_of_a=*/true)) {
       char buf[256];
-      std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, compiler_.c_str(), d->b);
-      throw CheckMismatch(CheckMismatch::Where::Kernel, "check: kernel " + kernel_name(kernel) + " diverges (" + loops_text(loops) + "): " + buf +
+      std::snprintf(buf, sizeof buf, "buffer '%s' element %lld: interp %.9g, %s %.9g", buffer_name(b).c_str(), static_cast<long long>(d->index), d->a, std::string(backend_name(compiler_)).c_str(), d->b);
+      throw CheckMismatch(CheckMismatch::Where::Kernel, "check: kernel " + kernel_name(kernel) + " diverges (" + bindings_text(loops) + "): " + buf +
                   "\n  tolerance: 0 (bit for bit: same operation order, no FMA contraction, same libm)\n" + print_graph(kernel));
     }
   }
 };
 
 std::unique_ptr<Launcher> make_launcher(const RunOptions& opts) {
-  if (opts.backend == "interp") return std::make_unique<InterpLauncher>();
-  if (opts.backend == "check") return std::make_unique<CheckLauncher>(opts);
+  if (opts.backend == Backend::Interp) return std::make_unique<InterpLauncher>();
+  if (opts.backend == Backend::Check) return std::make_unique<CheckLauncher>(opts);
   return make_compiled_launcher(opts.backend, opts.bounds_check, opts.compile_mode);
 }
 
@@ -324,14 +325,14 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
   impl_->host = host_program(lowered);
   impl_->opts = std::move(opts);
   RunOptions first = impl_->opts;
-  if (first.backend == "auto") {  // tcc now, cc once it has compiled (tiered.h)
-    first.backend = "tcc";
+  if (first.backend == Backend::Auto) {  // tcc now, cc once it has compiled (tiered.h)
+    first.backend = Backend::Tcc;
     impl_->upgrade = std::make_unique<CcUpgrade>(lowered, impl_->opts);
   }
   impl_->launcher = make_launcher(first);
   impl_->specs = interp::graph_buffers(lowered);
   for (const HostLaunch& l : impl_->host.launches)
-    for (int64_t s : interp::slots_loaded(l.kernel->src[0]))
+    for (int64_t s : slots_loaded(l.kernel->src[0]))
       if (s >= 0 && static_cast<size_t>(s) < l.buffers.size()) impl_->loaded.insert(buffer_name(l.buffers[static_cast<size_t>(s)]));
   for (UOp u : toposort(lowered))
     if (u->op == Ops::BUFFER) impl_->declared.insert(buffer_name(u));
@@ -341,9 +342,9 @@ Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>())
 
 const HostProgram& Program::host() const { return impl_->host; }
 
-std::string Program::tier() const {
+Backend Program::tier() const {
   if (!impl_->upgrade) return impl_->opts.backend;
-  return impl_->upgrade->ready() ? "cc" : "tcc";
+  return impl_->upgrade->ready() ? Backend::Cc : Backend::Tcc;
 }
 
 std::string Program::tier_error() const { return impl_->upgrade ? impl_->upgrade->error() : ""; }
@@ -366,13 +367,18 @@ Program& Program::operator=(Program&&) noexcept = default;
 
 std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
   Impl& p = *impl_;
-  if (p.upgrade) {
-    if (Program* cc = p.upgrade->ready()) return cc->run(buffers);
-    if (++p.runs == 2) p.upgrade->start();  // run twice: worth compiling on cc
-  }
   std::vector<std::string> out_names;  // out=: a caller's buffer may be named after an output
   for (const HostOutput& o : p.host.outputs) out_names.push_back(o.name);
   interp::check_inputs(p.specs, buffers, out_names);
+  return run_checked(buffers);
+}
+
+std::vector<interp::Output> Program::run_checked(interp::BufferMap& buffers) {
+  Impl& p = *impl_;
+  if (p.upgrade) {
+    if (Program* cc = p.upgrade->ready()) return cc->run_checked(buffers);
+    if (++p.runs == 2) p.upgrade->start();  // run twice: worth compiling on cc
+  }
   p.check_uninitialized(buffers);
   Host run(buffers, p.temps, *p.launcher, p.opts);
   std::vector<interp::Output> values;
@@ -390,15 +396,16 @@ std::vector<interp::Output> Program::run(interp::BufferMap& buffers) {
 
 std::vector<interp::Output> run_program(UOp program, interp::BufferMap& buffers, const RunOptions& opts) { return Program(program, opts).run(buffers); }
 
-CompiledGraph::CompiledGraph(UOp graph, RunOptions opts)
-    : graph_(graph), backend_(opts.backend), opts_(std::move(opts)), specs_((require_valid(graph), interp::graph_buffers(graph))) {}
-// (verified first, as the interpreter does: an invalid graph's inputs mean nothing)
+CompiledGraph::CompiledGraph(UOp graph, RunOptions opts) : graph_(graph), opts_(std::move(opts)) {
+  if (!opts_.graph_checked) require_valid(graph);  // first, as the interpreter does: an invalid graph's inputs mean nothing
+  specs_ = interp::graph_buffers(graph);
+}
 
 void CompiledGraph::prepare() {
   if (program_) return;
   lower::Context ctx;
   ctx.skip = opts_.skip_passes;
-  UOp program = lower::lower(graph_, ctx);
+  UOp program = lower::lower_verified(graph_, ctx);  // verified by the constructor or the caller
   program_ = std::make_unique<Program>(program, opts_);
   program_->graph_writes(specs_);
   std::set<std::string> keep;
@@ -412,19 +419,19 @@ void CompiledGraph::prepare() {
 // a buffer, e.g. a WHERE's discarded branch), after checking them against the graph itself: the
 // inputs a graph needs do not depend on how it was lowered.
 std::vector<interp::Output> CompiledGraph::run_lowered(interp::BufferMap& buffers) {
-  interp::check_inputs(specs_, buffers);  // before lowering, which could fail for another reason
+  if (!opts_.graph_checked) interp::check_inputs(specs_, buffers);  // before lowering, which could fail for another reason
   prepare();
   interp::BufferMap mine;
   for (const std::string& name : declared_)
     if (auto it = buffers.find(name); it != buffers.end()) mine.emplace(name, it->second);
-  std::vector<interp::Output> outs = program_->run(mine);
+  std::vector<interp::Output> outs = program_->run_checked(mine);
   for (auto& [name, d] : mine) buffers[name] = d;
   return outs;
 }
 
 std::vector<interp::Output> CompiledGraph::run(interp::BufferMap& buffers) {
-  if (backend_ == "interp") return interp::run(graph_, buffers);
-  if (backend_ != "check") return run_lowered(buffers);
+  if (opts_.backend == Backend::Interp) return interp::run(graph_, buffers);
+  if (opts_.backend != Backend::Check) return run_lowered(buffers);
   // check: the lowered program kernel by kernel (CheckLauncher), and its outputs against the
   // tensor-level interpreter on the original graph, which defines them.
   interp::BufferMap ref = interp::copy_buffers(buffers);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "backends/compiler.h"
 #include "interp/inputs.h"
 #include "interp/interp.h"
@@ -38,8 +39,8 @@ struct KernelFailed : Error {
 };
 
 struct RunOptions {
-  std::string backend = "tcc";  // interp | tcc | cc | check (check compiles with `compiler`) | auto (tiered.h)
-  std::string compiler = "tcc"; // for check: which compiled tier to compare against
+  Backend backend = Backend::Tcc;
+  Backend compiler = Backend::Tcc;  // for check: which compiled tier (Tcc or Cc) to compare against
   bool bounds_check = false;    // compiled kernels check every access
   // tcc/cc/check: "program" compiles every kernel of the program in one translation unit (one
   // compile), with its host loops of launches as C loops (used when no hook watches every
@@ -51,6 +52,10 @@ struct RunOptions {
   std::function<void(UOp, const std::vector<std::pair<std::string, int64_t>>&)> on_launch;
   // Told of every point of the walk (not launch, which is the runner's), after the runner.
   HostHooks* observer = nullptr;
+  // The caller has verified the graph (require_valid) and checks every run's buffers against
+  // it (interp::check_inputs) itself, in its own words (ow run: the file's lines, --in hints):
+  // a CompiledGraph then does neither again.
+  bool graph_checked = false;
 };
 
 // A lowered program made ready to run many times: every kernel is rendered and compiled (or
@@ -77,14 +82,19 @@ class Program {
   void graph_writes(const std::vector<interp::BufferSpec>& graph_specs);
 
   const HostProgram& host() const;  // the program's steps, launches and outputs
-  // The backend runs use: the backend asked for, except auto: "tcc" until cc is ready, then "cc".
-  std::string tier() const;
+  // The backend runs use: the backend asked for, except auto: Tcc until cc is ready, then Cc.
+  Backend tier() const;
   std::string tier_error() const;  // auto: why cc could not compile the program ("" if it could)
   // The compile() calls made to prepare it (compiled backends; zeros for interp): one for the
   // whole program in compile mode "program", one per kernel in "kernel".
   CompileStats compile_stats() const;
 
  private:
+  friend class CompiledGraph;
+  // run() after its input check: for a CompiledGraph, which has checked the buffers against
+  // the tensor-level graph (the inputs a graph needs do not depend on how it was lowered).
+  std::vector<interp::Output> run_checked(interp::BufferMap& buffers);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -104,7 +114,6 @@ class CompiledGraph {
 
  private:
   UOp graph_;
-  std::string backend_;
   RunOptions opts_;
   std::vector<interp::BufferSpec> specs_;  // the graph's buffers: what a run accepts
   std::unique_ptr<Program> program_;  // none for backend interp

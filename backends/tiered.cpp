@@ -22,7 +22,7 @@ struct CcUpgrade::State {
 CcUpgrade::CcUpgrade(UOp lowered, const RunOptions& opts) : state_(std::make_shared<State>()) {
   state_->lowered = lowered;
   state_->opts = opts;
-  state_->opts.backend = "cc";
+  state_->opts.backend = Backend::Cc;
 }
 
 CcUpgrade::~CcUpgrade() {

@@ -15,8 +15,8 @@ const bool installed = [] {
   std::string compiler = tier;
   ow::set_evaluator([compiler](ow::UOp graph, ow::interp::BufferMap& buffers) {
     ow::backend::RunOptions o;
-    o.backend = "check";
-    o.compiler = compiler;
+    o.backend = ow::backend::Backend::Check;
+    o.compiler = ow::backend::parse_backend(compiler);
     return ow::backend::run_graph(graph, buffers, o);
   });
   return true;

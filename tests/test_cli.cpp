@@ -423,6 +423,20 @@ TEST_CASE("ow lower with an unknown pass exits 1 naming the passes", "[cli][lowe
   CHECK_THAT(r.err, Catch::Contains("rangeify"));
 }
 
+// A kernel-level form (a LOAD through a DEFINE_GLOBAL) in the graph given to lowering is the
+// user's error naming the node, on every command that lowers; it was an internal error ("a STORE
+// was left outside a kernel", exit 2) from kernelize.
+TEST_CASE("ow lower and a compiled run refuse a kernel-level LOAD outside a KERNEL, naming it", "[cli][lower][errors]") {
+  std::string seed = (fs::path(std::getenv("OW_SOURCE_DIR")) / "tests" / "fuzz" / "seeds" / "pointers.uop").string();
+  const std::string want = "lowering takes a tensor-level graph: LOAD belongs in a kernel's ast, and this one is outside any KERNEL\n  at %3 = LOAD float32 (%2)\n";
+  for (std::vector<std::string> args : {std::vector<std::string>{"lower", seed}, {"run", seed, "--backend", "tcc"}}) {
+    Result r = run_ow(args);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.rc == 1);
+    CHECK(r.err == want);
+  }
+}
+
 TEST_CASE("ow check --passes: every pass keeps the outputs of the seed's scan", "[cli][lower]") {
   Result r = run_ow({"check", case_file("scan_with_assign").string(), "--passes", "--random-inputs"});
   INFO(r.out << r.err);

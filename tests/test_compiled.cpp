@@ -119,8 +119,8 @@ TEST_CASE("every reference case runs compiled on tcc and cc, bit for bit with th
       for (const char* tier : {"tcc", "cc"}) {
         INFO("compiler " << tier);
         backend::RunOptions o;
-        o.backend = "check";
-        o.compiler = tier;
+        o.backend = backend::Backend::Check;
+        o.compiler = backend::parse_backend(tier);
         int launches = 0;
         o.on_launch = [&](UOp, const auto&) { ++launches; };
         interp::BufferMap b = copy(inputs);
@@ -133,7 +133,7 @@ TEST_CASE("every reference case runs compiled on tcc and cc, bit for bit with th
         CHECK(launches > 0);
         require_equal(want, got);
         backend::RunOptions alone;  // the tier alone, no hook: its host loops of launches run in C
-        alone.backend = tier;
+        alone.backend = backend::parse_backend(tier);
         interp::BufferMap ab = copy(inputs);
         require_equal(want, backend::run_graph(root, ab, alone));
       }
@@ -175,7 +175,7 @@ TEST_CASE("the lowered program evaluates on the interpreter to the same outputs"
     interp::BufferMap a = copy(inputs), b = copy(inputs);
     std::vector<interp::Output> want = interp::run(root, a);
     backend::RunOptions o;
-    o.backend = "interp";
+    o.backend = backend::Backend::Interp;
     INFO("case " << c);
     require_equal(want, backend::run_program(lower::lower(root), b, o));
   }
@@ -200,7 +200,7 @@ TEST_CASE("the seed's scan computes the prefix products on every backend", "[com
     b["vec"] = interp::BufferData{vec.dtype, vec.data, nullptr};
     b["mats"] = interp::BufferData{mats.dtype, mats.data, nullptr};
     backend::RunOptions o;
-    o.backend = tier;
+    o.backend = backend::parse_backend(tier);
     auto outs = backend::run_graph(root, b, o);
     REQUIRE(outs.size() == 1);
     for (int i = 0; i < 30; ++i) {
@@ -445,7 +445,7 @@ interp::BufferMap floats(const std::vector<std::pair<std::string, std::vector<fl
 // The outputs of `root` on one tier: interp, tcc, cc or check.
 std::vector<interp::Output> run_on(const char* tier, UOp root, interp::BufferMap inputs) {
   backend::RunOptions o;
-  o.backend = tier;
+  o.backend = backend::parse_backend(tier);
   return backend::run_graph(root, inputs, o);
 }
 
@@ -465,7 +465,7 @@ TEST_CASE("a REDUCE or an END around an OUTER fold runs on the host", "[compiled
   for (const char* tier : {"interp", "tcc", "cc", "check"}) {
     INFO(tier);
     backend::RunOptions o;
-    o.backend = tier;
+    o.backend = backend::parse_backend(tier);
     for (auto [x0, x1, want] : {std::tuple<float, float, float>{1.5f, -0.25f, 3.75f}, {-1.0f, 0.5f, -0.5f}}) {
       interp::BufferMap b = floats({{"x", {x0, x1}}});
       auto outs = backend::run_graph(red, b, o);
@@ -750,7 +750,7 @@ TEST_CASE("an out-of-bounds access in a compiled kernel is a clear error with --
     auto x = std::make_shared<interp::Storage>(dtypes::float32, 4);
     b["x"] = interp::BufferData{dtypes::float32, x, nullptr};
     backend::RunOptions o;
-    o.backend = tier;
+    o.backend = backend::parse_backend(tier);
     o.bounds_check = true;
     std::string msg = error_of([&] { backend::run_program(program, b, o); });
     CHECK_THAT(msg, Catch::Contains("out-of-bounds"));
@@ -767,7 +767,7 @@ TEST_CASE("a missing system compiler for cc is a clear error", "[compiled]") {
   setenv("OW_CC", "/nonexistent/ow-test-cc", 1);
   interp::BufferMap b = inputs_for("reduce", root);
   backend::RunOptions o;
-  o.backend = "cc";
+  o.backend = backend::Backend::Cc;
   std::string msg = error_of([&] { backend::run_graph(root, b, o); });
   if (old) setenv("OW_CC", saved.c_str(), 1);
   else unsetenv("OW_CC");
@@ -811,7 +811,7 @@ TEST_CASE("ow fuzz reproducers (tests/fuzz/lower) now agree with the interpreter
     UOp root = parse_graph(slurp(e.path()), e.path().string()).root;
     interp::BufferMap inputs = inputs_for("(fuzz)", root);
     backend::RunOptions o;
-    o.backend = "check";
+    o.backend = backend::Backend::Check;
     o.bounds_check = true;
     interp::BufferMap b = copy(inputs);
     CHECK_NOTHROW(backend::run_graph(root, b, o));  // check mode throws on any divergence
@@ -826,7 +826,7 @@ TEST_CASE("a parallel END that reads what an effect inside it wrote is refused, 
   UOp root = parse_graph(slurp(source_root() / "tests" / "fuzz" / "refused" / "fuzz-820080.uop"), "fuzz-820080.uop").root;
   interp::BufferMap inputs = inputs_for("(fuzz)", root);
   backend::RunOptions o;
-  o.backend = "tcc";
+  o.backend = backend::Backend::Tcc;
   interp::BufferMap b = copy(inputs);
   try {
     backend::run_graph(root, b, o);
@@ -865,7 +865,7 @@ TEST_CASE("a WHERE whose condition is a WHERE of equal constants compiles right 
     INFO("backend " << be);
     interp::BufferMap b{{"c", make(dtypes::bool_, {1, 0})}, {"a", make(dtypes::float32, {1, 2})}, {"b", make(dtypes::float32, {3, 4})}};
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     interp::Value out = backend::run_graph(g, b, o).at(0).value;
     CHECK(interp::get_element(out, 0) == 3.0);
     CHECK(interp::get_element(out, 1) == 4.0);
@@ -900,7 +900,7 @@ TEST_CASE("the compiled path refuses an invalid graph with the interpreter's mes
   for (const char* tier : {"tcc", "cc", "check"}) {
     INFO(tier);
     backend::RunOptions o;
-    o.backend = tier;
+    o.backend = backend::parse_backend(tier);
     CHECK_THROWS_WITH(backend::run_graph(root, in, o), Catch::Contains(want));
   }
   CHECK_THROWS_WITH(lower::lower(root), Catch::Contains(want));
@@ -908,7 +908,7 @@ TEST_CASE("the compiled path refuses an invalid graph with the interpreter's mes
   interp::BufferMap none;
   CHECK_THROWS_WITH(interp::run(root, none), Catch::Contains(want));
   backend::RunOptions o;
-  o.backend = "cc";
+  o.backend = backend::Backend::Cc;
   CHECK_THROWS_WITH(backend::run_graph(root, none, o), Catch::Contains(want));
 }
 
@@ -924,7 +924,7 @@ TEST_CASE("a vmap of -(float)r: row 0 is +0.0 on every backend, as 0 + -0 is", "
     auto zeros = std::make_shared<interp::Storage>(dtypes::float32, 20);
     interp::BufferMap b{{"tgt0", interp::BufferData{dtypes::float32, zeros, nullptr}}};
     backend::RunOptions o;
-    o.backend = tier;
+    o.backend = backend::parse_backend(tier);
     std::vector<interp::Output> got = std::string(tier) == "interp" ? interp::run(root, b) : backend::run_graph(root, b, o);
     REQUIRE(got.size() == 1);
     REQUIRE(got[0].value.numel() == 20);
@@ -949,7 +949,7 @@ TEST_CASE("an unbound variable is the interpreter's error on every backend, not 
     INFO("backend " << be);
     interp::BufferMap b = inputs_for("(unbound)", root);
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     try {
       backend::run_graph(root, b, o);
       FAIL("no error");
@@ -981,7 +981,7 @@ TEST_CASE("a 20,000-node elementwise chain is rendered and run on tcc", "[compil
     std::memcpy(s->bytes.data(), in, sizeof in);
     interp::BufferMap b{{"x", interp::BufferData{dtypes::float32, s, nullptr}}};
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     auto out = backend::run_graph(root, b, o);
     interp::Value r = interp::contiguous(out.at(0).value);
     CHECK(std::vector<float>(r.data->as<float>(), r.data->as<float>() + 4) == want);
@@ -1070,7 +1070,7 @@ TEST_CASE("a reduction over a broadcast 30,000-node chain is lowered and run on 
     for (size_t k = 0; k < 4; ++k) want[j] += (x[k] + static_cast<float>(n)) * w[j * 4 + k];
   interp::BufferMap b{{"x", buffer(x)}, {"w", buffer(w)}};
   backend::RunOptions o;
-  o.backend = "tcc";
+  o.backend = backend::Backend::Tcc;
   std::vector<float> got;
   on_stack(1 << 20, [&] {
     interp::Value r = interp::contiguous(backend::run_graph(root, b, o).at(0).value);
@@ -1135,7 +1135,7 @@ TEST_CASE("a store through PAD writes only the source's elements, through a RESH
   for (const char* be : {"interp", "tcc", "cc"}) {
     INFO("backend " << be);
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     interp::BufferMap a{{"t", buf({0, 1, 2, 3, 4, 5, 6, 7, 8, 9})}};
     CHECK(values(backend::run_graph(parse_graph(strided).root, a, o)) == std::vector<float>{0, 11, 2, 11, 4, 11, 6, 7, 8, 9});
     interp::BufferMap b{{"t", buf({0, 0, 0, 0, 0})}, {"u", buf({1, 2, 3, 4, 5, 99})}};

@@ -97,8 +97,8 @@ std::vector<std::vector<double>> gradients(UOp loss, const std::vector<Tensor>& 
   UOp graph = UOp::sink(outs, Arg(names));
   Inputs b = copy(interp::buffers_for(graph, in));
   backend::RunOptions o;
-  o.backend = tier == "interp" ? "interp" : "check";
-  o.compiler = tier;
+  o.backend = tier == "interp" ? backend::Backend::Interp : backend::Backend::Check;
+  o.compiler = backend::parse_backend(tier);
   std::vector<std::vector<double>> out;
   for (const interp::Output& r : backend::run_graph(graph, b, o)) out.push_back(values(r.value));
   return out;

@@ -224,7 +224,7 @@ struct ScanRows {
       put("out", out);
       put("mats", mats);
       backend::RunOptions o;
-      o.backend = backend;
+      o.backend = backend::parse_backend(backend);
       std::vector<interp::Output> got = std::string(backend) == "interp" ? interp::run(root, b) : backend::run_graph(root, b, o);
       REQUIRE(got.size() == 1);
       const float* g = got[0].value.data->as<float>();

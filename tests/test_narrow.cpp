@@ -33,7 +33,7 @@ template <class T> interp::BufferData data(DType d, std::vector<T> v) {
 // The first output's elements as T, run on `backend`.
 template <class T> std::vector<T> run(const std::string& text, interp::BufferMap inputs, const std::string& backend) {
   backend::RunOptions o;
-  o.backend = backend;
+  o.backend = backend::parse_backend(backend);
   auto out = backend::run_graph(parse_graph(text).root, inputs, o);
   interp::Value v = interp::contiguous(out.at(0).value);
   const T* p = reinterpret_cast<const T*>(std::as_const(*v.data).bytes.data());
@@ -89,7 +89,7 @@ TEST_CASE("narrow integer errors name the width, the same on every backend", "[n
   for (const char* be : kBackends) {
     INFO("backend " << be);
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     interp::BufferMap shl{{"a", data<int8_t>(dtypes::int8, {1, 1})}, {"b", data<int8_t>(dtypes::int8, {7, 8})}};
     CHECK_THAT(error_of([&] { backend::run_graph(parse_graph(binary("SHL", "int8", 2)).root, shl, o); }), Catch::Contains("shift count 8 outside [0, 8)"));
     interp::BufferMap shr{{"a", data<uint16_t>(dtypes::uint16, {1, 1})}, {"b", data<uint16_t>(dtypes::uint16, {15, 16})}};

@@ -91,7 +91,7 @@ struct Result {
 // One run on `tier`; `walked` sets on_launch, which keeps every loop on the host walk.
 Result run_nest(UOp p, const char* tier, bool walked, uint64_t max_launches = 0) {
   backend::RunOptions o;
-  o.backend = tier;
+  o.backend = backend::parse_backend(tier);
   o.max_launches = max_launches;
   if (walked) o.on_launch = [](UOp, const auto&) {};
   interp::BufferMap b = nest_inputs();
@@ -226,7 +226,7 @@ TEST_CASE("a tensor-level fold over two OUTER ranges lowers to a nest compiled w
     for (uint64_t budget : {0, 1, 2, 5, 9, 14, 25, 26}) {  // 1 + 6 * 4 launches
       INFO("budget " << budget);
       backend::RunOptions o;
-      o.backend = tier;
+      o.backend = backend::parse_backend(tier);
       o.max_launches = budget;
       interp::BufferMap cb = fold_inputs(), wb = fold_inputs();
       std::vector<interp::Output> c, w;

@@ -95,7 +95,7 @@ TEST_CASE("parallel: a matmul big enough to split, with an odd number of rows, e
   interp::BufferMap ib = fresh(), cb = fresh();
   std::vector<interp::Output> want = interp::run(root, ib);
   backend::RunOptions o;
-  o.backend = "cc";
+  o.backend = backend::Backend::Cc;
   std::vector<interp::Output> got = backend::run_graph(root, cb, o);
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].value.numel() == m * n);

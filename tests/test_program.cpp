@@ -63,7 +63,7 @@ TEST_CASE("Program: runs again on new inputs, and earlier results stay as they w
   for (const char* be : kBackends) {
     INFO("backend " << be);
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     backend::Program p(lowered(kAxpb), o);
     interp::BufferMap in{{"a", floats(1000, [](int64_t i) { return 0.1f * float(i); })}, {"b", floats(1000, [](int64_t i) { return 3.0f - 0.01f * float(i); })}};
     std::vector<interp::Output> first = p.run(in);
@@ -82,7 +82,7 @@ TEST_CASE("Program: an output is written in place into a caller's buffer of its 
   for (const char* be : kBackends) {
     INFO("backend " << be);
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     backend::Program p(lowered(kAxpb), o);
     interp::BufferMap in{{"a", floats(1000, [](int64_t i) { return float(i % 17) - 8.0f; })},
                          {"b", floats(1000, [](int64_t i) { return 0.25f * float(i % 5); })},
@@ -113,7 +113,7 @@ TEST_CASE("Program: kept temporaries do not leak one run's sums into the next", 
   for (const char* be : kBackends) {
     INFO("backend " << be);
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     backend::Program p(lowered(kRowSums), o);
     for (int run = 1; run <= 3; ++run) {
       // m[r][k] = run * (r + 1): row r sums to 8 * run * (r + 1), exactly.
@@ -136,7 +136,7 @@ TEST_CASE("Program: a kernel that cannot be compiled fails when the program is p
 )";
   UOp prog = lowered(half);
   backend::RunOptions o;
-  o.backend = "cc";
+  o.backend = backend::Backend::Cc;
   setenv("OW_CC", "/nonexistent/ow-test-cc", 1);
   setenv("OW_CACHE_DIR", "off", 1);
   std::string err = error_of([&] { backend::Program(prog, o); });
@@ -181,7 +181,7 @@ std::map<std::string, std::string> bind_errors(UOp program) {
   errors["interpreter"] = error_of([&] { interp::run(program, b); });
   for (const char* be : kBackends) {
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     interp::BufferMap c = inputs();
     errors[be] = error_of([&] { backend::run_program(program, c, o); });
   }
@@ -269,7 +269,7 @@ TEST_CASE("Program: a kept uninitialized-memory verdict never hides a data-depen
   for (const char* be : {"tcc", "cc"}) {
     INFO("backend " << be);
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     backend::CompiledGraph g(parse_graph(kGatherHalfWritten, "<test>").root, o);
     interp::BufferMap ok{{"idx", ints({1})}, {"ar", ints({0, 1, 2, 3})}};
     std::vector<interp::Output> out = g.run(ok);
@@ -285,20 +285,20 @@ TEST_CASE("Program: a kept uninitialized-memory verdict never hides a data-depen
 // on, then cc; every run's result is the interpreter's, before, across and after the switch.
 TEST_CASE("Program auto: starts on tcc, moves to cc once compiled, the same bits throughout", "[program][auto]") {
   backend::RunOptions o;
-  o.backend = "auto";
+  o.backend = backend::Backend::Auto;
   backend::Program p(lowered(kAxpb), o);
   interp::BufferMap in{{"a", floats(1000, [](int64_t i) { return 0.37f * float(i) - 11.0f; })}, {"b", floats(1000, [](int64_t i) { return 1.0f / float(i + 3); })}};
-  CHECK(p.tier() == "tcc");
+  CHECK(p.tier() == backend::Backend::Tcc);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   int runs = 0, on_tcc = 0;
-  while (p.tier() != "cc" && std::chrono::steady_clock::now() < deadline) {
+  while (p.tier() != backend::Backend::Cc && std::chrono::steady_clock::now() < deadline) {
     interp::BufferMap b = in;
     require_axpb(p.run(b).at(0).value, in);
     ++runs, ++on_tcc;
     std::this_thread::sleep_for(std::chrono::milliseconds(runs < 2 ? 0 : 20));
   }
   INFO("cc: " << p.tier_error());
-  REQUIRE(p.tier() == "cc");
+  REQUIRE(p.tier() == backend::Backend::Cc);
   CHECK(on_tcc >= 2);  // a program run once never starts the cc compile
   for (int i = 0; i < 3; ++i) {
     interp::BufferMap b = in;
@@ -312,7 +312,7 @@ TEST_CASE("Program auto: when cc cannot compile, runs stay on tcc and say why", 
   std::string saved = old ? old : "";
   setenv("OW_CC", "/nonexistent/ow-test-cc", 1);
   backend::RunOptions o;
-  o.backend = "auto";
+  o.backend = backend::Backend::Auto;
   backend::Program p(lowered(kAxpb), o);
   interp::BufferMap in{{"a", floats(1000, [](int64_t i) { return float(i); })}, {"b", floats(1000, [](int64_t i) { return 0.5f - float(i); })}};
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -324,7 +324,7 @@ TEST_CASE("Program auto: when cc cannot compile, runs stay on tcc and say why", 
   if (old) setenv("OW_CC", saved.c_str(), 1);
   else unsetenv("OW_CC");
   CHECK_THAT(p.tier_error(), Catch::Contains("/nonexistent/ow-test-cc"));
-  CHECK(p.tier() == "tcc");
+  CHECK(p.tier() == backend::Backend::Tcc);
   interp::BufferMap b = in;
   require_axpb(p.run(b).at(0).value, in);
 }

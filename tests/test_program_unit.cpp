@@ -111,7 +111,7 @@ TEST_CASE("a program's kernels compile in one compile call; compile mode kernel 
   for (const char* tier : {"tcc", "cc"}) {
     INFO(tier);
     backend::RunOptions o;
-    o.backend = tier;
+    o.backend = backend::parse_backend(tier);
     backend::CompileStats whole = backend::Program(p, o).compile_stats();
     CHECK(whole.compiles + whole.cache_hits == 1);
     o.compile_mode = "kernel";
@@ -119,7 +119,7 @@ TEST_CASE("a program's kernels compile in one compile call; compile mode kernel 
     CHECK(each.compiles + each.cache_hits == 2);
   }
   backend::RunOptions bad;
-  bad.backend = "tcc";
+  bad.backend = backend::Backend::Tcc;
   bad.compile_mode = "kernels";
   CHECK(error_of([&] { backend::Program(p, bad); }) == "compile mode must be 'program' (one translation unit) or 'kernel' (one per kernel), got 'kernels'");
 }
@@ -136,7 +136,7 @@ TEST_CASE("kernels that render to the same C name get unique functions in the un
   for (const char* tier : {"tcc", "cc"}) {
     INFO(tier);
     backend::RunOptions o;
-    o.backend = tier;
+    o.backend = backend::parse_backend(tier);
     interp::BufferMap b = two_kernel_inputs({2, 4, -5, 7});
     std::vector<interp::Output> outs = backend::run_program(p, b, o);
     REQUIRE(outs.size() == 2);
@@ -158,7 +158,7 @@ TEST_CASE("an error in the second kernel of a translation unit names that kernel
     for (const char* mode : {"program", "kernel"}) {
       INFO(tier << ", compile mode " << mode);
       backend::RunOptions o;
-      o.backend = tier;
+      o.backend = backend::parse_backend(tier);
       o.compile_mode = mode;
       interp::BufferMap b = two_kernel_inputs({2, 4, 0, 7});
       std::string msg = error_of([&] { backend::run_program(p, b, o); });
@@ -172,7 +172,7 @@ namespace {
 // Allocations of one run of a prepared scan of n steps (every buffer given: nothing else runs).
 long run_allocations(int64_t n, const char* tier) {
   backend::RunOptions o;
-  o.backend = tier;
+  o.backend = backend::parse_backend(tier);
   UOp g = cases::scan_with_assign(n, 4);
   backend::CompiledGraph prepared(g, o);
   interp::BufferMap b;
@@ -222,7 +222,7 @@ struct ScanProgram {
 // Outputs or error of one run; `watched` sets on_launch, which keeps every loop on the host walk.
 std::pair<std::vector<interp::Output>, std::string> run_scan(const ScanProgram& s, const char* tier, uint64_t max_launches, bool watched) {
   backend::RunOptions o;
-  o.backend = tier;
+  o.backend = backend::parse_backend(tier);
   o.max_launches = max_launches;
   if (watched) o.on_launch = [](UOp, const auto&) {};
   interp::BufferMap b = interp::copy_buffers(s.inputs);
@@ -284,7 +284,7 @@ std::string nested_loops(int shift) {
 
 std::string nested_run(UOp p, const char* tier, bool watched, std::vector<float>& got) {
   backend::RunOptions o;
-  o.backend = tier;
+  o.backend = backend::parse_backend(tier);
   if (watched) o.on_launch = [](UOp, const auto&) {};
   auto x = std::make_shared<interp::Storage>(dtypes::float32, 7), out = std::make_shared<interp::Storage>(dtypes::float32, 7);
   for (int i = 0; i < 7; ++i) x->as<float>()[i] = 1.5f * float(i + 1), out->as<float>()[i] = -1.0f;

@@ -39,7 +39,7 @@ void check_matmul(int64_t m, int64_t kn, int64_t n, DType d, bool relu_a = false
   for (const char* tier : {"tcc", "cc", "check"}) {
     INFO(tier);
     backend::RunOptions o;
-    o.backend = tier;
+    o.backend = backend::parse_backend(tier);
     interp::BufferMap b = fresh();
     std::vector<interp::Output> got = backend::run_graph(root, b, o);
     REQUIRE(got.size() == 1);

@@ -82,7 +82,7 @@ void check_transpose(const Case& k, bool tiles_on_cc, bool blocked) {
       got = interp::run(root, in);
     } else {
       backend::RunOptions o;
-      o.backend = tier;
+      o.backend = backend::parse_backend(tier);
       got = backend::run_graph(root, in, o);
     }
     REQUIRE(got.size() == 1);

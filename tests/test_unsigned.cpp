@@ -82,7 +82,7 @@ const char* const kCases[] = {"arith_u32", "arith_u64", "casts", "bitcasts", "re
 std::string run_error(const std::string& text, interp::BufferMap inputs, const std::string& backend) {
   UOp root = parse_graph(text).root;
   backend::RunOptions o;
-  o.backend = backend;
+  o.backend = backend::parse_backend(backend);
   return error_of([&] { backend::run_graph(root, inputs, o); });
 }
 
@@ -108,8 +108,8 @@ TEST_CASE("unsigned cases: compiled with tcc and cc, every kernel and output bit
     for (const char* tier : {"tcc", "cc"}) {
       DYNAMIC_SECTION("case " << c << " on " << tier) {
         backend::RunOptions o;
-        o.backend = "check";  // each kernel against the interpreter, then the outputs
-        o.compiler = tier;
+        o.backend = backend::Backend::Check;  // each kernel against the interpreter, then the outputs
+        o.compiler = backend::parse_backend(tier);
         interp::BufferMap b = inputs(c);
         require_expected(c, backend::run_graph(case_graph(c), b, o));
       }
@@ -149,7 +149,7 @@ TEST_CASE("unsigned errors: division by zero and shift counts, the same on every
   interp::BufferMap b{{"a", data<int32_t>(dtypes::int32, {-7, 8})}, {"b", data<int32_t>(dtypes::int32, {1, 3})}};
   for (const char* be : {"interp", "tcc", "cc"}) {
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     interp::BufferMap bb = b;
     auto out = backend::run_graph(root, bb, o);
     CHECK(out[0].value.data->as<int32_t>()[0] == -4);
@@ -168,7 +168,7 @@ TEST_CASE("lowering keeps unsigned wrap-around: (2a - 1) // 2 in uint32 is not a
     INFO("backend " << be);
     interp::BufferMap b{{"a", data<uint32_t>(dtypes::uint32, {0, 1, 2, 3, 4, 5})}};
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     auto out = backend::run_graph(root, b, o);
     interp::Value q = interp::contiguous(out[0].value);
     const uint32_t* p = q.data->as<uint32_t>();
@@ -221,7 +221,7 @@ TEST_CASE("integer POW is a^b modulo 2^bits on every backend; a negative exponen
   for (const char* be : {"interp", "tcc", "cc"}) {
     INFO("backend " << be);
     backend::RunOptions o;
-    o.backend = be;
+    o.backend = backend::parse_backend(be);
     interp::BufferMap b{{"a", data<int32_t>(dtypes::int32, {-2, 0, 2, 13, 3, -1})}, {"b", data<int32_t>(dtypes::int32, {29, 0, 29, 7, 40, 5})}};
     auto out = backend::run_graph(parse_graph(i32).root, b, o);
     const int32_t* p = out[0].value.data->as<int32_t>();

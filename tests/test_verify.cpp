@@ -506,3 +506,20 @@ TEST_CASE("verify_kernel: a buffer ordered after a non-OUTER range is an Interna
                                                        Catch::Contains("= RANGE index (%"));
   }
 }
+
+// One base, one kind per type, one name per kind (uop/error.h): a catch of ow::Error sees an
+// InternalError too, and every tool names the kind by kind_name (ow serve's "kind", ow fuzz).
+TEST_CASE("errors: an InternalError is an ow::Error of kind internal; each type names its kind once", "[errors]") {
+  try {
+    throw InternalError("a broken invariant");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Internal);
+    CHECK(std::string(e.what()) == "internal error: a broken invariant (please report)");
+  }
+  CHECK(std::string(kind_name(Error("x").kind())) == "user");
+  CHECK(std::string(kind_name(Unsupported(Unsupported::Reason::EmptyDimension, "x").kind())) == "unsupported");
+  CHECK(std::string(kind_name(BudgetExceeded("x").kind())) == "budget");
+  CHECK(std::string(kind_name(UninitializedRead("x").kind())) == "uninitialized");
+  CHECK(std::string(kind_name(ErrorKind::NotDifferentiable)) == "not-differentiable");
+  CHECK(std::string(kind_name(InternalError("x").kind())) == "internal");
+}

@@ -83,7 +83,7 @@ class Watchdog {
 
 struct Config {
   uint64_t seed0 = 1, count = 100, cc_every = 50;
-  std::vector<std::string> tiers;
+  std::vector<backend::Backend> tiers;
   bool explicit_tiers = false;
   std::string out_dir;
   bool keep_going = false, shrink = true, shrink_all = false, quiet = false, stats = false, print = false;
@@ -116,9 +116,11 @@ std::optional<Config> parse_config(const Args& args) {
   Config c;
   c.seed0 = vm["seed"].as<uint64_t>(), c.count = vm["count"].as<uint64_t>(), c.cc_every = vm["cc-every"].as<uint64_t>();
   c.explicit_tiers = vm.count("compiler") > 0;
-  c.tiers = c.explicit_tiers ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
-  for (const std::string& t : c.tiers)
-    if (t != "tcc" && t != "cc") throw Error("ow fuzz: --compiler takes tcc or cc, got '" + t + "'");
+  c.tiers = backend::kCompilers;
+  if (c.explicit_tiers) {
+    c.tiers.clear();
+    for (const std::string& t : vm["compiler"].as<std::vector<std::string>>()) c.tiers.push_back(backend::parse_backend(t, "ow fuzz: --compiler", backend::kCompilers));
+  }
   c.out_dir = vm["out"].as<std::string>();
   c.keep_going = vm.count("keep-going"), c.shrink = !vm.count("no-shrink"), c.shrink_all = vm.count("shrink-all");
   c.quiet = vm.count("quiet"), c.stats = vm.count("stats"), c.print = vm.count("print"), c.passes = vm.count("passes") > 0;
@@ -156,13 +158,13 @@ class Fuzzer {
   Seeds by_category_, unsupported_kinds_, grad_refused_;
   std::set<std::string> first_of_category_;
 
-  bool checks(const std::string& tier, uint64_t seed) const {
-    return tier != "cc" || c_.explicit_tiers || (c_.cc_every != 0 && seed % c_.cc_every == 0);
+  bool checks(backend::Backend tier, uint64_t seed) const {
+    return tier != backend::Backend::Cc || c_.explicit_tiers || (c_.cc_every != 0 && seed % c_.cc_every == 0);
   }
-  Outcome run_compiled(UOp g, const interp::BufferMap& in, const std::string& tier, bool direct = false) const {
+  Outcome run_compiled(UOp g, const interp::BufferMap& in, backend::Backend tier, bool direct = false) const {
     return compiled(g, in, tier, c_.how, direct);
   }
-  Outcome uninitialized_refused(UOp g, const interp::BufferMap& in, const std::string& tier) const;
+  Outcome uninitialized_refused(UOp g, const interp::BufferMap& in, backend::Backend tier) const;
   void count(const fuzz::Generated& gen, const std::vector<UOp>& nodes);
   void check_uninitialized(uint64_t seed, UOp root, const interp::BufferMap& inputs);
   bool check_reference(uint64_t seed, const fuzz::Generated& gen, const interp::BufferMap& inputs, bool& stop);
@@ -176,14 +178,14 @@ class Fuzzer {
 // Uninitialized memory, as the interpreter defines it, must stop every backend: a graph whose
 // output reads a written buffer left without data is refused by tcc and cc too (a compiled run
 // never tracks it itself; backends/program.cpp asks the kernel-level interpreter first).
-Outcome Fuzzer::uninitialized_refused(UOp g, const interp::BufferMap& in, const std::string& tier) const {
+Outcome Fuzzer::uninitialized_refused(UOp g, const interp::BufferMap& in, backend::Backend tier) const {
   interp::BufferMap partial = only_inputs(g, in);
   Outcome ref = interpret(g, partial);
   if (ref.kind != Kind::Uninitialized) return {};
   Outcome got = run_compiled(g, partial, tier, true);
   if (got.kind == Kind::Uninitialized || got.kind == Kind::Unsupported) return {};
   if (!got.ok) return got;
-  return failed("uninitialized: " + tier + " computed a value where the interpreter says: " + ref.error.substr(0, ref.error.find('\n')), Kind::User,
+  return failed("uninitialized: " + std::string(backend_name(tier)) + " computed a value where the interpreter says: " + ref.error.substr(0, ref.error.find('\n')), Kind::User,
                 "uninitialized-computed");
 }
 
@@ -201,12 +203,12 @@ void Fuzzer::count(const fuzz::Generated& gen, const std::vector<UOp>& nodes) {
 void Fuzzer::check_uninitialized(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
   if (seed % 5 != 0 || interpret(root, only_inputs(root, inputs)).kind != Kind::Uninitialized) return;
   ++poison_graphs_;
-  for (const std::string& tier : c_.tiers) {
+  for (backend::Backend tier : c_.tiers) {
     if (!checks(tier, seed)) continue;
     Outcome u = uninitialized_refused(root, inputs, tier);
     if (u.ok) continue;
-    report(seed, root, tier, u, [&](UOp g, const interp::BufferMap& in) { return uninitialized_refused(g, in, tier); },
-           "ow fuzz --seed " + std::to_string(seed) + " --count 1 --compiler " + tier);
+    report(seed, root, std::string(backend_name(tier)), u, [&](UOp g, const interp::BufferMap& in) { return uninitialized_refused(g, in, tier); },
+           "ow fuzz --seed " + std::to_string(seed) + " --count 1 --compiler " + std::string(backend_name(tier)));
     return;
   }
 }
@@ -240,9 +242,9 @@ bool Fuzzer::check_reference(uint64_t seed, const fuzz::Generated& gen, const in
 
 // The compiled tiers against the interpreter; true on a finding.
 bool Fuzzer::check_tiers(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
-  for (const std::string& tier : c_.tiers) {
+  for (backend::Backend tier : c_.tiers) {
     if (!checks(tier, seed)) continue;
-    (tier == "cc" ? runs_cc_ : runs_tcc_)++;
+    (tier == backend::Backend::Cc ? runs_cc_ : runs_tcc_)++;
     Outcome got = run_compiled(root, inputs, tier);
     if (got.ok) continue;
     if (got.kind == Kind::Unsupported) {
@@ -250,8 +252,8 @@ bool Fuzzer::check_tiers(uint64_t seed, UOp root, const interp::BufferMap& input
       unsupported_kinds_[category(got)].push_back(seed);  // Unsupported's reason
       return false;
     }
-    report(seed, root, tier, got, [&](UOp g, const interp::BufferMap& in) { return interpret(g, in).ok ? run_compiled(g, in, tier) : Outcome{}; },
-           "ow check FILE --random-inputs " + std::to_string(seed) + " --compiler " + tier + (c_.how.bounds_check ? " --bounds-check" : ""));
+    report(seed, root, std::string(backend_name(tier)), got, [&](UOp g, const interp::BufferMap& in) { return interpret(g, in).ok ? run_compiled(g, in, tier) : Outcome{}; },
+           "ow check FILE --random-inputs " + std::to_string(seed) + " --compiler " + std::string(backend_name(tier)) + (c_.how.bounds_check ? " --bounds-check" : ""));
     return true;
   }
   return false;
@@ -291,6 +293,8 @@ bool Fuzzer::run_seed(uint64_t seed) {
   fuzz::Generated gen;
   try {
     gen = fuzz::generate(seed);
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error& e) {
     ++gen_errors_;
     std::cout << "seed " << seed << ": generator error: " << e.what() << "\n";

@@ -105,8 +105,8 @@ int cmd_check(const Args& args) {
   std::vector<std::string> tiers = vm.count("compiler") ? vm["compiler"].as<std::vector<std::string>>() : std::vector<std::string>{"tcc", "cc"};
   for (const std::string& t : tiers) {
     backend::RunOptions ro;
-    ro.backend = "check";
-    ro.compiler = t;
+    ro.backend = backend::Backend::Check;
+    ro.compiler = backend::parse_backend(t, "--compiler", backend::kCompilers);
     ro.bounds_check = vm.count("bounds-check") > 0;
     ro.compile_mode = vm["compile"].as<std::string>();
     ro.max_launches = max_steps;

@@ -126,6 +126,8 @@ std::vector<KernelInfo> render_kernels(UOp program, std::string& prelude) {
       size_t body = r.source.find("int " + r.name + "(");
       if (prelude.empty() && body != std::string::npos) prelude = r.source.substr(0, body);
       info.source = body == std::string::npos ? r.source : r.source.substr(body);
+    } catch (const InternalError&) {
+      throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
     } catch (const Error& e) {
       info.name = buffer_name(k);
       info.source = std::string("/* cannot render: ") + e.what() + " */";
@@ -148,7 +150,7 @@ std::string check_kernels(UOp program, const interp::BufferMap& inputs, std::vec
   std::map<std::string, KernelInfo*> by_name;
   for (KernelInfo& k : kernels) by_name[k.name] = &k;
   backend::RunOptions ro;
-  ro.backend = "check";
+  ro.backend = backend::Backend::Check;
   ro.on_launch = [&](UOp k, const auto&) {
     if (auto it = by_name.find(backend::c_identifier(buffer_name(k))); it != by_name.end()) {
       it->second->launches++;
@@ -161,6 +163,8 @@ std::string check_kernels(UOp program, const interp::BufferMap& inputs, std::vec
   try {
     backend::run_program(program, b, ro);
     return "every kernel agrees with the interpreter";
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error& e) {
     std::string msg = e.what();
     if (auto it = by_name.find(backend::c_identifier(watch.launching)); !watch.launching.empty() && it != by_name.end())

@@ -109,19 +109,20 @@ void add_progress(Progress& bar, uint64_t& evals, interp::Options& o) {
   };
 }
 
-std::vector<interp::Output> run_compiled(const po::variables_map& vm, const std::string& backend, UOp root, interp::BufferMap& buffers, uint64_t max_steps) {
+std::vector<interp::Output> run_compiled(const po::variables_map& vm, backend::Backend backend, UOp root, interp::BufferMap& buffers, uint64_t max_steps) {
   backend::RunOptions ro;
   ro.backend = backend;
-  ro.compiler = vm["compiler"].as<std::string>();
+  if (backend == backend::Backend::Check) ro.compiler = backend::parse_backend(vm["compiler"].as<std::string>(), "--compiler", backend::kCompilers);
   ro.compile_mode = vm["compile"].as<std::string>();
   ro.bounds_check = vm.count("bounds-check") > 0;
   ro.max_launches = max_steps;
   ro.skip_passes = skipped_passes(vm);
+  ro.graph_checked = true;  // load_graph verified it, load_inputs checked the buffers against it
   uint64_t launches = 0;
-  if (backend == "check") ro.on_launch = [&](UOp, const auto&) { ++launches; };  // only check reports it (a hook keeps loops on the host)
+  if (backend == backend::Backend::Check) ro.on_launch = [&](UOp, const auto&) { ++launches; };  // only check reports it (a hook keeps loops on the host)
   std::vector<interp::Output> outs = backend::run_graph(root, buffers, ro);
-  if (backend == "check")  // a check that passes says so (on stderr: stdout stays the values)
-    std::cerr << "ow run: check: " << launches << " kernel launches (" << ro.compiler << ") and " << outs.size()
+  if (backend == backend::Backend::Check)  // a check that passes says so (on stderr: stdout stays the values)
+    std::cerr << "ow run: check: " << launches << " kernel launches (" << backend::backend_name(ro.compiler) << ") and " << outs.size()
               << " output(s) agree with the interpreter bit for bit\n";
   return outs;
 }
@@ -151,16 +152,15 @@ int cmd_run(const Args& args) {
   po::variables_map vm;
   if (!parse_options("run", "FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--backend interp|tcc|cc|check|auto] [--trace[=json]]", opts, pos, args, vm)) return 0;
   ParsedGraph g = load_graph(vm["file"].as<std::string>());
-  std::string backend = vm["backend"].as<std::string>();
-  if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check" && backend != "auto")
-    throw Error("--backend must be interp, tcc, cc, check or auto, got '" + backend + "'");
+  using backend::Backend;
+  Backend backend = backend::parse_backend(vm["backend"].as<std::string>(), "--backend");
   if (std::string m = vm["compile"].as<std::string>(); m != "program" && m != "kernel") throw Error("--compile must be program or kernel, got '" + m + "'");
-  if (backend == "interp" && vm.count("skip-pass")) throw Error("--skip-pass: the interpreter runs the graph as written; lowering passes apply to --backend tcc, cc, check or auto");
+  if (backend == Backend::Interp && vm.count("skip-pass")) throw Error("--skip-pass: the interpreter runs the graph as written; lowering passes apply to --backend tcc, cc, check or auto");
   interp::FormatOptions print = print_options(vm);
   uint64_t max_steps = apply_budgets(vm);
 
   if (vm.count("error-bound")) {
-    if (backend != "interp") throw Error("--error-bound runs on the interpreter (--backend interp)");
+    if (backend != Backend::Interp) throw Error("--error-bound runs on the interpreter (--backend interp)");
     g.root = grad::with_error_bounds(grad::expand(g.root));
   }
   interp::BufferMap buffers = load_inputs(vm, g.root, "run").buffers;
@@ -169,7 +169,7 @@ int cmd_run(const Args& args) {
   o.describe = [&](UOp u) { return g.line_of(u); };
   Trace trace;
   add_trace(vm, g, print, trace, o);  // checked (and --trace-out created) on every backend
-  if (backend != "interp") {
+  if (backend != Backend::Interp) {
     write_outputs(vm, run_compiled(vm, backend, g.root, buffers, max_steps), print);
     return 0;
   }

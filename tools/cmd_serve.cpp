@@ -30,14 +30,6 @@ using Kind = JsonValue::Kind;
 
 // The input ended inside a request's payload: answered, then the worker stops.
 // The kind of a user-level error, as the protocol names it (reference/SERVE.md).
-const char* error_kind(const Error& e) {
-  if (dynamic_cast<const Unsupported*>(&e)) return "unsupported";
-  if (dynamic_cast<const grad::NotDifferentiable*>(&e)) return "not-differentiable";
-  if (dynamic_cast<const UninitializedRead*>(&e)) return "uninitialized";
-  if (dynamic_cast<const BudgetExceeded*>(&e)) return "budget";
-  return "user";
-}
-
 struct Truncated : Error {
   using Error::Error;
 };
@@ -127,11 +119,11 @@ void put_id(Json& j, const JsonValue* id) {
 
 // `reason`: for kind "unsupported", which limit of the compiled path (reason_name, error.h); for
 // "not-differentiable", which gradient limit (grad::reason_name, grad/gradient.h).
-Response error_response(const JsonValue* id, const std::string& message, const char* kind, const char* reason = nullptr) {
+Response error_response(const JsonValue* id, const std::string& message, ErrorKind kind, const char* reason = nullptr) {
   Json j;
   j.begin_obj();
   put_id(j, id);
-  j.key("ok").boolean(false).field("error", message).field("kind", std::string(kind));
+  j.key("ok").boolean(false).field("error", message).field("kind", std::string(kind_name(kind)));
   if (reason) j.field("reason", std::string(reason));
   j.end_obj();
   return {j.text(), {}};
@@ -194,7 +186,7 @@ class Server {
       header = parse_json(line);
       if (header.kind != Kind::Object) throw Error("a request header must be a JSON object");
     } catch (const Error& e) {
-      return error_response(nullptr, std::string("request header: ") + e.what(), "user");
+      return error_response(nullptr, std::string("request header: ") + e.what(), ErrorKind::User);
     }
     const JsonValue* id = header.get("id");
     try {
@@ -203,17 +195,15 @@ class Server {
       return dispatch(header, payloads);
     } catch (const Truncated& e) {
       stop = true;
-      return error_response(id, e.what(), "user");
+      return error_response(id, e.what(), ErrorKind::User);
     } catch (const Error& e) {
       const auto* u = dynamic_cast<const Unsupported*>(&e);
       auto* nd = dynamic_cast<const grad::NotDifferentiable*>(&e);
-      return error_response(id, e.what(), error_kind(e), u ? reason_name(u->reason) : nd ? grad::reason_name(nd->reason) : nullptr);
+      return error_response(id, e.what(), e.kind(), u ? reason_name(u->reason) : nd ? grad::reason_name(nd->reason) : nullptr);
     } catch (const std::bad_alloc&) {
-      return error_response(id, "out of memory", "internal");
-    } catch (const InternalError& e) {
-      return error_response(id, e.what(), "internal");
+      return error_response(id, "out of memory", ErrorKind::Internal);
     } catch (const std::exception& e) {
-      return error_response(id, std::string("internal error: ") + e.what(), "internal");
+      return error_response(id, std::string("internal error: ") + e.what(), ErrorKind::Internal);
     }
   }
 
@@ -292,27 +282,26 @@ class Server {
   Response run(const JsonValue& h, const std::vector<std::string>& payloads, bool check_op) {
     const JsonValue* graph = field(h, "graph", Kind::String, "the graph's text");
     if (!graph) throw Error("op 'run' needs a 'graph' (the .uop text)");
-    std::string backend = check_op ? "check" : text_field(h, "backend", "interp");
+    using backend::Backend;
+    Backend be = check_op ? Backend::Check : backend::parse_backend(text_field(h, "backend", "interp"));
     std::string compiler = text_field(h, "compiler", "tcc");
-    if (backend != "interp" && backend != "tcc" && backend != "cc" && backend != "check" && backend != "auto")
-      throw Error("backend must be interp, tcc, cc, check or auto, got '" + backend + "'");
-    if (compiler != "tcc" && compiler != "cc") throw Error("compiler must be tcc or cc, got '" + compiler + "'");
+    Backend tier = backend::parse_backend(compiler, "compiler", backend::kCompilers);
     std::string file = text_field(h, "file", "<graph>");
-    Entry& e = entry(graph->string, file, backend + "\n" + compiler + "\n" + file + "\n" + graph->string);
+    Entry& e = entry(graph->string, file, std::string(backend_name(be)) + "\n" + compiler + "\n" + file + "\n" + graph->string);
     bool bounds = bool_field(h, "error_bound");
-    if (bounds && backend != "interp") throw Error("error_bound runs on the interpreter (backend interp)");
+    if (bounds && be != Backend::Interp) throw Error("error_bound runs on the interpreter (backend interp)");
     interp::BufferMap b = buffers(e, input_headers(h), payloads, bool_field(h, "flat_inputs"));
     ++stats_.runs;
     e.launches = 0;
     std::vector<interp::Output> outs;
     try {
-      outs = backend == "interp" ? interpret(e, b, bounds) : compiled(e, backend, compiler).run(b);
+      outs = be == Backend::Interp ? interpret(e, b, bounds) : compiled(e, be, tier).run(b);
     } catch (const backend::CheckMismatch& m) {
       if (!check_op) throw;
       return simple(h, [&](Json& j) { put_check(j, false, e.launches, compiler, m.what()); });
     }
     return respond(h, outs, [&](Json& j) {
-      if (backend == "check") put_check(j, true, e.launches, compiler, agreement(e.launches, compiler, outs.size()));
+      if (be == Backend::Check) put_check(j, true, e.launches, compiler, agreement(e.launches, compiler, outs.size()));
     });
   }
 
@@ -340,15 +329,15 @@ class Server {
   }
 
   // Lowered and compiled on first use.
-  backend::CompiledGraph& compiled(Entry& e, const std::string& backend, const std::string& compiler) {
+  backend::CompiledGraph& compiled(Entry& e, backend::Backend be, backend::Backend compiler) {
     if (e.compiled) return *e.compiled;
     backend::RunOptions ro;
-    ro.backend = backend;
+    ro.backend = be;
     ro.compiler = compiler;
     ro.max_launches = max_steps_;
     // Only check reports count launches: a hook on every launch would keep tcc and cc from
     // running their compiled host loops in one call.
-    if (backend == "check") ro.on_launch = [&e](UOp, const auto&) { ++e.launches; };  // map entries never move
+    if (be == backend::Backend::Check) ro.on_launch = [&e](UOp, const auto&) { ++e.launches; };  // map entries never move
     e.compiled = std::make_unique<backend::CompiledGraph>(e.graph.root, ro);
     ++stats_.compiles;
     return *e.compiled;

@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
     if (c.name != name) continue;
     try {
       return c.run(args);
+    } catch (const ow::InternalError& e) {  // its message says "internal error: ... (please report)"
+      return report_bug(name, args, e.what());
     } catch (const ow::Error& e) {
       std::cerr << e.what() << "\n";
       return 1;
@@ -92,8 +94,6 @@ int main(int argc, char** argv) {
     } catch (const std::bad_alloc&) {
       std::cerr << "ow " << name << ": out of memory\n";
       return 2;
-    } catch (const ow::InternalError& e) {  // its message says "internal error: ... (please report)"
-      return report_bug(name, args, e.what());
     } catch (const std::exception& e) {
       return report_bug(name, args, std::string("internal error: ") + e.what() + " (please report)");
     }

@@ -138,6 +138,8 @@ void write_file(const std::string& path, const std::string& text) {
   std::string tmp = temp_name(path);
   try {
     create_private_file(tmp, text);  // never through a link, mode 0600
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error& e) {
     throw Error(std::string("the cc backend cannot write: ") + e.what());
   }

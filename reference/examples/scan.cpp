@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   if (backend != "interp")
     set_evaluator([backend](UOp g, interp::BufferMap& b) {
       backend::RunOptions o;
-      o.backend = backend;
+      o.backend = backend::parse_backend(backend);
       return backend::run_graph(g, b, o);
     });
 

@@ -21,7 +21,6 @@ using Shape = std::vector<int64_t>;
 int64_t numel(const Shape& s);
 Dims dims(const Shape& s);
 bool same_shape(const Tensor& t, const Shape& s);
-bool depends_on(const Tensor& t, UOp r);
 
 class Gen {
  public:

@@ -175,6 +175,8 @@ UOp shrink(UOp root, const Predicate& still, ShrinkStats* stats, int max_tries) 
       bool keep = false;
       try {
         keep = still(c);
+      } catch (const InternalError&) {
+        throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
       } catch (const Error&) {
         keep = false;
       }

@@ -35,6 +35,7 @@ struct NotDifferentiable : Error {
     ReadAfterLoopEffect,      // a parallel END's value reads a buffer an effect inside it writes (S5.3)
   };
   NotDifferentiable(Reason reason, const std::string& why) : Error("gradient: " + why), reason(reason) {}
+  ErrorKind kind() const noexcept override { return ErrorKind::NotDifferentiable; }
   Reason reason;
 };
 

@@ -61,10 +61,9 @@ class Backward {
     for (UOp& t : targets_)
       for (auto& [from, to] : prog_.replace)
         if (from == t) t = to;
-    std::vector<UOp> loss_free = free_ranges(loss_);
     for (UOp t : targets_)
       for (UOp r : free_ranges(t))
-        if (std::find(loss_free.begin(), loss_free.end(), r) == loss_free.end())
+        if (!has_free_range(loss_, r))
           throw NotDifferentiable(NotDifferentiable::Reason::PerBindingThroughEffects, "the variable depends on range " + range_name(r) + " but the loss does not, and effects lie between them: "
                       "a per-binding gradient through a loop is not supported (at " + number_graph(t).line(t) + ")");
     check_reads();
@@ -315,10 +314,9 @@ class Backward {
     std::set<const UOpNode*> in_read;
     // A read under a range the value closes (x[a] inside a REDUCE over a) is not a place to add
     // into: the read below it, without the range, is (reverse mode sums over a on the way).
-    std::vector<UOp> bound = free_ranges(v);
     auto bound_only = [&](UOp u) {
       for (UOp r : free_ranges(u))
-        if (std::find(bound.begin(), bound.end(), r) == bound.end()) return false;
+        if (!has_free_range(v, r)) return false;
       return true;
     };
     for (UOp u : toposort(v))

@@ -217,7 +217,7 @@ std::vector<UOp> reverse(UOp root, UOp root_grad, const std::vector<UOp>& leaves
       UOp c = sg[i];
       std::vector<UOp> extra;
       auto add_extra = [&](UOp r) {
-        if (std::find(free_of(s).begin(), free_of(s).end(), r) == free_of(s).end() && std::find(bound.begin(), bound.end(), r) == bound.end() &&
+        if (!has_free_range(s, r) && std::find(bound.begin(), bound.end(), r) == bound.end() &&
             std::find(extra.begin(), extra.end(), r) == extra.end())
           extra.push_back(r);
       };

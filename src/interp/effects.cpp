@@ -8,6 +8,7 @@
 #include "interp/evaluator.h"
 #include "uop/args.h"
 #include "uop/host_program.h"
+#include "uop/kernel_slots.h"
 #include "uop/verify.h"
 
 namespace ow::interp {
@@ -105,7 +106,8 @@ void Interpreter::run_after_deps(UOp u) {
 // every time its GROUP does: a sequence may list one effect twice, and a host schedule lists each
 // launch it runs.
 void Interpreter::exec(UOp u, bool step, size_t depth) {
-  bool once = u->op == Ops::STORE || u->op == Ops::END || u->op == Ops::GROUP || (u->op == Ops::KERNEL && !is_value_kernel(u));
+  // An ASSIGN runs each time it is evaluated (S5.1), a value kernel when its inputs change (below).
+  bool once = is_effect_or_launch(u->op) && u->op != Ops::ASSIGN && !is_value_kernel(u);
   if (once && !step) {
     const std::vector<uint64_t>& here = iterations_;
     depth = std::min(depth, here.size());
@@ -255,7 +257,7 @@ std::vector<size_t> Interpreter::slots_written_in(UOp body) {
     if (UOp b = base_buffer(view); b && buffers_.at(b.get()).slot >= 0) out.push_back(static_cast<size_t>(buffers_.at(b.get()).slot));
   };
   for (UOp n : toposort(body)) {
-    if (n->op == Ops::STORE || n->op == Ops::ASSIGN) add(n->src[0]);
+    if (is_write(n->op)) add(n->src[0]);
     if (n->op == Ops::KERNEL)
       for (size_t i = 1; i < n->src.size(); ++i) add(n->src[i]);
   }

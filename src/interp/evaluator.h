@@ -22,8 +22,6 @@
 
 namespace ow::interp {
 
-bool is_effect_op(Ops op);
-
 class Interpreter {
  public:
   Interpreter(UOp root, BufferMap& buffers, const Options& opts);  // root verified (interp::run)

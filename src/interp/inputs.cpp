@@ -7,6 +7,7 @@
 #include "interp/evaluator.h"
 #include "interp/kernel_eval.h"
 #include "uop/args.h"
+#include "uop/kernel_slots.h"
 #include "uop/shape.h"
 
 namespace ow::interp {
@@ -18,7 +19,7 @@ namespace {
 std::set<std::string> written_names(const std::vector<UOp>& order) {
   std::set<std::string> written;
   for (UOp u : order) {
-    if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && !u->src.empty())
+    if (is_write(u->op) && !u->src.empty())
       if (UOp b = base_buffer(u->src[0])) written.insert(buffer_name(b));
     if (u->op != Ops::KERNEL) continue;
     std::vector<UOp> slots;

@@ -16,8 +16,6 @@
 
 namespace ow::interp {
 
-bool is_effect_op(Ops op) { return is_effect(op) || op == Ops::KERNEL; }  // a lowered program's launches too
-
 namespace {
 // Nodes whose sources run in a defined order (effects.cpp); the sources of every other node are
 // unordered siblings (SEMANTICS S5.5).
@@ -46,7 +44,7 @@ Interpreter::Interpreter(UOp root, BufferMap& buffers, const Options& opts)
 void Interpreter::bind_buffers(BufferMap& buffers) {
   std::set<std::string> written;
   for (UOp u : printed_.order) {
-    if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && !u->src.empty())
+    if (is_write(u->op) && !u->src.empty())
       if (UOp b = base_buffer(u->src[0])) written.insert(buffer_name(b));
     if (u->op == Ops::KERNEL)  // a KERNEL may write every buffer bound to it
       for (size_t i = 1; i < u->src.size(); ++i)
@@ -83,7 +81,7 @@ void Interpreter::analyse() {
   for (UOp u : printed_.order) {
     NodeInfo& in = info_[u.get()];
     in.free = free_ranges(u);
-    in.effect = is_effect_op(u->op);
+    in.effect = is_effect_or_launch(u->op);
     std::set<size_t> mut;
     if (u->op == Ops::BUFFER && buffers_.at(u.get()).slot >= 0) mut.insert(static_cast<size_t>(buffers_.at(u.get()).slot));
     int touching = 0;  // sources that write, or read what something writes
@@ -268,7 +266,7 @@ void Interpreter::retire(UOp u) {
     for (UOp s : n->src) {
       NodeInfo& si = info_.at(s.get());
       if (--si.wanted > 0) continue;  // a consumer that has not retired may still ask
-      if (!is_effect_op(s->op) && s->op != Ops::AFTER) memo_.erase(s.get());
+      if (!is_effect_or_launch(s->op) && s->op != Ops::AFTER) memo_.erase(s.get());
       work.push_back(s);
     }
   }
@@ -377,10 +375,9 @@ Value Interpreter::movement(UOp u, const Value& src) {
 // instead collects the source's per-binding values along that axis (vmap's output).
 // The axes an EXPAND collects along: those whose new size is a RANGE its source depends on.
 std::vector<size_t> Interpreter::collected_axes(UOp u) const {
-  const std::vector<UOp>& free = info_.at(u->src[0].get()).free;
   std::vector<size_t> collect;
   for (size_t i = 1; i < u->src.size(); ++i)
-    if (u->src[i]->op == Ops::RANGE && std::find(free.begin(), free.end(), u->src[i]) != free.end()) collect.push_back(i - 1);
+    if (u->src[i]->op == Ops::RANGE && has_free_range(u->src[0], u->src[i])) collect.push_back(i - 1);
   return collect;
 }
 

@@ -169,18 +169,6 @@ Kernel& Kernel::operator=(Kernel&&) noexcept = default;
 void Kernel::run(const KernelArgs& args) { impl_->run(args); }
 uint64_t Kernel::ops() const { return impl_->ops; }
 
-namespace {
-std::vector<int64_t> slots_accessed(UOp ast, Ops op) {
-  std::set<int64_t> out;
-  for (UOp u : toposort(ast))
-    if (u->op == op && u->src[0]->op == Ops::INDEX && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) out.insert(u->src[0]->src[0]->arg.as<int64_t>());
-  return {out.begin(), out.end()};
-}
-}  // namespace
-
-std::vector<int64_t> slots_stored(UOp ast) { return slots_accessed(ast, Ops::STORE); }
-std::vector<int64_t> slots_loaded(UOp ast) { return slots_accessed(ast, Ops::LOAD); }
-
 void run_kernel(UOp ast, const KernelArgs& args, const KernelOptions& opts) { Kernel(ast, opts).run(args); }
 
 }  // namespace ow::interp

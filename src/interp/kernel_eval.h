@@ -52,11 +52,6 @@ class Kernel {
   std::unique_ptr<Impl> impl_;
 };
 
-// The DEFINE_GLOBAL slots a kernel ast STOREs to, sorted: what a launch may change, whichever
-// backend runs it.
-std::vector<int64_t> slots_stored(UOp ast);
-std::vector<int64_t> slots_loaded(UOp ast);  // and the slots it LOADs from
-
 // One-shot convenience: Kernel(ast, opts).run(args).
 void run_kernel(UOp ast, const KernelArgs& args, const KernelOptions& opts = {});
 

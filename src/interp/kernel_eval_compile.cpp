@@ -150,6 +150,8 @@ void Kernel::Impl::compile_node(UOp u, size_t idx) {
   n.deps = range_deps(n);
   try {
     compile_value(n, idx);
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error& e) {
     if (compile_failed) throw;
     compile_fail(u, e.what());  // an error from below (a dtype, an arg): located at this node

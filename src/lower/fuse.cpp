@@ -26,6 +26,7 @@
 #include "lower/lower.h"
 #include "uop/args.h"
 #include "uop/symbolic.h"
+#include "uop/kernel_slots.h"
 #include "uop/verify.h"
 
 namespace ow::lower {
@@ -74,12 +75,6 @@ std::optional<Sources> sources(UOp kernel) {
 }
 
 int64_t slot_of(UOp global) { return global->arg.as<int64_t>(); }
-
-bool reads_slot(UOp value, int64_t slot) {
-  for (UOp u : toposort(value))
-    if (u->op == Ops::DEFINE_GLOBAL && slot_of(u) == slot) return true;
-  return false;
-}
 
 // The one LOAD of `slot` in `ast`, if it loads nothing else from it, ungated and outside REDUCEs.
 UOp only_load(UOp ast, int64_t slot) {
@@ -142,7 +137,7 @@ UOp fuse_pair(UOp a, UOp b, const std::map<std::string, int>& users, Context& ct
   UOp at = load->src[0]->src[1];
   if (at.vmin() < 0 || at.vmax() >= sa->iterations) return UOp();
   auto binds = merged_binds(*ba, *bb);
-  if (!binds || !value_cannot_fail(sa->value) || reads_slot(sa->value, slot_of(sa->global))) return UOp();
+  if (!binds || !value_cannot_fail(sa->value) || loads_slot(sa->value, slot_of(sa->global))) return UOp();
   std::vector<UOp> bufs;  // b's buffers, then a's new ones: a buffer both read keeps one slot
   for (const std::vector<UOp>* list : {&bb->buffers, &ba->buffers})
     for (UOp x : *list)

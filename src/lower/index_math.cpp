@@ -110,11 +110,6 @@ std::vector<UOp> free_loop_ranges(UOp u) {
   return sorted_ranges(out);
 }
 
-bool has_free_range(UOp u, UOp r) {
-  std::vector<UOp> free = free_ranges(u);
-  return std::find(free.begin(), free.end(), r) != free.end();
-}
-
 std::vector<UOp> free_outer_ranges(UOp u) {
   std::vector<UOp> out;
   for (UOp r : free_ranges(u))
@@ -167,9 +162,11 @@ bool runs_effect(UOp u) {
   return false;
 }
 
+bool is_effect_or_outer_fold(UOp u) { return is_effect(u->op) || (u->op == Ops::REDUCE && has_outer(u)); }
+
 bool has_effect_or_outer_fold(UOp body) {
   for (UOp u : toposort(body))
-    if (is_effect(u->op) || (u->op == Ops::REDUCE && has_outer(u))) return true;
+    if (is_effect_or_outer_fold(u)) return true;
   return false;
 }
 

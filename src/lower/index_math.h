@@ -64,13 +64,14 @@ bool has_outer(UOp reduce);
 // Is a tensor-level effect (is_effect, uop/ops.h) reachable from u?
 bool runs_effect(UOp u);
 
-// Does `body` run an effect or an OUTER fold of its own?
+// Is u an effect or an OUTER fold (a REDUCE over an OUTER range): a node whose iterations or
+// runs see earlier writes, so it cannot be repeated or reordered freely? Does `body` hold one?
+bool is_effect_or_outer_fold(UOp u);
 bool has_effect_or_outer_fold(UOp body);
 
 // Ranges sorted by their printed identity (free_ranges orders by address, which is not stable).
 std::vector<UOp> sorted_ranges(std::vector<UOp> rs);
 std::vector<UOp> free_loop_ranges(UOp u);  // free non-OUTER ranges, sorted
-bool has_free_range(UOp u, UOp r);          // does u depend on r (r free in it)?
 std::vector<UOp> free_outer_ranges(UOp u);
 
 }  // namespace ow::lower

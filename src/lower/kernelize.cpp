@@ -55,7 +55,7 @@ Chain chain_of(UOp view) {
 // Does the effect (a tensor-level STORE/ASSIGN, or a KERNEL) write `buffer`?
 bool writes(UOp effect, UOp buffer) {
   for (UOp u : toposort(effect)) {
-    if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && !u->src[0]->dtype.ptr && base_buffer(u->src[0]) == buffer) return true;
+    if (is_write(u->op) && !u->src[0]->dtype.ptr && base_buffer(u->src[0]) == buffer) return true;
     if (u->op != Ops::KERNEL) continue;
     for (UOp a : toposort(u->src[0]))
       if (a->op == Ops::STORE && a->src[0]->op == Ops::INDEX && a->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) {
@@ -72,7 +72,7 @@ std::vector<UOp> version_of(const Chain& c) {
   std::vector<UOp> v;
   for (UOp e : c.effects)
     for (UOp u : toposort(e))
-      if ((u->op == Ops::STORE || u->op == Ops::ASSIGN || u->op == Ops::KERNEL) && writes(u, c.buffer) &&
+      if ((is_write(u->op) || u->op == Ops::KERNEL) && writes(u, c.buffer) &&
           std::find(v.begin(), v.end(), u) == v.end())
         v.push_back(u);
   std::sort(v.begin(), v.end(), [](UOp a, UOp b) { return a->serial < b->serial; });

@@ -2,6 +2,7 @@
 #include "lower/lower.h"
 
 #include <algorithm>
+#include <set>
 
 #include "uop/args.h"
 #include "uop/text.h"
@@ -73,11 +74,24 @@ void require_bound_variables(UOp root) {
         throw Error("variable is not bound to a value (use BIND)\n  at " + number_graph(root).line(u->src[i]));
 }
 
-}  // namespace
+// Lowering takes a tensor-level graph: a buffer slot (DEFINE_GLOBAL) and a LOAD through it are
+// forms of a kernel's ast (LOWERING.md "Kernel-level program"), the user's error outside one.
+void require_tensor_level(UOp root) {
+  std::vector<UOp> todo{root};
+  std::set<const UOpNode*> seen;
+  while (!todo.empty()) {
+    UOp u = todo.back();
+    todo.pop_back();
+    if (!seen.insert(u.get()).second) continue;
+    if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::LOAD)
+      throw Error("lowering takes a tensor-level graph: " + std::string(op_name(u->op)) + " belongs in a kernel's ast, and this one is outside any KERNEL\n  at " +
+                  number_graph(root).line(u));
+    for (size_t i = u->op == Ops::KERNEL ? 1 : 0; i < u->src.size(); ++i) todo.push_back(u->src[i]);
+  }
+}
 
-UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
-  check_skips(ctx);
-  require_valid(root);  // the interpreter refuses an invalid graph: so does the compiled path
+UOp run_passes(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
+  require_tensor_level(root);
   require_bound_variables(root);
   ctx.take_names(root);
   for (const Pass& p : passes()) {
@@ -86,6 +100,19 @@ UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& a
     if (after_each) after_each(p, root);
   }
   return root;
+}
+
+}  // namespace
+
+UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each) {
+  check_skips(ctx);
+  require_valid(root);  // the interpreter refuses an invalid graph: so does the compiled path
+  return run_passes(root, ctx, after_each);
+}
+
+UOp lower_verified(UOp root, Context& ctx) {
+  check_skips(ctx);
+  return run_passes(root, ctx, {});
 }
 
 UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each) {

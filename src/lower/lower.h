@@ -71,6 +71,9 @@ Unsupported unsupported(Reason reason, const std::string& what);
 // Runs the whole pipeline; after_each(pass, graph) sees every intermediate graph.
 UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each = {});
 UOp lower(UOp root, Context& ctx, const std::function<void(const Pass&, UOp)>& after_each = {});
+// lower() of a graph its caller has verified (require_valid) already, so it is verified once: a
+// compiled run (backends/program.cpp) verifies before it checks the inputs, and lowers after.
+UOp lower_verified(UOp root, Context& ctx);
 
 // The passes themselves (one file each).
 UOp gradient(UOp root, Context& ctx);

@@ -252,7 +252,7 @@ bool written_elsewhere(UOp sink, UOp out) {
   std::set<const UOpNode*> reached;
   for (UOp u : mine) reached.insert(u.get());
   for (UOp u : toposort(sink))
-    if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && !reached.count(u.get()) && base_buffer(u->src[0]) == buf) return true;
+    if (is_write(u->op) && !reached.count(u.get()) && base_buffer(u->src[0]) == buf) return true;
   return false;
 }
 

@@ -32,12 +32,10 @@ namespace {
 // Does u depend on some of `ranges` (does it change from one iteration of a loop over them to
 // another)? On every one of them?
 bool depends_on_any(UOp u, const std::vector<UOp>& ranges) {
-  std::vector<UOp> free = free_ranges(u);
-  return std::any_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); });
+  return std::any_of(ranges.begin(), ranges.end(), [&](UOp r) { return has_free_range(u, r); });
 }
 bool depends_on_all(UOp u, const std::vector<UOp>& ranges) {
-  std::vector<UOp> free = free_ranges(u);
-  return std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return std::find(free.begin(), free.end(), r) != free.end(); });
+  return std::all_of(ranges.begin(), ranges.end(), [&](UOp r) { return has_free_range(u, r); });
 }
 
 UOp fold(Ops op, UOp acc, UOp x) { return UOp::make(op, acc->dtype, {acc, x}); }
@@ -220,7 +218,7 @@ std::set<const UOpNode*> written_by(const std::vector<UOp>& effects) {
   std::set<const UOpNode*> out;
   for (UOp e : effects)
     for (UOp u : toposort(e))
-      if (u->op == Ops::STORE || u->op == Ops::ASSIGN)
+      if (is_write(u->op))
         if (UOp b = base_buffer(u->src[0])) out.insert(b.get());
   return out;
 }
@@ -343,7 +341,7 @@ UOp group(std::vector<UOp> steps);
 // Does a value stored in `body` run an effect of its own in every iteration?
 bool stores_run_effects(UOp body, const std::vector<UOp>& ranges) {
   for (UOp u : toposort(body))
-    if ((u->op == Ops::STORE || u->op == Ops::ASSIGN) && effect_per_iteration(u->src[1], ranges)) return true;
+    if (is_write(u->op) && effect_per_iteration(u->src[1], ranges)) return true;
   return false;
 }
 
@@ -352,7 +350,7 @@ bool stores_run_effects(UOp body, const std::vector<UOp>& ranges) {
 UOp read_copies(UOp u, const std::map<const UOpNode*, UOp>& copies, std::map<const UOpNode*, UOp>& memo) {
   if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
   if (auto it = copies.find(u.get()); it != copies.end()) return memo[u.get()] = it->second;
-  bool writes = u->op == Ops::STORE || u->op == Ops::ASSIGN;
+  bool writes = is_write(u->op);
   std::vector<UOp> src;
   for (size_t i = 0; i < u->src.size(); ++i) src.push_back(writes && i == 0 ? u->src[0] : read_copies(u->src[i], copies, memo));
   return memo[u.get()] = src == u->src ? u : u.replace_src(src);
@@ -375,7 +373,7 @@ UOp host_enclosing_end(const Match& m) {
   std::vector<UOp> steps;
   std::map<const UOpNode*, UOp> copies;  // written BUFFER -> its copy
   for (UOp u : toposort(end->src[0])) {
-    UOp buf = u->op == Ops::STORE || u->op == Ops::ASSIGN ? base_buffer(u->src[0]) : UOp();
+    UOp buf = is_write(u->op) ? base_buffer(u->src[0]) : UOp();
     if (!buf || copies.count(buf.get())) continue;
     int64_t n = buffer_size(buf);
     UOp copy = buffer(ctx, "pre", buf->dtype, n);
@@ -429,7 +427,7 @@ UOp collect_as_map(const Match& m) {
   for (UOp d : std::vector<UOp>(ex->src.begin() + 1, ex->src.end())) {
     if (d->op != Ops::RANGE || !has_free_range(src, d)) continue;
     for (UOp u : toposort(src))
-      if ((is_effect(u->op) || (u->op == Ops::REDUCE && has_outer(u))) && has_free_range(u, d))
+      if (is_effect_or_outer_fold(u) && has_free_range(u, d))
         throw unsupported(Reason::DependentCollect, std::string(op_name(u->op)) + " inside a collecting EXPAND over the range " + range_name(d) + " that depends on it");
     if (range_axis(d) == AxisType::OUTER) return substitute(ex, {{d, twin(d, AxisType::LOOP)}});
   }

@@ -22,6 +22,7 @@
 #include "lower/lower.h"
 #include "uop/args.h"
 #include "uop/error.h"
+#include "uop/kernel_slots.h"
 #include "uop/verify.h"
 
 namespace ow::lower {
@@ -35,19 +36,6 @@ const Rule& step_rule(const char* name) {
   auto it = rules.find(name);
   if (it == rules.end()) it = rules.emplace(name, Rule{name, Pat::any(), {}}).first;
   return it->second;
-}
-
-// The buffers a kernel loads from and stores to, by name.
-void kernel_access(UOp k, std::set<std::string>& reads, std::set<std::string>& writes) {
-  for (UOp a : toposort(k->src[0])) {
-    bool load = a->op == Ops::LOAD, store = a->op == Ops::STORE;
-    if (!load && !store) continue;
-    UOp ptr = a->src[0];
-    if (ptr->op != Ops::INDEX || ptr->src[0]->op != Ops::DEFINE_GLOBAL) continue;
-    size_t slot = 1 + static_cast<size_t>(ptr->src[0]->arg.as<int64_t>());
-    if (slot >= k->src.size()) continue;
-    if (UOp b = base_buffer(k->src[slot])) (load ? reads : writes).insert(buffer_name(b));
-  }
 }
 
 struct Step {
@@ -165,10 +153,9 @@ class Scheduler {
 
   // The innermost frame being laid out whose loop ranges u depends on.
   size_t frame_of_ranges(UOp u) {
-    std::vector<UOp> free = free_ranges(u);
     for (size_t p = path_.size(); p-- > 1;)
       for (size_t i = 1; i < frames_[path_[p]].end->src.size(); ++i)
-        if (std::find(free.begin(), free.end(), frames_[path_[p]].end->src[i]) != free.end()) return path_[p];
+        if (has_free_range(u, frames_[path_[p]].end->src[i])) return path_[p];
     return 0;
   }
 
@@ -208,14 +195,14 @@ class Scheduler {
     for (size_t i = 1; i < k->src.size(); ++i) src.push_back(substitute(strip(k->src[i]), renames));
     Step s;
     s.node = k.replace_src(src).with_tag(Arg());
-    kernel_access(s.node, s.reads, s.writes);
+    kernel_buffers(s.node, s.reads, s.writes);
     return s;
   }
 
   // The temporary a value kernel writes (its only stored slot).
   static UOp temp_of(UOp k) {
     std::set<std::string> r, w;
-    kernel_access(k, r, w);
+    kernel_buffers(k, r, w);
     for (size_t i = 1; i < k->src.size(); ++i)
       if (UOp b = base_buffer(k->src[i]); b && w.count(buffer_name(b))) return b;
     throw InternalError("lowering: a value kernel that writes no temporary");
@@ -255,7 +242,7 @@ class Scheduler {
     std::vector<Ref> deps;
     std::vector<UOp> values = visit_slots(k, deps);
     std::set<std::string> reads, writes;
-    kernel_access(k, reads, writes);
+    kernel_buffers(k, reads, writes);
     size_t f = reader;
     while (f != 0 && !depends_on_frame(k, reads, f)) f = frames_[f].parent;
     for (const Ref& d : deps) f = deeper(f, d.frame);
@@ -286,9 +273,8 @@ class Scheduler {
   // Must a value kernel run inside frame f's loop: does it depend on the loop's range, or read a
   // buffer its body writes?
   bool depends_on_frame(UOp k, const std::set<std::string>& reads, size_t f) {
-    std::vector<UOp> free = free_ranges(k);
     for (size_t i = 1; i < frames_[f].end->src.size(); ++i)
-      if (std::find(free.begin(), free.end(), frames_[f].end->src[i]) != free.end()) return true;
+      if (has_free_range(k, frames_[f].end->src[i])) return true;
     return std::any_of(reads.begin(), reads.end(), [&](const std::string& b) { return frames_[f].written.count(b) > 0; });
   }
 
@@ -340,7 +326,7 @@ class Scheduler {
     for (UOp n : toposort(u->src[0]))
       if (n->op == Ops::KERNEL) {
         std::set<std::string> r;
-        kernel_access(n, r, body.written);
+        kernel_buffers(n, r, body.written);
       }
     frames_.push_back(std::move(body));
     size_t me = frames_.size() - 1;

@@ -9,9 +9,34 @@
 
 namespace ow {
 
+// What kind of failure an Error is, from its type (each type says its own, Error::kind).
+enum class ErrorKind {
+  User,               // a problem with the user's graph, file or request: an Error of no more specific type
+  Unsupported,        // Unsupported: a limit of the compiled path
+  NotDifferentiable,  // grad::NotDifferentiable: a GRADIENT outerworld refuses to define
+  Uninitialized,      // UninitializedRead
+  Budget,             // BudgetExceeded
+  Internal,           // InternalError: a bug in outerworld
+};
+
+// The kind's one name, wherever a kind is named: ow serve's "kind" (reference/SERVE.md),
+// Python's outerworld.Error.kind, ow fuzz's categories.
+constexpr const char* kind_name(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::User: return "user";
+    case ErrorKind::Unsupported: return "unsupported";
+    case ErrorKind::NotDifferentiable: return "not-differentiable";
+    case ErrorKind::Uninitialized: return "uninitialized";
+    case ErrorKind::Budget: return "budget";
+    case ErrorKind::Internal: return "internal";
+  }
+  return "user";
+}
+
 struct Error : std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message), text_(message) {}
   const char* what() const noexcept override { return text_.c_str(); }
+  virtual ErrorKind kind() const noexcept { return ErrorKind::User; }
 
   // Where it happened ("\n  at %3 = ADD ...\n  with m1=2"), added once by the innermost frame
   // that knows; the error keeps its type on the way out (catch by reference, add, rethrow).
@@ -47,6 +72,7 @@ struct Unsupported : Error {
     ReadAfterLoopEffect,    // a parallel END's value reads a buffer an effect inside the loop writes
   };
   Unsupported(Reason reason, const std::string& what) : Error(what + " (not supported by the compiled path yet)"), reason(reason) {}
+  ErrorKind kind() const noexcept override { return ErrorKind::Unsupported; }
   Reason reason;
 };
 
@@ -73,11 +99,13 @@ constexpr const char* reason_name(Unsupported::Reason r) {
 // --max-steps or --max-memory ran out.
 struct BudgetExceeded : Error {
   using Error::Error;
+  ErrorKind kind() const noexcept override { return ErrorKind::Budget; }
 };
 
 // An output depends on memory nothing initialized (Tensor.empty, a buffer given no data).
 struct UninitializedRead : Error {
   using Error::Error;
+  ErrorKind kind() const noexcept override { return ErrorKind::Uninitialized; }
 };
 
 // A problem at a place in a text file; what() is "file:line:col: message".
@@ -91,8 +119,12 @@ struct ParseError : Error {
 };
 
 // A bug in outerworld, not in the user's input: an invariant that should always hold did not.
-struct InternalError : std::logic_error {
-  explicit InternalError(const std::string& what) : std::logic_error("internal error: " + what + " (please report)") {}
+// An Error like the others, so a site that reports any failure catches one type; a site that
+// handles only the user's errors lets it through (`catch (const InternalError&) { throw; }`
+// first), and `ow` reports it as a bug (exit 2, the graph saved for the report).
+struct InternalError : Error {
+  explicit InternalError(const std::string& what) : Error("internal error: " + what + " (please report)") {}
+  ErrorKind kind() const noexcept override { return ErrorKind::Internal; }
 };
 
 }  // namespace ow

@@ -94,7 +94,7 @@ std::string bind_error(const HostProgram& p, const HostLaunch& l, const HostBind
 // A launch's variables by name, from the values the walk hands to HostHooks::launch.
 HostVars host_vars(const HostLaunch& launch, const int64_t* values);
 
-// "m1=2, m2=0", or "no ranges bound" (the interpreter's form).
+// Range bindings for messages, every runner and tool alike: "m1=2, m2=0", or "no ranges bound".
 std::string bindings_text(const HostBindings& b);
 
 }  // namespace ow

@@ -55,6 +55,8 @@ bool is_alu(Ops op) { return is_unary(op) || is_binary(op) || is_ternary(op); }
 bool is_elementwise(Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; }
 
 bool is_effect(Ops op) { return op == Ops::STORE || op == Ops::END || op == Ops::GROUP || op == Ops::ASSIGN; }
+bool is_effect_or_launch(Ops op) { return is_effect(op) || op == Ops::KERNEL; }
+bool is_write(Ops op) { return op == Ops::STORE || op == Ops::ASSIGN; }
 
 bool can_fail(Ops op, DType operand) {
   if (!operand.is_int()) return false;

@@ -64,6 +64,10 @@ bool is_alu(Ops op);          // unary, binary or ternary
 bool is_elementwise(Ops op);  // ALU plus CAST/BITCAST
 bool is_movement(Ops op);
 bool is_effect(Ops op);       // the tensor-level effects: STORE, END, GROUP, ASSIGN
+// What the interpreter runs for its effect in a graph of either level: a tensor-level effect or a
+// lowered program's KERNEL launch.
+bool is_effect_or_launch(Ops op);
+bool is_write(Ops op);        // STORE or ASSIGN: writes into its first source (a view of a buffer)
 bool is_comparison(Ops op);
 // An op that raises an error on some operands (S2.1): integer IDIV and MOD (a zero divisor),
 // SHL and SHR (a count outside the width), signed-integer POW (a negative exponent).

@@ -138,6 +138,8 @@ class Parser {
     UOp node;
     try {
       node = UOp::make(*op, *dtype, std::move(src), std::move(arg), std::move(tag));
+    } catch (const InternalError&) {
+      throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
     } catch (const Error& e) {  // building ran an analysis that refused the node
       error_at(stmt_start_, e.what());
     }

@@ -130,7 +130,7 @@ Pat operator-(Pat a, Pat b) { return Pat::op(Ops::SUB, {std::move(a), std::move(
 UOp Match::operator[](const std::string& name) const {
   for (auto& [n, v] : bound)
     if (n == name) return v;
-  throw std::logic_error("pattern has no capture named " + name);
+  throw InternalError("pattern has no capture named " + name);
 }
 
 PatternMatcher::PatternMatcher(std::vector<Rule> rules) : rules_(std::move(rules)) { index(); }

@@ -330,6 +330,8 @@ std::vector<UOp> free_ranges(UOp u) {
   return out;
 }
 
+bool has_free_range(UOp u, UOp r) { return std::binary_search(u->free.begin(), u->free.end(), r.get()); }
+
 void require_valid(UOp root) {
   auto issues = verify(root);
   if (!issues.empty())

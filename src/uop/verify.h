@@ -38,5 +38,7 @@ void verify_kernels(UOp root);
 // by address. O(result): computed once per node when it is built (UOpNode::free).
 std::vector<UOp> free_ranges(UOp u);
 std::vector<const UOpNode*> free_ranges_of_new_node(const UOpNode& n);  // for UOp::make
+// Does u depend on the range r: is r free in u (changes u's value from one binding to another)?
+bool has_free_range(UOp u, UOp r);
 
 }  // namespace ow

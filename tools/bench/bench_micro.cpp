@@ -125,7 +125,7 @@ std::string check_matmul(const interp::Value& got, const float* ref, const std::
 // out=, as numpy's out=), after one warm-up run.
 Timing time_into_preallocated(UOp program, const interp::BufferMap& inputs, const std::string& backend, int64_t numel, int repeat) {
   backend::RunOptions ro;
-  ro.backend = backend;
+  ro.backend = backend::parse_backend(backend);
   backend::Program prepared(program, ro);
   interp::BufferMap keep = inputs;
   keep["c"] = interp::BufferData{dtypes::float32, std::make_shared<interp::Storage>(dtypes::float32, numel), nullptr};
@@ -156,6 +156,8 @@ Line compiled_line(const Micro& m, UOp root, const interp::BufferMap& inputs, co
     const float* rf = ref.data->as<float>();
     l.check = m.kind == "axpb" ? check_axpb(got, rf, wrong) : check_matmul(got, rf, bound, wrong);
     bad |= wrong;
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error& e) {
     std::cerr << ": failed\n" << e.what() << "\n";
     l.check = "failed: " + std::string(e.what()).substr(0, 80);

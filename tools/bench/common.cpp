@@ -313,6 +313,8 @@ NumpyRun run_numpy(const Settings& s, const std::string& kind, const fs::path& d
   try {
     c = spawn_and_capture({s.python, s.script.string(), "--kind", kind, "--dir", dir.string(), "--repeat", std::to_string(s.repeat), "--out", out.string()},
                           numpy_environment(s));
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (pass --numpy /path/to/python3 with numpy installed)");
   }

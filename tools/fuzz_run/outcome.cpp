@@ -22,16 +22,28 @@ Outcome failed(const std::string& error, Kind kind, const std::string& label) { 
 
 namespace {
 
+// The kinds of ow::Error (uop/error.h) among a run's outcomes, each named by kind_name.
+constexpr std::pair<ErrorKind, Kind> kErrorKinds[] = {
+    {ErrorKind::User, Kind::User},
+    {ErrorKind::Unsupported, Kind::Unsupported},
+    {ErrorKind::NotDifferentiable, Kind::NotDifferentiable},
+    {ErrorKind::Uninitialized, Kind::Uninitialized},
+    {ErrorKind::Budget, Kind::Budget},
+    {ErrorKind::Internal, Kind::Internal},
+};
+
+Kind outcome_kind(ErrorKind k) {
+  for (auto [e, o] : kErrorKinds)
+    if (e == k) return o;
+  return Kind::User;
+}
+
 // Inside a catch (...): the exception in flight as an Outcome, by its type.
 Outcome caught() {
   try {
     throw;
   } catch (const Unsupported& e) {
     return failed(e.what(), Kind::Unsupported, reason_name(e.reason));
-  } catch (const UninitializedRead& e) {
-    return failed(e.what(), Kind::Uninitialized);
-  } catch (const BudgetExceeded& e) {
-    return failed(e.what(), Kind::Budget);
   } catch (const grad::NotDifferentiable& e) {
     return failed(e.what(), Kind::NotDifferentiable, grad::reason_name(e.reason));
   } catch (const backend::CheckMismatch& e) {
@@ -39,9 +51,8 @@ Outcome caught() {
   } catch (const backend::KernelFailed& e) {
     return failed(e.what(), Kind::KernelFailed);
   } catch (const Error& e) {
-    return failed(e.what());
-  } catch (const InternalError& e) {
-    return failed(std::string("internal: ") + e.what(), Kind::Internal);
+    Kind k = outcome_kind(e.kind());
+    return failed(k == Kind::Internal ? std::string("internal: ") + e.what() : std::string(e.what()), k);
   } catch (const std::exception& e) {
     return failed(std::string("internal: ") + e.what(), Kind::Internal);
   }
@@ -63,12 +74,11 @@ std::string category(const Outcome& o) {
     case Kind::KernelDiverges: return "kernel-diverges";
     case Kind::OutputMismatch: return "output-mismatch";
     case Kind::KernelFailed: return "kernel-error";
-    case Kind::Internal: return "internal";
-    case Kind::Unsupported: return "unsupported";
-    case Kind::Uninitialized: return "uninitialized";
-    case Kind::Budget: return "budget";
-    case Kind::NotDifferentiable: return "gradient-refused";
-    default: return message_head(o.error);
+    case Kind::User: return message_head(o.error);
+    default:
+      for (auto [e, k] : kErrorKinds)
+        if (k == o.kind) return kind_name(e);
+      return message_head(o.error);
   }
 }
 
@@ -98,6 +108,8 @@ Outcome virtual_folds(UOp g, const interp::BufferMap& inputs) {
     o.virtual_fold_min = min;
     try {
       return evaluate(g, inputs, o);
+    } catch (const InternalError&) {
+      throw;  // a bug, not an error both runs share
     } catch (const Error&) {
       return std::nullopt;
     }
@@ -146,6 +158,8 @@ Outcome finite_differences(UOp g, const interp::BufferMap& inputs, uint64_t seed
     fuzz::FdCheck c = fuzz::check_finite_differences(g, inputs, seed);
     if (stats) *stats = c;
     return c.ok ? Outcome{} : failed(c.error, Kind::User, "gradient-vs-fd");
+  } catch (const InternalError&) {
+    throw;
   } catch (const Error& e) {
     return failed(std::string("finite differences: ") + e.what(), Kind::User, "fd-error");
   }
@@ -156,7 +170,7 @@ namespace {
 // The tier again with no hook watching: check mode keeps every host loop on the walk, a plain run
 // compiles loops of launches into C (backends/c/host_loop.cpp), so that is checked too: its
 // outputs must be the checked run's (which are the interpreter's) bit for bit.
-Outcome unwatched(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, const std::vector<interp::Output>& want) {
+Outcome unwatched(UOp g, const interp::BufferMap& inputs, backend::Backend tier, bool bounds_check, const std::vector<interp::Output>& want) {
   backend::RunOptions ro;
   ro.backend = tier;
   ro.bounds_check = bounds_check;
@@ -165,17 +179,17 @@ Outcome unwatched(UOp g, const interp::BufferMap& inputs, const std::string& tie
   for (size_t i = 0; i < want.size(); ++i) {
     std::optional<interp::Difference> d = i < got.size() ? interp::first_difference(want[i].value, got[i].value) : interp::Difference{-1, 0, 0};
     if (d)
-      return failed("output '" + want[i].name + "' element " + std::to_string(d->index) + " differs between the checked run and a plain " + tier +
+      return failed("output '" + want[i].name + "' element " + std::to_string(d->index) + " differs between the checked run and a plain " + std::string(backend_name(tier)) +
                         " run (host loops in C): " + std::to_string(d->a) + " vs " + std::to_string(d->b),
                     Kind::OutputMismatch, "unwatched-mismatch");
   }
   return {};
 }
 
-Outcome compiled_here(UOp g, const interp::BufferMap& inputs, const std::string& tier, bool bounds_check, bool direct) {
+Outcome compiled_here(UOp g, const interp::BufferMap& inputs, backend::Backend tier, bool bounds_check, bool direct) {
   try {
     backend::RunOptions ro;
-    ro.backend = direct ? tier : "check";
+    ro.backend = direct ? tier : backend::Backend::Check;
     ro.compiler = tier;
     ro.bounds_check = bounds_check;
     interp::BufferMap b = interp::copy_buffers(inputs);
@@ -202,7 +216,7 @@ void write_all(int fd, const std::string& msg) {
 // returns).
 constexpr int kWallFactor = 10;
 
-[[noreturn]] void child(int fd, UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct) {
+[[noreturn]] void child(int fd, UOp g, const interp::BufferMap& inputs, backend::Backend tier, const CompiledRun& how, bool direct) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGXCPU}) std::signal(sig, SIG_DFL);
   if (how.timeout_s > 0) {
     rlimit cpu{static_cast<rlim_t>(how.timeout_s), static_cast<rlim_t>(how.timeout_s) + 1};
@@ -240,7 +254,7 @@ Outcome wait_for(pid_t pid, int fd, const CompiledRun& how) {
 
 // In a child process, so a crash or a hang of the lowering or of a compiled kernel is a finding
 // like any other instead of ending the run.
-Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct) {
+Outcome compiled(UOp g, const interp::BufferMap& inputs, backend::Backend tier, const CompiledRun& how, bool direct) {
   if (!how.fork) return compiled_here(g, inputs, tier, how.bounds_check, direct);
   std::cout << std::flush;
   std::cerr << std::flush;

@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 
+#include "backends/backend.h"
 #include "fuzz/gradcheck.h"
 #include "interp/interp.h"
 #include "uop/uop.h"
@@ -63,6 +64,6 @@ struct CompiledRun {
   bool fork = true;
   int timeout_s = 30;  // a child taking longer is a hang finding
 };
-Outcome compiled(UOp g, const interp::BufferMap& inputs, const std::string& tier, const CompiledRun& how, bool direct = false);
+Outcome compiled(UOp g, const interp::BufferMap& inputs, backend::Backend tier, const CompiledRun& how, bool direct = false);
 
 }  // namespace ow::cli::fuzz_run

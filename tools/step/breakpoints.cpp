@@ -77,8 +77,8 @@ bool Session::find_divergence() {
     divergence_checked_ = true;
     interp::BufferMap copy = interp::copy_buffers(o_.initial);
     backend::RunOptions ro;
-    ro.backend = "check";
-    ro.compiler = "tcc";
+    ro.backend = backend::Backend::Check;
+    ro.compiler = backend::Backend::Tcc;
     int64_t ok = 0;
     ro.on_launch = [&](UOp, const std::vector<std::pair<std::string, int64_t>>&) { ++ok; };
     try {
@@ -89,6 +89,8 @@ bool Session::find_divergence() {
       std::string what = e.what();
       divergent_launch_ = ok + 1;  // on_launch runs after a launch's comparison succeeded
       divergence_ = what.substr(0, what.find('\n'));
+    } catch (const InternalError&) {
+      throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
     } catch (const Error& e) {
       out_ << "break divergence: the checked run failed before any divergence: " << e.what() << "\n";
       return false;

@@ -179,6 +179,8 @@ Act Session::evaluate() {
     finished(interp::run(root_, buffers_, opts));
   } catch (const Leave& l) {
     return l.act;
+  } catch (const InternalError&) {
+    throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
   } catch (const Error& e) {
     state_ = State::Failed;
     out_ << "evaluation failed: " << e.what() << "\n";
@@ -302,6 +304,8 @@ Act Session::command_loop() {
     Act a = Act::Stay;
     try {
       a = dispatch(line);
+    } catch (const InternalError&) {
+      throw;  // outerworld's bug: reported as one (ow.cpp), not handled here
     } catch (const Error& err) {
       out_ << "error: " << err.what() << "\n";
       ++errors_;
