@@ -431,6 +431,7 @@ TEST_CASE("ow check --passes: every pass keeps the outputs of the seed's scan", 
     CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
 }
 
+namespace {
 // `ow check FILE --passes` with `in` evaluates every stage with its outputs unchanged, and `ow run`
 // on interp, tcc and cc writes the float32 bytes `want` as the output `out`.
 void check_every_stage_and_tier(const fs::path& f, const std::vector<std::string>& in, const std::string& want) {
@@ -454,6 +455,7 @@ void check_every_stage_and_tier(const fs::path& f, const std::vector<std::string
 }
 
 void append_f32(std::string& out, float x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); }
+}  // namespace
 
 // A fold over a LOOP range is a parallel map (SEMANTICS S5.3): every iteration reads acc0 as it
 // was when the loop began, and the last iteration's store lands. After kernelize the host read

@@ -791,22 +791,32 @@ TEST_CASE("ow fuzz reproducers (tests/fuzz/lower) now agree with the interpreter
   CHECK(files >= 15);
 }
 
+namespace {
+// Lowering `root` for each backend is refused as read-after-loop-effect, with `phrase` in the message.
+void expect_read_after_loop_effect(UOp root, const std::vector<std::string>& backends, const std::string& phrase) {
+  interp::BufferMap inputs = inputs_for("(fuzz)", root);
+  for (const std::string& be : backends) {
+    INFO("backend " << be);
+    backend::RunOptions o;
+    o.backend = be;
+    interp::BufferMap b = copy(inputs);
+    try {
+      backend::run_graph(root, b, o);
+      FAIL("lowered without refusing");
+    } catch (const Unsupported& e) {
+      CHECK(e.reason == Unsupported::Reason::ReadAfterLoopEffect);
+      CHECK_THAT(e.what(), Catch::Contains(phrase));
+    }
+  }
+}
+}  // namespace
+
 // Fuzz seed 820080: a parallel END stores a read of tgt3 made after an inner OUTER loop writes
 // tgt3; S5.3 pins the read to the loop's start, which the hoisted loop broke (a silently wrong
 // value). The compiled path refuses it now, naming the END and the reason.
 TEST_CASE("a parallel END that reads what an effect inside it wrote is refused, not miscompiled", "[compiled][fuzz]") {
   UOp root = parse_graph(slurp(source_root() / "tests" / "fuzz" / "refused" / "fuzz-820080.uop"), "fuzz-820080.uop").root;
-  interp::BufferMap inputs = inputs_for("(fuzz)", root);
-  backend::RunOptions o;
-  o.backend = "tcc";
-  interp::BufferMap b = copy(inputs);
-  try {
-    backend::run_graph(root, b, o);
-    FAIL("lowered without refusing");
-  } catch (const Unsupported& e) {
-    CHECK(e.reason == Unsupported::Reason::ReadAfterLoopEffect);
-    CHECK_THAT(e.what(), Catch::Contains("END over m1: a stored value reads a buffer after an effect inside the parallel loop writes it"));
-  }
+  expect_read_after_loop_effect(root, {"tcc"}, "END over m1: a stored value reads a buffer after an effect inside the parallel loop writes it");
 }
 
 // A REDUCE with an effect in every iteration (c = y[j]) runs on the host; inside a parallel END
@@ -839,20 +849,7 @@ TEST_CASE("a fold in a parallel END whose effects write a buffer the loop reads 
 %21 = AFTER float32 (%15, %19)  # shape (4,)
 %22 = SINK void (%20, %21) ("out", "u")
 )", "<test>").root;
-  interp::BufferMap inputs = inputs_for("(fuzz)", root);
-  for (const char* be : {"tcc", "check"}) {
-    INFO("backend " << be);
-    backend::RunOptions o;
-    o.backend = be;
-    interp::BufferMap b = copy(inputs);
-    try {
-      backend::run_graph(root, b, o);
-      FAIL("lowered without refusing");
-    } catch (const Unsupported& e) {
-      CHECK(e.reason == Unsupported::Reason::ReadAfterLoopEffect);
-      CHECK_THAT(e.what(), Catch::Contains("END over m1: a fold inside the parallel loop runs effects on a buffer"));
-    }
-  }
+  expect_read_after_loop_effect(root, {"tcc", "check"}, "END over m1: a fold inside the parallel loop runs effects on a buffer");
 }
 
 // Fuzz seed 215582: once symbolic rules stopped folding where(c, false, false) (c may be poison),
