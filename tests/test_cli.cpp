@@ -445,25 +445,10 @@ TEST_CASE("ow check --passes: every pass keeps the outputs of the seed's scan", 
     CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
 }
 
-// A fold over a LOOP range is a parallel map (SEMANTICS S5.3): every iteration reads acc0 as it
-// was when the loop began, and the last iteration's store lands. After kernelize the host read
-// acc0 "after" the range m1 that only the kernel loops over, so that stage could not be evaluated
-// (m1 free at the root). With acc0[k] = k and a[n] = n, out[k] = acc0[k] + a[9k + 8] = 10k + 8,
-// exact in float32 (a sequential fold would give 82k + 36, a read of a[9k] 10k).
-TEST_CASE("ow check --passes evaluates every stage of a fold over a LOOP range", "[cli][lower]") {
-  fs::path f = fs::path(std::getenv("OW_SOURCE_DIR")) / "tests" / "fuzz" / "lower" / "check-passes-loop-fold.uop";
-  auto f32 = [](std::string& out, float x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); };
-  std::string acc0, a, want;
-  for (int k = 0; k < 12; ++k) {
-    f32(acc0, static_cast<float>(k));
-    f32(want, static_cast<float>(10 * k + 8));
-  }
-  for (int n = 0; n < 108; ++n) f32(a, static_cast<float>(n));
-  TempDir tmp;
-  write_npy(tmp / "acc0.npy", "<f4", "(4, 3)", acc0);
-  write_npy(tmp / "a.npy", "<f4", "(4, 3, 9)", a);
-  std::vector<std::string> in{"--in", "acc0=" + (tmp / "acc0.npy").string(), "--in", "a=" + (tmp / "a.npy").string()};
-
+namespace {
+// `ow check FILE --passes` with `in` evaluates every stage with its outputs unchanged, and `ow run`
+// on interp, tcc and cc writes the float32 bytes `want` as the output `out`.
+void check_every_stage_and_tier(const fs::path& f, const std::vector<std::string>& in, const std::string& want) {
   std::vector<std::string> check{"check", f.string(), "--passes"};
   check.insert(check.end(), in.begin(), in.end());
   Result r = run_ow(check);
@@ -471,8 +456,7 @@ TEST_CASE("ow check --passes evaluates every stage of a fold over a LOOP range",
   CHECK(r.rc == 0);
   for (const char* pass : {"gradient", "cleanup", "empty", "scans", "realize", "rangeify", "kernelize", "schedule", "fuse"})
     CHECK_THAT(r.out, Catch::Contains(std::string("pass ") + pass + ": outputs unchanged"));
-
-  // Every stage gives the input graph's value (above); that value, and the compiled tiers', is 10k + 8.
+  TempDir tmp;
   for (const char* b : {"interp", "tcc", "cc"}) {
     fs::path out = tmp / (std::string(b) + ".npy");
     std::vector<std::string> run{"run", f.string(), "--backend", b, "--out", "out=" + out.string()};
@@ -482,6 +466,81 @@ TEST_CASE("ow check --passes evaluates every stage of a fold over a LOOP range",
     REQUIRE(v.rc == 0);
     CHECK(npy_payload(out) == want);
   }
+}
+
+void append_f32(std::string& out, float x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); }
+}  // namespace
+
+// A fold over a LOOP range is a parallel map (SEMANTICS S5.3): every iteration reads acc0 as it
+// was when the loop began, and the last iteration's store lands. After kernelize the host read
+// acc0 "after" the range m1 that only the kernel loops over, so that stage could not be evaluated
+// (m1 free at the root). With acc0[k] = k and a[n] = n, out[k] = acc0[k] + a[9k + 8] = 10k + 8,
+// exact in float32 (a sequential fold would give 82k + 36, a read of a[9k] 10k).
+TEST_CASE("ow check --passes evaluates every stage of a fold over a LOOP range", "[cli][lower]") {
+  fs::path f = fs::path(std::getenv("OW_SOURCE_DIR")) / "tests" / "fuzz" / "lower" / "check-passes-loop-fold.uop";
+  std::string acc0, a, want;
+  for (int k = 0; k < 12; ++k) {
+    append_f32(acc0, static_cast<float>(k));
+    append_f32(want, static_cast<float>(10 * k + 8));
+  }
+  for (int n = 0; n < 108; ++n) append_f32(a, static_cast<float>(n));
+  TempDir tmp;
+  write_npy(tmp / "acc0.npy", "<f4", "(4, 3)", acc0);
+  write_npy(tmp / "a.npy", "<f4", "(4, 3, 9)", a);
+  check_every_stage_and_tier(f, {"--in", "acc0=" + (tmp / "acc0.npy").string(), "--in", "a=" + (tmp / "a.npy").string()}, want);
+}
+
+// A fold over an OUTER range inside a parallel END, depending on none of its ranges: tgt[k] =
+// sum(tgt) + k for k in 0..3. Every iteration reads tgt as at the loop's start (S5.3), so with
+// tgt = 1, 2, 3, 4 the sum is 10 in every iteration and out = 10, 11, 12, 13 (a fold that saw the
+// earlier iterations' stores would give 10, 20, 39, 76). scans lowered the fold inside the END,
+// where its accumulator's reads were pinned to the loop's start too: that stage read it
+// uninitialized. Now the fold runs before the loop.
+TEST_CASE("ow check --passes: a fold inside a parallel END that depends on none of its ranges", "[cli][lower]") {
+  TempDir tmp;
+  fs::path f = tmp / "fold_in_parallel_end.uop";
+  spit(f, R"(%0 = BUFFER float32 () ("tgt", 4)  # shape (4,)
+%1 = CONST index () 4
+%2 = CONST index () 1
+%3 = RANGE index (%1) (-1, AxisType.LOOP)  # range m1
+%4 = RANGE index (%1) (-2, AxisType.OUTER)  # range m2
+%5 = ADD index (%4, %2)
+%6 = SHRINK float32 (%0, %4, %5)  # shape (1,)
+%7 = REDUCE float32 (%6, %4) Ops.ADD  # shape (1,)
+%8 = CAST float32 (%3)
+%9 = RESHAPE float32 (%8, %2)  # shape (1,)
+%10 = ADD float32 (%7, %9)  # shape (1,)
+%11 = ADD index (%3, %2)
+%12 = SHRINK float32 (%0, %3, %11)  # shape (1,)
+%13 = STORE void (%12, %10)  # shape (1,)
+%14 = END void (%13, %3)
+%15 = AFTER float32 (%0, %14)  # shape (4,)
+%16 = SINK void (%15) ("out",)
+)");
+  std::string tgt, want;
+  for (int k = 0; k < 4; ++k) {
+    append_f32(tgt, static_cast<float>(k + 1));
+    append_f32(want, static_cast<float>(10 + k));
+  }
+  write_npy(tmp / "tgt.npy", "<f4", "(4,)", tgt);
+  check_every_stage_and_tier(f, {"--in", "tgt=" + (tmp / "tgt.npy").string()}, want);
+}
+
+// The findings of `ow fuzz --passes` (tests/fuzz/passes/fuzz-<seed>.uop): with the inputs of their
+// seed, every stage of the lowering evaluates with the input graph's outputs.
+TEST_CASE("ow fuzz --passes findings (tests/fuzz/passes) evaluate every stage with outputs unchanged", "[cli][lower][fuzz]") {
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(std::getenv("OW_SOURCE_DIR")) / "tests" / "fuzz" / "passes")) {
+    std::string name = e.path().filename().string();
+    if (e.path().extension() != ".uop") continue;
+    ++files;
+    std::string seed = name.substr(5, name.size() - 9);  // fuzz-<seed>.uop
+    Result r = run_ow({"check", e.path().string(), "--passes", "--random-inputs", seed});
+    INFO(name << "\n" << r.out << r.err);
+    CHECK(r.rc == 0);
+    CHECK_THAT(r.out, Catch::Contains("pass fuse: outputs unchanged"));
+  }
+  CHECK(files >= 1);
 }
 
 TEST_CASE("ow show-c prints the host loop and readable C kernels without includes", "[cli][lower]") {

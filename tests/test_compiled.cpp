@@ -819,22 +819,65 @@ TEST_CASE("ow fuzz reproducers (tests/fuzz/lower) now agree with the interpreter
   CHECK(files >= 15);
 }
 
+namespace {
+// Lowering `root` for each backend is refused as read-after-loop-effect, with `phrase` in the message.
+void expect_read_after_loop_effect(UOp root, const std::vector<backend::Backend>& backends, const std::string& phrase) {
+  interp::BufferMap inputs = inputs_for("(fuzz)", root);
+  for (backend::Backend be : backends) {
+    INFO("backend " << backend::backend_name(be));
+    backend::RunOptions o;
+    o.backend = be;
+    interp::BufferMap b = copy(inputs);
+    try {
+      backend::run_graph(root, b, o);
+      FAIL("lowered without refusing");
+    } catch (const Unsupported& e) {
+      CHECK(e.reason == Unsupported::Reason::ReadAfterLoopEffect);
+      CHECK_THAT(e.what(), Catch::Contains(phrase));
+    }
+  }
+}
+}  // namespace
+
 // Fuzz seed 820080: a parallel END stores a read of tgt3 made after an inner OUTER loop writes
 // tgt3; S5.3 pins the read to the loop's start, which the hoisted loop broke (a silently wrong
 // value). The compiled path refuses it now, naming the END and the reason.
 TEST_CASE("a parallel END that reads what an effect inside it wrote is refused, not miscompiled", "[compiled][fuzz]") {
   UOp root = parse_graph(slurp(source_root() / "tests" / "fuzz" / "refused" / "fuzz-820080.uop"), "fuzz-820080.uop").root;
-  interp::BufferMap inputs = inputs_for("(fuzz)", root);
-  backend::RunOptions o;
-  o.backend = backend::Backend::Tcc;
-  interp::BufferMap b = copy(inputs);
-  try {
-    backend::run_graph(root, b, o);
-    FAIL("lowered without refusing");
-  } catch (const Unsupported& e) {
-    CHECK(e.reason == Unsupported::Reason::ReadAfterLoopEffect);
-    CHECK_THAT(e.what(), Catch::Contains("END over m1: a stored value reads a buffer after an effect inside the parallel loop writes it"));
-  }
+  expect_read_after_loop_effect(root, {backend::Backend::Tcc}, "END over m1: a stored value reads a buffer after an effect inside the parallel loop writes it");
+}
+
+// A REDUCE with an effect in every iteration (c = y[j]) runs on the host; inside a parallel END
+// that it does not depend on, scans runs it before the loop. But the loop also stores c into
+// u[k], and S5.3 pins that read to the loop's start, so u must be c's old value everywhere: run
+// first, the fold's write would show. The compiled path computed u from the written c (a wrong
+// value that check mode reported as a lowering change); it refuses the graph now, naming the END.
+TEST_CASE("a fold in a parallel END whose effects write a buffer the loop reads is refused, not miscompiled", "[compiled]") {
+  UOp root = parse_graph(R"(%0 = BUFFER float32 () ("t", 4)  # shape (4,)
+%1 = CONST index () 4
+%2 = CONST index () 1
+%3 = RANGE index (%1) (-1, AxisType.LOOP)  # range m1
+%4 = RANGE index (%1) (-2, AxisType.LOOP)  # range m2
+%5 = BUFFER float32 () ("y", 4)  # shape (4,)
+%6 = ADD index (%4, %2)
+%7 = SHRINK float32 (%5, %4, %6)  # shape (1,)
+%8 = BUFFER float32 () ("c", 1)  # shape (1,)
+%9 = STORE void (%8, %7)  # shape (1,)
+%10 = AFTER float32 (%7, %9)  # shape (1,)
+%11 = REDUCE float32 (%10, %4) Ops.ADD  # shape (1,)
+%12 = ADD index (%3, %2)
+%13 = SHRINK float32 (%0, %3, %12)  # shape (1,)
+%14 = STORE void (%13, %11)  # shape (1,)
+%15 = BUFFER float32 () ("u", 4)  # shape (4,)
+%16 = SHRINK float32 (%15, %3, %12)  # shape (1,)
+%17 = STORE void (%16, %8)  # shape (1,)
+%18 = GROUP void (%14, %17)
+%19 = END void (%18, %3)
+%20 = AFTER float32 (%0, %19)  # shape (4,)
+%21 = AFTER float32 (%15, %19)  # shape (4,)
+%22 = SINK void (%20, %21) ("out", "u")
+)", "<test>").root;
+  expect_read_after_loop_effect(root, {backend::Backend::Tcc, backend::Backend::Check}, "END over m1: a fold inside the parallel loop runs effects on a buffer");
 }
 
 // Fuzz seed 215582: once symbolic rules stopped folding where(c, false, false) (c may be poison),

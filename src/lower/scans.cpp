@@ -337,6 +337,7 @@ UOp host_enclosing_reduce(const Match& m) {
 }
 
 UOp group(std::vector<UOp> steps);
+std::optional<SlotMap> outer_slot_map(UOp red);
 
 // Does a value stored in `body` run an effect of its own in every iteration?
 bool stores_run_effects(UOp body, const std::vector<UOp>& ranges) {
@@ -388,6 +389,83 @@ UOp host_enclosing_end(const Match& m) {
 
 UOp group(std::vector<UOp> steps) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(steps)); }
 
+// ---- a fold in a parallel loop that depends on none of its ranges runs before the loop ----
+//
+// A parallel END pins every read of a buffer written inside it to the loop's start (S5.3), so a
+// fold lowered inside it, as an initialised accumulator and a sequential loop that reads it, would
+// read the accumulator as it was before the loop: uninitialized. A host fold in the END's body
+// that depends on none of the END's ranges (nor on a range bound inside the body) has one value
+// for every iteration, computed from what the loop reads, which is the contents at its start: it
+// is computed once before the loop into a fresh buffer `_h<n>` that the body reads instead (the
+// GROUP orders the read after the store, S5.5; the loop writes no `_h<n>`, so nothing pins it).
+// The schedule places the kernels of a run-once fold reached in a loop before the loop too, so
+// this stage means what the generated code does.
+//
+// Moved before the loop, the fold's own effects land before it: that is the same only when
+// nothing else in the loop uses the buffers they write and the fold reads none of them (inside
+// the loop all those reads are pinned to its start); otherwise the END is refused. A loop whose
+// extent is not a constant could run no iteration, where the fold is never evaluated: refused.
+
+// The host folds in `end`'s body that can run before it: REDUCEs that this pass turns into host
+// effects (not vmaps, which become kernel loops, nor an assign scan's value, which is an effect
+// of its ASSIGN) whose every free range is free in the END itself. A fold inside another one
+// found is not listed for that path: it runs before the loop as a part of the outer one.
+std::vector<UOp> folds_before_loop(UOp end) {
+  std::vector<UOp> around = free_ranges(end), out;
+  std::set<const UOpNode*> assigned, seen;
+  for (UOp u : toposort(end->src[0]))
+    if (u->op == Ops::ASSIGN) assigned.insert(u->src[1].get());
+  auto runs_before = [&](UOp u) {
+    if (u->op != Ops::REDUCE || assigned.count(u.get()) || !folds_on_host(u) || outer_slot_map(u)) return false;
+    for (UOp r : free_ranges(u))
+      if (std::find(around.begin(), around.end(), r) == around.end()) return false;
+    return true;
+  };
+  std::vector<UOp> stack{end->src[0]};
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.get()).second) continue;
+    if (runs_before(u)) {
+      out.push_back(u);
+      continue;
+    }
+    for (UOp s : u->src) stack.push_back(s);
+  }
+  return out;
+}
+
+UOp folds_before_parallel_end(const Match& m) {
+  UOp end = m.node;
+  if (has_outer(end)) return UOp();
+  std::vector<UOp> folds = folds_before_loop(end);
+  if (folds.empty()) return UOp();
+  std::vector<UOp> ranges(end->src.begin() + 1, end->src.end());
+  for (UOp r : ranges)
+    if (!static_size(r)) throw unsupported(Reason::SymbolicShape, "a fold inside the parallel END over " + range_name(r) + ", whose extent is not a constant: run before the loop, it would be evaluated even when the loop runs no iteration");
+  Context& ctx = m.context<Context>();
+  std::vector<UOp> steps;
+  std::vector<std::pair<UOp, UOp>> swap;
+  for (UOp f : folds) {
+    UOp h = scratch(ctx, "h", f->dtype, f);
+    steps.push_back(h.store(f));
+    swap.push_back({f, h});
+  }
+  std::vector<UOp> src = end->src;
+  src[0] = substitute(end->src[0], swap);
+  for (size_t i = 0; i < folds.size(); ++i) {
+    if (!runs_effect(folds[i]->src[0])) continue;
+    std::set<const UOpNode*> elsewhere = buffers_in(src[0]);
+    for (size_t j = 0; j < folds.size(); ++j)
+      if (j != i) elsewhere.merge(buffers_in(folds[j]));
+    std::set<const UOpNode*> written = written_by({folds[i]});
+    if (reads_after_inner_write(steps[i]) || std::any_of(written.begin(), written.end(), [&](const UOpNode* b) { return elsewhere.count(b) > 0; }))
+      throw unsupported(Reason::ReadAfterLoopEffect, "END over " + range_name(ranges[0]) + ": a fold inside the parallel loop runs effects on a buffer that it or the loop also reads or writes (S5.3 pins the loop's reads to its start; run before the loop, the fold's writes would be seen)");
+  }
+  steps.push_back(UOp::make(Ops::END, end->dtype, src, end->arg));
+  return group(steps);
+}
+
 // init, the effects to run once, then the loop: each iteration runs its effects, then `body`.
 std::vector<UOp> steps(UOp init, const Fold& f, UOp body) {
   std::vector<UOp> out{init};
@@ -407,10 +485,16 @@ std::vector<UOp> steps(UOp init, const Fold& f, UOp body) {
 // loop writes: folding in order and computing every slot at once agree, so its range may run
 // inside a kernel. rangeify then computes each slot directly, and the slots run as one batch
 // instead of one host iteration each: a vmapped matvec becomes a matmul.
+std::optional<SlotMap> outer_slot_map(UOp red) {
+  auto map = slot_map(red);
+  if (!map || range_axis(map->range) != AxisType::OUTER || has_effect_or_outer_fold(map->y)) return std::nullopt;
+  return map;
+}
+
 UOp outer_map(const Match& m) {
   UOp red = m.node;
-  auto map = slot_map(red);
-  if (!map || range_axis(map->range) != AxisType::OUTER || has_effect_or_outer_fold(map->y)) return UOp();
+  auto map = outer_slot_map(red);
+  if (!map) return UOp();
   UOp loop = twin(map->range, AxisType::LOOP);
   return UOp::make(Ops::REDUCE, red->dtype, {substitute(red->src[0], {{map->range, loop}}), loop}, red->arg);
 }
@@ -534,6 +618,7 @@ const PatternMatcher& scan_rules() {
       {"a REDUCE with effects in every iteration runs on the host", Pat::ops({Ops::REDUCE}), host_reduce_with_effects},
       {"a REDUCE around an OUTER fold runs on the host", Pat::ops({Ops::REDUCE}), host_enclosing_reduce},
       {"an END around an OUTER fold runs on the host", Pat::ops({Ops::END}), host_enclosing_end},
+      {"a fold in a parallel loop that depends on none of its ranges runs before the loop", Pat::ops({Ops::END}), folds_before_parallel_end},
       {"an OUTER reduce of one slot per iteration is a map", Pat::ops({Ops::REDUCE}), outer_map},
       {"a range collected as a dimension is a map: OUTER becomes LOOP", Pat::ops({Ops::EXPAND}), collect_as_map},
       {"OUTER reduce becomes a loop", Pat::ops({Ops::REDUCE}), outer_reduce},
