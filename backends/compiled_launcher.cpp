@@ -32,7 +32,6 @@ class CompiledLauncher : public Launcher {
     if (mode != "program" && mode != "kernel") throw Error("compile mode must be 'program' (one translation unit) or 'kernel' (one per kernel), got '" + mode + "'");
     opts_.target = compiler == Backend::Tcc ? Target::tcc : Target::cc;
     opts_.bounds_check = bounds_check;
-    opts_.threads = compiler == Backend::Cc ? threads_setting() : 1;  // tcc kernels are always serial
   }
 
   void prepare(const HostProgram& p) override {

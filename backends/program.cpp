@@ -10,6 +10,7 @@
 
 #include "backends/compiler.h"
 #include "backends/tiered.h"
+#include "opt/opt.h"
 #include "interp/compare.h"
 #include "interp/inputs.h"
 #include "interp/kernel_eval.h"
@@ -321,14 +322,25 @@ struct Program::Impl {
   }
 };
 
+namespace {
+
+// The kernel-opt stage (src/opt) for the compiler that runs the kernels; none for the interpreter.
+UOp optimized_for(UOp lowered, const RunOptions& o) {
+  Backend b = o.backend == Backend::Check ? o.compiler : o.backend;
+  if (b != Backend::Tcc && b != Backend::Cc) return lowered;
+  return opt::optimize(lowered, opt::options_for(b == Backend::Tcc ? opt::Target::tcc : opt::Target::cc, o.bounds_check, o.skip_passes));
+}
+
+}  // namespace
+
 Program::Program(UOp lowered, RunOptions opts) : impl_(std::make_unique<Impl>()) {
-  impl_->host = host_program(lowered);
   impl_->opts = std::move(opts);
   RunOptions first = impl_->opts;
   if (first.backend == Backend::Auto) {  // tcc now, cc once it has compiled (tiered.h)
     first.backend = Backend::Tcc;
     impl_->upgrade = std::make_unique<CcUpgrade>(lowered, impl_->opts);
   }
+  impl_->host = host_program(optimized_for(lowered, first));
   impl_->launcher = make_launcher(first);
   impl_->specs = interp::graph_buffers(lowered);
   for (const HostLaunch& l : impl_->host.launches)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "matmul_support.h"
 #include "uop/text.h"
 
 using namespace ow;
@@ -826,7 +827,7 @@ TEST_CASE("small warts: --version, help CMD, a missing FILE, report without -o, 
   INFO(report.err);
   CHECK(report.rc == 0);
   CHECK(report.err == "ow report: random inputs (seed 5): out, vec, mats\n");
-  CHECK_THAT(report.out, Catch::StartsWith("scan_with_assign.html: 10 stages"));
+  CHECK_THAT(report.out, Catch::StartsWith("scan_with_assign.html: 11 stages"));
   REQUIRE(fs::exists(tmp.path / "scan_with_assign.html"));
   CHECK_THAT(slurp(tmp.path / "scan_with_assign.html"), Catch::Contains("random inputs (seed 5): out, vec, mats"));
 
@@ -973,4 +974,29 @@ TEST_CASE("an internal error never writes through a link planted in the temporar
   CHECK(saved.parent_path() == shared);
   CHECK(!fs::is_symlink(saved));
   CHECK((fs::status(saved).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+}
+
+TEST_CASE("kernel-opt: ow check --passes names a deliberately wrong variant of pass threads", "[cli][opt]") {
+  // OW_FAULT=threads makes the split's upper half skip its first row (src/opt/threads.cpp); with
+  // OW_PARALLEL_MIN_STEPS=2 every parallel kernel is split, so a 9x4 by 4x5 matmul is.
+  std::string file = (std::filesystem::temp_directory_path() / ("ow-threads-fault-" + std::to_string(getpid()) + ".uop")).string();
+  {
+    std::ofstream f(file);
+    f << ow::test_matmul::matmul_text(9, 4, 5);
+  }
+  setenv("OW_PARALLEL_MIN_STEPS", "2", 1);
+  setenv("OW_THREADS", "2", 1);
+  Result ok = run_ow({"check", file, "--passes", "--random-inputs"});
+  setenv("OW_FAULT", "threads", 1);
+  Result bad = run_ow({"check", file, "--passes", "--random-inputs"});
+  unsetenv("OW_FAULT");
+  unsetenv("OW_PARALLEL_MIN_STEPS");
+  unsetenv("OW_THREADS");
+  std::filesystem::remove(file);
+  CHECK(ok.rc == 0);
+  CHECK_THAT(ok.out, Catch::Contains("pass threads: outputs unchanged"));
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.out, Catch::Contains("pass fuse: outputs unchanged"));
+  CHECK_THAT(bad.out, Catch::Contains("pass threads: "));
+  CHECK_THAT(bad.out, !Catch::Contains("pass threads: outputs unchanged"));
 }

@@ -55,7 +55,7 @@ TEST_CASE("vmap_convs' kernels compute their indices without dividing", "[lowere
   // Before the gate-aware index math and the common-factor split: 328 divisions and 325 modulos
   // (the RESHAPE behind each PAD of the 3x3 taps unlinearized its index again per load).
   for (backend::Target t : {backend::Target::tcc, backend::Target::cc}) {
-    INFO(backend::target_name(t));
+    INFO(opt::target_name(t));
     size_t div = 0, mod = 0, loads = 0;
     backend::RenderOptions o;
     o.target = t;

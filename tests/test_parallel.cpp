@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,10 @@
 #include "backends/compiler.h"
 #include "backends/program.h"
 #include "interp/interp.h"
+#include "interp/kernel_eval.h"
 #include "lower/lower.h"
+#include "opt/opt.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/text.h"
 
@@ -36,10 +40,22 @@ struct EnvVar {
   ~EnvVar() { had ? setenv(name.c_str(), old.c_str(), 1) : unsetenv(name.c_str()); }
 };
 
-backend::RenderedKernel render(UOp kernel, int threads) {
-  backend::RenderOptions o;
+// The kernel after the kernel-opt stage for `t` with `threads`, rendered for t.
+backend::RenderedKernel render(UOp kernel, int threads, opt::Target t = opt::Target::cc) {
+  opt::Options o;
+  o.target = t;
   o.threads = threads;
-  return backend::render_kernel(kernel, o);
+  backend::RenderOptions r;
+  r.target = t;
+  return backend::render_kernel(opt::optimize(kernel, o), r);
+}
+
+// The translation unit of a graph lowered through cc's kernel-opt stage with `threads`.
+std::string unit_of(UOp root, int threads) {
+  lower::Context ctx;
+  ctx.kernel_opt = opt::options_for(opt::Target::cc);
+  ctx.kernel_opt->threads = threads;
+  return backend::show_c(lower::lower(root, ctx), {}, true);
 }
 
 bool parallel(const std::string& src) { return src.find("pthread_create(&thread") != std::string::npos; }
@@ -74,17 +90,12 @@ TEST_CASE("parallel: a matmul big enough to split, with an odd number of rows, e
   REQUIRE(parallel(k.source));
   CHECK(k.source.find("static int ow_par_mm_lo(") != std::string::npos);
   CHECK(k.source.find("static int ow_par_mm_hi(") != std::string::npos);
-  backend::RenderOptions for_tcc;
-  for_tcc.threads = 2;
-  for_tcc.target = backend::Target::tcc;
-  CHECK(!parallel(backend::render_kernel(matmul_kernel(m, kn, n), for_tcc).source));  // tcc: the serial function
+  CHECK(!parallel(render(matmul_kernel(m, kn, n), 2, opt::Target::tcc).source));  // tcc: the serial function
   // The same graph as `ow bench --micro` builds, lowered and run on cc (threads on) and on the
   // interpreter; both against the products summed in k order in float here.
   EnvVar threads("OW_THREADS", "2");
   UOp root = parse_graph(matmul_text(m, kn, n), "mm.uop").root;
-  backend::RenderOptions ro;
-  ro.threads = backend::threads_setting();
-  CHECK(parallel(backend::show_c(lower::lower(root), ro, true)));
+  CHECK(parallel(unit_of(root, opt::threads_setting())));
   interp::BufferMap in{{"a", data(dtypes::float32, m * kn, 0)}, {"b", data(dtypes::float32, kn * n, 11)}};
   const float *a = in["a"].data->as<float>(), *b = in["b"].data->as<float>();
   auto fresh = [&] {
@@ -162,26 +173,22 @@ TEST_CASE("parallel: small kernels and OW_THREADS=1 render serial code; other va
   CHECK(!parallel(render(matmul_kernel(512, 512, 512), 1).source));
   {
     EnvVar off("OW_THREADS", "1");
-    CHECK(backend::threads_setting() == 1);
+    CHECK(opt::threads_setting() == 1);
     UOp root = parse_graph(matmul_text(256, 256, 256), "mm.uop").root;
-    backend::RenderOptions ro;
-    ro.threads = backend::threads_setting();
-    std::string src = backend::show_c(lower::lower(root), ro, true);
-    CHECK(src.find("pthread_create(&") == std::string::npos);
-    ro.threads = 2;
-    CHECK(parallel(backend::show_c(lower::lower(root), ro, true)));
+    CHECK(unit_of(root, opt::threads_setting()).find("pthread_create(&") == std::string::npos);
+    CHECK(parallel(unit_of(root, 2)));
   }
   {
     EnvVar bad("OW_THREADS", "3");
-    CHECK_THROWS_AS(backend::threads_setting(), Error);
+    CHECK_THROWS_AS(opt::threads_setting(), Error);
   }
 }
 
 TEST_CASE("parallel: two split kernels of one name in a unit get helpers of their own names", "[parallel]") {
-  backend::RenderOptions o;
+  opt::Options o;
   o.threads = 2;
-  UOp mm = matmul_kernel(129, 97, 101);
-  backend::RenderedUnit u = backend::render_unit({mm, mm}, o);
+  UOp mm = opt::optimize(matmul_kernel(129, 97, 101), o);
+  backend::RenderedUnit u = backend::render_unit({mm, mm});
   REQUIRE(u.kernels.size() == 2);
   CHECK(u.kernels[1].name == "mm_2");
   CHECK(u.source.find("static int ow_par_mm_lo(") != std::string::npos);
@@ -189,4 +196,43 @@ TEST_CASE("parallel: two split kernels of one name in a unit get helpers of thei
   CHECK(u.source.find("job->rc = ow_par_mm_2_hi(") != std::string::npos);
   auto lib = backend::make_compiler("cc")->compile(u.source);  // no name defined twice
   CHECK(lib->symbol("mm_2") != nullptr);
+}
+
+TEST_CASE("opt pass threads: the split in the graph, its halves' ranges and values, on the kernel-level interpreter", "[parallel][opt]") {
+  // 129 rows: the lower half is rows [0, 64) over a range of 64, the upper rows [64, 129) over a
+  // range of 65 whose index is 64 + r; arg ("mm", 2). Evaluated in order, the two statements
+  // compute exactly what the serial kernel does (tinygrad's meaning of a kernel, S5.3).
+  int64_t m = 129, kn = 97, n = 101;
+  UOp serial = matmul_kernel(m, kn, n);
+  opt::Options o;
+  o.threads = 2;
+  UOp k = opt::optimize(serial, o);
+  REQUIRE(kernel_threads(k) == 2);
+  CHECK(kernel_name(k) == "mm");
+  REQUIRE(k->src[0]->src.size() == 2);
+  std::vector<int64_t> extents;
+  for (UOp end : k->src[0]->src) {
+    REQUIRE(end->op == Ops::END);
+    extents.push_back(static_cast<int64_t>(end->src[1]->src[0].const_value()));
+  }
+  CHECK(extents == std::vector<int64_t>{64, 65});
+  // The same values as the serial kernel, element for element (kernel-level interpreter).
+  auto eval = [&](UOp kernel) {
+    interp::BufferData out{dtypes::float32, std::make_shared<interp::Storage>(dtypes::float32, m * n), nullptr};
+    interp::BufferData a = data(dtypes::float32, m * kn, 0), b = data(dtypes::float32, kn * n, 11);
+    interp::KernelArgs args;
+    args.buffers = {&out, &a, &b};
+    interp::run_kernel(kernel->src[0], args);
+    return std::vector<float>(out.data->as<float>(), out.data->as<float>() + m * n);
+  };
+  std::vector<float> split = eval(k), whole = eval(serial);  // bits: the data has infinities and NaNs
+  CHECK(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+  // Not for tcc, not with one thread, not twice.
+  opt::Options tcc = o;
+  tcc.target = opt::Target::tcc;
+  CHECK(opt::optimize(serial, tcc) == serial);
+  opt::Options one = o;
+  one.threads = 1;
+  CHECK(opt::optimize(serial, one) == serial);
+  CHECK(opt::optimize(k, o) == k);
 }

@@ -18,9 +18,10 @@ int cmd_lower(const Args& args) {
   po::options_description opts("options");
   std::string names;
   for (const auto& p : lower::passes()) names += (names.empty() ? "" : "|") + p.name;
-  opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
+  opts.add_options()("file", po::value<std::string>(), "graph file (.uop)")(
       "dump-after", po::value<std::string>(), ("print the graph after this pass: " + names + "|all (default: the last pass run)").c_str())(
-      "list", "list the passes and what each does");
+      "list", "list the passes and what each does")(
+      "compiler", po::value<std::string>()->default_value("cc"), "the kernel-opt stage for this compiler: cc or tcc");
   add_lowering_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -31,11 +32,12 @@ int cmd_lower(const Args& args) {
     for (const auto& s : lower::optional_steps()) std::cout << "optional step of " << s.pass << ", " << s.name << ": " << s.what << "\n";
     return 0;
   }
+  if (!vm.count("file")) throw Error("ow lower: missing FILE (usage: ow lower FILE [--dump-after PASS|all], or ow lower --list)");
   std::string which = vm.count("dump-after") ? vm["dump-after"].as<std::string>() : "";
   bool known = which.empty() || which == "all";
   for (const auto& p : lower::passes()) known = known || p.name == which;
   if (!known) throw Error("ow lower: unknown pass '" + which + "' (passes: " + names + ", or all)");
-  lower::Context ctx;
+  lower::Context ctx = lower::through_kernel_opt(opt::target_named(vm["compiler"].as<std::string>()));
   ctx.skip = skipped_passes(vm);
   if (ctx.skip.count(which)) throw Error("ow lower: --dump-after " + which + ": that pass is skipped (--skip-pass), there is no graph after it");
   UOp root = load_graph(vm["file"].as<std::string>()).root;
@@ -60,13 +62,13 @@ int cmd_show_c(const Args& args) {
   pos.add("file", 1);
   po::variables_map vm;
   if (!parse_options("show-c", "FILE [--compiler tcc|cc] [--bounds-check] [--full]", opts, pos, args, vm)) return 0;
-  lower::Context ctx;
-  ctx.skip = skipped_passes(vm);
-  UOp program = lower::lower(load_graph(vm["file"].as<std::string>()).root, ctx);
   backend::RenderOptions ro;
   ro.bounds_check = vm.count("bounds-check") > 0;
-  ro.target = backend::target_named(vm["compiler"].as<std::string>());
-  ro.threads = ro.target == backend::Target::cc ? backend::threads_setting() : 1;  // as the runner does
+  ro.target = opt::target_named(vm["compiler"].as<std::string>());
+  lower::Context ctx;
+  ctx.skip = skipped_passes(vm);
+  ctx.kernel_opt = opt::options_for(ro.target, ro.bounds_check, ctx.skip);  // as the runner does
+  UOp program = lower::lower(load_graph(vm["file"].as<std::string>()).root, ctx);
   std::cout << backend::show_c(program, ro, vm.count("full") > 0);
   return 0;
 }

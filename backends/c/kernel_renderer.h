@@ -36,13 +36,15 @@ struct Scope {
 
 class KernelRenderer {
  public:
-  KernelRenderer(UOp kernel, const RenderOptions& opts) : kernel_(kernel), opts_(opts) {}
+  // `name`: the C function's (empty: the KERNEL's name as an identifier); `linkage`: "" or "static ".
+  KernelRenderer(UOp kernel, const RenderOptions& opts, std::string name = "", std::string linkage = "")
+      : kernel_(kernel), opts_(opts), name_(std::move(name)), linkage_(std::move(linkage)) {}
   RenderedKernel run();
-  std::optional<UOp> parallel_range();  // parallel.cpp: the range two threads may split, if any
 
  private:
   UOp kernel_;
   RenderOptions opts_;
+  std::string name_, linkage_;
   Printed printed_;
   size_t own_nodes_ = 0;  // the kernel's own nodes come first in printed_ (adopt adds more)
   std::map<long long, std::string> fail_nodes_;  // RenderedKernel::fail_nodes
@@ -99,7 +101,6 @@ class KernelRenderer {
   void open(UOp r);
   void close(bool unroll = false);
   bool depends(UOp u, UOp r) const { return std::binary_search(free_.at(u.get()).begin(), free_.at(u.get()).end(), r.get()); }
-  std::optional<int64_t> coefficient(UOp u, UOp r) const;
   bool unsafe_int_op(UOp u) const;
   bool may_fail(UOp u) const;
   std::string identity(UOp u, Ops op) const;
@@ -166,7 +167,6 @@ class KernelRenderer {
   bool transpose_blocked(UOp end);
   UOp tile_copy(UOp end) const;
   void transpose_tiles(UOp end, UOp load);
-  bool owns_row(UOp st, UOp r, std::map<int64_t, int64_t>& rows) const;
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
   void store(UOp st);
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);
@@ -182,8 +182,8 @@ class KernelRenderer {
   bool may_wrap(UOp u) const;
 };
 
-// `serial` (kernel's function rendered for one thread) as cc's two-thread kernel when
-// opts.threads >= 2 and the kernel qualifies (parallel.cpp); else serial itself.
-RenderedKernel parallelize(UOp kernel, RenderedKernel serial, const RenderOptions& opts);
+// A kernel for two threads (kernel_threads, opt pass `threads`) as cc's C: each half of its
+// statements a static function, and an entry that runs them on two threads (parallel.cpp).
+RenderedKernel render_threaded(UOp kernel, const RenderOptions& opts, const std::string& name);
 
 }  // namespace ow::backend::detail

@@ -107,39 +107,6 @@ constexpr int64_t kMaxAccElems = 4096;
 constexpr int64_t kMaxAccBytes = 64 * 1024;  // all accumulator arrays of one store nest
 constexpr int64_t kMaxBlockBytes = 128 * 1024;  // ... of a block of register-tiled rows
 
-// The coefficient c of range r in index expression u = c*r + (terms without r); nullopt when u is
-// not of that form (or it overflows).
-std::optional<int64_t> KernelRenderer::coefficient(UOp u, UOp r) const {
-  if (!depends(u, r)) return 0;
-  if (u == r) return 1;
-  auto both = [&](bool sub) -> std::optional<int64_t> {
-    auto a = coefficient(u->src[0], r), b = coefficient(u->src[1], r);
-    int64_t c;
-    if (!a || !b || (sub ? __builtin_sub_overflow(*a, *b, &c) : __builtin_add_overflow(*a, *b, &c))) return std::nullopt;
-    return c;
-  };
-  switch (u->op) {
-    case Ops::ADD: return both(false);
-    case Ops::SUB: return both(true);
-    case Ops::NEG: {
-      auto a = coefficient(u->src[0], r);
-      if (!a || *a == INT64_MIN) return std::nullopt;
-      return -*a;
-    }
-    case Ops::MUL:
-      for (int s = 0; s < 2; ++s) {
-        UOp k = u->src[static_cast<size_t>(s)], x = u->src[static_cast<size_t>(1 - s)];
-        if (!k.is_const() || !k->arg.get_if<int64_t>()) continue;
-        auto a = coefficient(x, r);
-        int64_t c;
-        if (!a || __builtin_mul_overflow(*a, *k->arg.get_if<int64_t>(), &c)) return std::nullopt;
-        return c;
-      }
-      return std::nullopt;
-    default: return std::nullopt;
-  }
-}
-
 // An integer IDIV/MOD whose divisor may be zero, or a shift whose count may be out of range
 // (the C checks it and fails).
 bool KernelRenderer::unsafe_int_op(UOp u) const {

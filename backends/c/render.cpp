@@ -568,7 +568,7 @@ RenderedKernel KernelRenderer::run() {
   const std::string* nm = a.get_if<std::string>();
   if (const ArgTuple* t = a.tuple(); t && !t->empty()) nm = (*t)[0].get_if<std::string>();
   if (!nm || nm->empty()) fail(kernel_, "KERNEL needs a name arg (\"k1\",)");
-  out.name = c_identifier(*nm);
+  out.name = name_.empty() ? c_identifier(*nm) : name_;
   UOp ast = kernel_->src[0];
   uses_.reserve(4 * own_nodes_);  // blocking adds copies of rows: fewer rehashes
   free_.reserve(4 * own_nodes_);
@@ -593,7 +593,7 @@ RenderedKernel KernelRenderer::run() {
   // 512^3; for the whole program (-O3) it makes vector-times-matrix kernels ten times slower, so
   // it is asked for here, per kernel. It never reorders the additions into one accumulator.
   if (jam_rows_ && opts_.target == Target::cc) src += "__attribute__((optimize(\"loop-unroll-and-jam\")))\n";
-  src += "int " + out.name + "(void** bufs, const long long* vars, long long* err) {\n";
+  src += linkage_ + "int " + out.name + "(void** bufs, const long long* vars, long long* err) {\n";
   for (size_t k = 0; k < params_.size(); ++k) {
     if (params_[k] == dtypes::void_) continue;
     std::string ty = ctype(params_[k].base(), kernel_), i = std::to_string(k);
@@ -620,6 +620,9 @@ std::string c_identifier(const std::string& s) {
   return out;
 }
 
-RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts) { return detail::parallelize(kernel, detail::KernelRenderer(kernel, opts).run(), opts); }
+RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts, const std::string& name) {
+  if (kernel->op == Ops::KERNEL && kernel_threads(kernel) == 2 && opts.target == Target::cc) return detail::render_threaded(kernel, opts, name);
+  return detail::KernelRenderer(kernel, opts, name).run();
+}
 
 }  // namespace ow::backend

@@ -12,30 +12,22 @@
 #include <string_view>
 #include <vector>
 
+#include "opt/opt.h"
 #include "uop/host_program.h"
 #include "uop/uop.h"
 
 namespace ow::backend {
 
-// The compiler a unit is written for (its target). Each gets only its own loop shapes: tcc, which never
-// unrolls or vectorizes, unrolled inner loops and calls to loops compiled ahead of time
-// (backends/tcc/vector_loops.h); cc register tiles, transposing copies and two threads. Results
-// are the same bits on both (backends/README.md).
-enum class Target { tcc, cc };
-std::string_view target_name(Target t);
-Target target_named(const std::string& compiler);  // "tcc" or "cc"; anything else is an ow::Error
+// The compiler a unit is written for (opt::Target). Each gets only its own loop shapes: tcc,
+// which never unrolls or vectorizes, unrolled inner loops and calls to loops compiled ahead of
+// time (backends/tcc/vector_loops.h); cc register tiles and transposing copies. Results are the
+// same bits on both (backends/README.md).
+using opt::Target;
 
 struct RenderOptions {
   bool bounds_check = false;  // check 0 <= index < size on every (ungated or enabled) access
-  // 2: a big kernel whose outermost loop is provably parallel runs its two halves on two
-  // threads under cc (parallel.cpp); 1: every kernel is serial. The cc runner uses threads_setting().
-  int threads = 1;
   Target target = Target::cc;
 };
-
-// OW_THREADS: 1 (serial kernels) or 2, the default (cc splits big parallel kernels in two).
-// Anything else is an ow::Error.
-int threads_setting();
 
 struct RenderedKernel {
   std::string name;               // the C function's name (the KERNEL's arg, as an identifier)
@@ -46,9 +38,11 @@ struct RenderedKernel {
   std::map<long long, std::string> fail_nodes;  // err[abi::kNode] -> that node's printed line
 };
 
-// kernel = KERNEL void (ast, buf..., BIND...) ("k3",). Throws ow::Error naming the node for
-// anything unsupported (float16, ops the interpreter lacks) or malformed.
-RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts = {});
+// kernel = KERNEL void (ast, buf..., BIND...) ("k3",), as the C function `name` (empty: the
+// kernel's name as an identifier). A kernel for two threads ("k3", 2) is one for cc (tcc: its
+// statements in order, one thread). Throws ow::Error naming the node for anything unsupported
+// (float16, ops the interpreter lacks) or malformed.
+RenderedKernel render_kernel(UOp kernel, const RenderOptions& opts = {}, const std::string& name = "");
 
 // All kernels of a program in one C translation unit: the prelude once, then one function per
 // kernel. Compiling it is one compiler call for the whole program (tcc: one in-process compile;

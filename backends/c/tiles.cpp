@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "kernel_renderer.h"
+#include "uop/symbolic.h"
 #include "uop/pattern.h"
 
 namespace ow::backend::detail {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "kernel_renderer.h"
+#include "uop/symbolic.h"
 
 namespace ow::backend::detail {
 

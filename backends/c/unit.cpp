@@ -8,17 +8,10 @@
 #include "kernel_abi.h"
 #include "prelude.h"
 #include "render.h"
+#include "uop/args.h"
 #include "uop/error.h"
 
 namespace ow::backend {
-
-std::string_view target_name(Target t) { return t == Target::tcc ? "tcc" : "cc"; }
-
-Target target_named(const std::string& compiler) {
-  if (compiler == "tcc") return Target::tcc;
-  if (compiler == "cc") return Target::cc;
-  throw Error("no C compiler '" + compiler + "' to render for (tcc or cc)");
-}
 
 std::string prelude(Target t) {
   return std::string(detail::kPrelude) + (t == Target::tcc ? detail::kPreludeTcc : detail::kPreludeCc) + abi::kFailHelper + "\n";
@@ -33,24 +26,6 @@ std::string unique_name(const std::string& name, std::set<std::string>& taken) {
   return n;
 }
 
-// Every occurrence of `from` in s replaced by `to`; how many.
-int replace_all(std::string& s, const std::string& from, const std::string& to) {
-  int n = 0;
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()), ++n) s.replace(at, from.size(), to);
-  return n;
-}
-
-// k's function renamed to `to`: its signature (the line render.cpp writes; a two-thread kernel
-// has it twice, cc's and tcc's) and its helpers' names (parallel.cpp: ow_par_<name>_...).
-void rename_function(RenderedKernel& k, const std::string& to, const RenderOptions& opts) {
-  std::string sig = "int " + k.name + "(void** bufs, const long long* vars, long long* err) {\n";
-  std::string renamed = "int " + to + "(void** bufs, const long long* vars, long long* err) {\n";
-  if (replace_all(k.function, sig, renamed) == 0) throw InternalError("render_unit: no signature of " + k.name + " in its function");
-  replace_all(k.function, "ow_par_" + k.name + "_", "ow_par_" + to + "_");
-  k.source = prelude(opts.target) + k.function;
-  k.name = to;
-}
-
 }  // namespace
 
 RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts) {
@@ -58,8 +33,9 @@ RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& o
   u.source = prelude(opts.target);
   std::set<std::string> taken;
   for (UOp k : kernels) {
-    RenderedKernel r = render_kernel(k, opts);
-    if (std::string n = unique_name(r.name, taken); n != r.name) rename_function(r, n, opts);
+    const ArgTuple* a = k->arg.tuple();
+    bool named = a && !a->empty() && (*a)[0].is<std::string>();  // else render_kernel says what is wrong
+    RenderedKernel r = render_kernel(k, opts, named ? unique_name(c_identifier(kernel_name(k)), taken) : "");
     u.source += "\n" + r.function;
     u.kernels.push_back(std::move(r));
   }

@@ -12,13 +12,21 @@ namespace ow::lower {
 
 UOp Context::fresh_range(UOp extent, AxisType axis) { return UOp::range(extent, next_range++, axis); }
 
+Context through_kernel_opt(opt::Target t, bool bounds_check) {
+  Context ctx;
+  ctx.kernel_opt = opt::options_for(t, bounds_check);
+  return ctx;
+}
+
 void Context::take_names(UOp root) {
   for (UOp u : toposort(root))
     if (u->op == Ops::BUFFER) taken.insert(buffer_name(u));
 }
 
-const std::vector<Pass>& passes() {
-  static const std::vector<Pass> list{
+namespace {
+
+std::vector<Pass> pipeline() {
+  std::vector<Pass> list{
       {"gradient", "GRADIENT nodes become the graphs that compute them (reverse mode, through effects)", gradient},
       {"cleanup", "drop forward identities (DETACH, REDUCE_BACKWARD, ...), fold reshape chains, simplify", cleanup},
       {"empty", "tensors without elements become zeros, reductions over nothing their identity, empty loops nothing", empty},
@@ -29,6 +37,27 @@ const std::vector<Pass>& passes() {
       {"schedule", "order kernels into host steps; OUTER ranges become host loops", schedule},
       {"fuse", "a value kernel read only by the next launch is computed inside it, where provably the same", fuse, true},
   };
+  for (const opt::Pass& k : opt::passes()) {
+    std::string targets;
+    for (opt::Target t : k.targets) targets += (targets.empty() ? "" : ", ") + std::string(opt::target_name(t));
+    auto run = [&k](UOp root, Context& ctx) { return opt::run_pass(k, root, *ctx.kernel_opt, ctx.on_fire); };
+    list.push_back({k.name, k.what + " (kernel-opt, for " + targets + ")", run, true, &k});
+  }
+  return list;
+}
+
+// Does the pipeline run p: any pass but the kernel-opt stage's, and those for the target asked.
+bool runs(const Pass& p, const Context& ctx) {
+  if (ctx.skip.count(p.name)) return false;
+  if (!p.kernel_opt) return true;
+  const auto& t = p.kernel_opt->targets;
+  return ctx.kernel_opt && std::find(t.begin(), t.end(), ctx.kernel_opt->target) != t.end();
+}
+
+}  // namespace
+
+const std::vector<Pass>& passes() {
+  static const std::vector<Pass> list = pipeline();
   return list;
 }
 
@@ -95,7 +124,7 @@ UOp run_passes(UOp root, Context& ctx, const std::function<void(const Pass&, UOp
   require_bound_variables(root);
   ctx.take_names(root);
   for (const Pass& p : passes()) {
-    if (ctx.skip.count(p.name)) continue;
+    if (!runs(p, ctx)) continue;
     root = p.run(root, ctx);
     if (after_each) after_each(p, root);
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lower/walk.h"
+#include "opt/opt.h"
 #include "uop/error.h"
 #include "uop/pattern.h"
 #include "uop/uop.h"
@@ -32,6 +33,9 @@ struct Context {
   WalkMemo buffer_operands;  // realize: ALU operands viewing a buffer under a reduction (walk.h)
   WalkMemo indexed;          // kernelize: what the INDEX nodes under a BUFFERIZE index
   std::set<std::string> scan_temps;  // scans: the buffers it made (fold accumulators, copies)
+  // Set: the pipeline ends with the kernel-opt stage's passes for this target (ow lower, check
+  // --passes, explain). Unset: it ends at fuse, and a backend runs the stage for its compiler.
+  std::optional<opt::Options> kernel_opt;
 
   UOp fresh_range(UOp extent, AxisType axis);
   std::set<std::string> taken;  // buffer names in use: the input's, the gradient pass's, and fresh ones
@@ -49,9 +53,11 @@ struct Pass {
   std::string what;  // one line for --help and ow explain
   std::function<UOp(UOp, Context&)> run;
   bool optional = false;  // an optimisation: the pipeline is correct without it (Context::skip)
+  const opt::Pass* kernel_opt = nullptr;  // a pass of the kernel-opt stage: runs when Context::kernel_opt asks for its target
 };
 
-// The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule, fuse.
+// The pipeline, in order: gradient, cleanup, empty, scans, realize, rangeify, kernelize, schedule,
+// fuse, then the kernel-opt stage (opt::passes(): threads).
 const std::vector<Pass>& passes();
 
 // An optimisation inside a pass, skippable like an optional pass (Context::skip): without it the
@@ -67,6 +73,10 @@ const std::vector<OptionalStep>& optional_steps();
 // `throw unsupported(Reason::SymbolicShape, "a STORE into ...")`.
 using Reason = Unsupported::Reason;
 Unsupported unsupported(Reason reason, const std::string& what);
+
+// A context whose pipeline ends with the kernel-opt stage for `t`, with the options a run for t
+// uses (opt::options_for): what the tools that show or check every pass run.
+Context through_kernel_opt(opt::Target t, bool bounds_check = false);
 
 // Runs the whole pipeline; after_each(pass, graph) sees every intermediate graph.
 UOp lower(UOp root, const std::function<void(const Pass&, UOp)>& after_each = {});

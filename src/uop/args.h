@@ -12,6 +12,13 @@ inline const std::string& buffer_name(UOp buffer) { return buffer->arg.tuple()->
 inline int64_t buffer_size(UOp buffer) { return buffer->arg.tuple()->at(1).as<int64_t>(); }
 inline const std::string& var_name(UOp define_var) { return define_var->arg.tuple()->at(0).as<std::string>(); }  // ("name", lo, hi)
 inline const std::string& kernel_name(UOp kernel) { return kernel->arg.tuple()->at(0).as<std::string>(); }      // ("name",)
+// ("name", n), n >= 2: the statements of the kernel's SINK, in n consecutive parts of equal
+// count, run on n threads at once, no part reading or writing an element another part writes
+// (kernel-opt pass `threads`, LOWERING.md). Evaluated in order, they compute the serial kernel.
+inline int64_t kernel_threads(UOp kernel) {
+  const ArgTuple* t = kernel->arg.tuple();
+  return t && t->size() > 1 && (*t)[1].is<int64_t>() ? (*t)[1].as<int64_t>() : 1;
+}
 inline Ops reduce_op(UOp reduce_axis) { return reduce_axis->arg.tuple()->at(0).as<Ops>(); }                  // (Ops.ADD, (axes...))
 
 // The name of output i of a graph: the SINK's arg names its outputs, else a lone output is

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -567,5 +568,45 @@ class ExprText {
 }  // namespace
 
 std::string render_expr(UOp u, size_t max_chars) { return ExprText(max_chars).text(u); }
+
+}  // namespace ow
+
+namespace ow {
+
+std::optional<int64_t> coefficient(UOp u, UOp r) {
+  auto depends = [&](UOp x) { return std::find(x->free.begin(), x->free.end(), r.get()) != x->free.end(); };
+  std::map<const UOpNode*, std::optional<int64_t>> c;  // of the nodes below u that depend on r
+  auto of = [&](UOp x) -> std::optional<int64_t> { return depends(x) ? c.at(x.get()) : std::optional<int64_t>(0); };
+  std::vector<std::pair<UOp, bool>> todo{{u, false}};  // (node, its sources are done)
+  while (!todo.empty()) {
+    auto [x, ready] = todo.back();
+    todo.pop_back();
+    if (!depends(x) || c.count(x.get())) continue;
+    bool linear = x == r || x->op == Ops::ADD || x->op == Ops::SUB || x->op == Ops::NEG || x->op == Ops::MUL;
+    if (!ready && linear && x != r) {
+      todo.push_back({x, true});
+      for (UOp s : x->src) todo.push_back({s, false});
+      continue;
+    }
+    std::optional<int64_t> out;
+    int64_t v;
+    if (x == r) {
+      out = 1;
+    } else if (x->op == Ops::ADD || x->op == Ops::SUB) {
+      auto a = of(x->src[0]), b = of(x->src[1]);
+      if (a && b && !(x->op == Ops::ADD ? __builtin_add_overflow(*a, *b, &v) : __builtin_sub_overflow(*a, *b, &v))) out = v;
+    } else if (x->op == Ops::NEG) {
+      if (auto a = of(x->src[0]); a && *a != INT64_MIN) out = -*a;
+    } else if (x->op == Ops::MUL) {
+      for (int s = 0; s < 2 && !out; ++s) {
+        UOp k = x->src[static_cast<size_t>(s)], y = x->src[static_cast<size_t>(1 - s)];
+        if (!k.is_const() || !k->arg.get_if<int64_t>() || depends(k)) continue;
+        if (auto a = of(y); a && !__builtin_mul_overflow(*a, *k->arg.get_if<int64_t>(), &v)) out = v;
+      }
+    }
+    c[x.get()] = out;
+  }
+  return of(u);
+}
 
 }  // namespace ow

@@ -5,6 +5,7 @@
 // linear form over "atoms" (ranges, variables, max/div/mod, ...), so `1 + a + (3-a-1)` is `3`.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -19,6 +20,10 @@ std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n);
 // The rule table (named rules, in order) and its application to a graph.
 const PatternMatcher& symbolic_rules();
 UOp simplify(UOp u);
+
+// The coefficient c of range r in the index expression u = c*r + (terms free of r), through ADD,
+// SUB, NEG and MUL by a constant; nullopt when u is not of that form or c overflows.
+std::optional<int64_t> coefficient(UOp u, UOp r);
 // `expr` simplified where the bool `cond` holds (its value elsewhere is not kept): the nodes cond
 // bounds (`0 < p`, `p < 2`) are read with those bounds, so `(p*196 - 196) // 196` under
 // `0 < p < 2` is 0. For an index read only under its gate. Both must be pure index math.

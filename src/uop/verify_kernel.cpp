@@ -29,6 +29,8 @@ class KernelGrammar {
     if (auto p = sources(); p.first) return p;
     UOp ast = kernel_->src[0];
     if (ast->op != Ops::SINK) return {ast, "a kernel's ast is a SINK of stores"};
+    if (int64_t n = kernel_threads(kernel_); n > 1 && ast->src.size() % static_cast<size_t>(n))
+      return {ast, "a kernel for " + std::to_string(n) + " threads has its statements in " + std::to_string(n) + " parts of equal count"};
     for (UOp s : ast->src)
       if (auto p = store(s); p.first) return p;
     for (UOp u : toposort(ast))

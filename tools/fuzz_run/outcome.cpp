@@ -130,7 +130,8 @@ Outcome passes(UOp g, const interp::BufferMap& inputs) {
   try {
     std::vector<interp::Output> want = evaluate(g, inputs);
     Outcome out;
-    lower::lower(g, [&](const lower::Pass& p, UOp lowered) {
+    lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
+    lower::lower(g, ctx, [&](const lower::Pass& p, UOp lowered) {
       if (!out.ok) return;
       Verdict v = validate_pass(want, p.name, lowered, inputs);
       if (!v.ok && !v.over_budget) out = failed(v.text, Kind::User, "pass-" + p.name);

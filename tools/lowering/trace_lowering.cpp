@@ -8,7 +8,7 @@ namespace ow::cli {
 std::vector<PassTrace> trace_lowering(UOp root) {
   std::vector<PassTrace> out;
   std::vector<Firing> current;
-  lower::Context ctx;
+  lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
   ctx.on_fire = [&](const Rule& r, UOp before, UOp after) { current.push_back({r.name, before, after}); };
   UOp before = root;
   lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {

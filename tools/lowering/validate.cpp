@@ -49,7 +49,8 @@ int check_passes(UOp root, const interp::BufferMap& inputs) {
   std::vector<interp::Output> want = evaluate(root, inputs);
   std::cout << "input graph: " << want.size() << " output(s) evaluated\n";
   int status = 0;
-  lower::lower(root, [&](const lower::Pass& p, UOp g) {
+  lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
+  lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {
     if (status) return;
     Verdict v = validate_pass(want, p.name, g, inputs);
     std::cout << v.text;

@@ -1,0 +1,51 @@
+// The kernel-opt stage: its passes in order, and how one runs over a program (opt.h).
+#include "opt/opt.h"
+
+#include <algorithm>
+
+#include "uop/error.h"
+#include "uop/verify.h"
+
+namespace ow::opt {
+
+std::string_view target_name(Target t) { return t == Target::tcc ? "tcc" : "cc"; }
+
+Target target_named(const std::string& compiler) {
+  if (compiler == "tcc") return Target::tcc;
+  if (compiler == "cc") return Target::cc;
+  throw Error("no C compiler '" + compiler + "' to optimize kernels for (tcc or cc)");
+}
+
+Options options_for(Target t, bool bounds_check, std::set<std::string> skip) {
+  Options o;
+  o.target = t;
+  o.threads = t == Target::cc ? threads_setting() : 1;
+  o.bounds_check = bounds_check;
+  o.skip = std::move(skip);
+  return o;
+}
+
+const std::vector<Pass>& passes() {
+  static const std::vector<Pass> list{
+      {"threads", "a big kernel whose outermost range is provably parallel runs its halves on two threads", {Target::cc}, threads_rules},
+  };
+  return list;
+}
+
+UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire) {
+  RewriteOptions ro;
+  ro.name = p.name;
+  ro.ctx = const_cast<Options*>(&o);  // the rules only read it
+  ro.on_fire = on_fire;
+  UOp out = graph_rewrite(root, p.rules(), ro);
+  verify_kernels(out);  // the kernel grammar the renderer relies on
+  return out;
+}
+
+UOp optimize(UOp root, const Options& o) {
+  for (const Pass& p : passes())
+    if (std::count(p.targets.begin(), p.targets.end(), o.target) && !o.skip.count(p.name)) root = run_pass(p, root, o);
+  return root;
+}
+
+}  // namespace ow::opt
