@@ -18,7 +18,14 @@ namespace ow::lower {
 
 namespace {
 
-UOp temp_view(UOp b, Context& ctx);
+// The pass's own state: the lowering's Context, the realized temporaries, and a memo.
+struct KernelizeState {
+  Context& ctx;
+  std::map<const UOpNode*, std::pair<UOp, UOp>> temps;  // BUFFERIZE -> (temp BUFFER, its KERNEL)
+  WalkMemo indexed;  // what the INDEX nodes under a BUFFERIZE index (walk.h)
+};
+
+UOp temp_view(UOp b, KernelizeState& st);
 
 // The effects a chain of AFTERs over a buffer is ordered after, kept with their frequency: each
 // AFTER runs its dependencies once per binding of its own free ranges (S5.4), so the effect
@@ -85,7 +92,7 @@ bool includes(const std::vector<UOp>& big, const std::vector<UOp>& small) {
 
 class KernelBuilder {
  public:
-  explicit KernelBuilder(Context& ctx) : ctx_(ctx) {}
+  explicit KernelBuilder(KernelizeState& st) : st_(st), ctx_(st.ctx) {}
 
   // The kernel storing `value` (over `loops`) at `address` (a tensor-level INDEX into a buffer).
   // A value kernel materializes a realized value into its own temporary (tag "value"): it is a
@@ -115,6 +122,7 @@ class KernelBuilder {
   }
 
  private:
+  KernelizeState& st_;
   Context& ctx_;
   std::vector<UOp> buffers_;
   std::vector<std::vector<UOp>> deps_;
@@ -134,7 +142,7 @@ class KernelBuilder {
       if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
     };
     for (UOp root : {address, value})  // toposort({address, value}), each subgraph walked once per lowering
-      for (UOp x : walk_items(root, ctx_.indexed, indexed, [](UOp u) { return u->op == Ops::BUFFERIZE; })) note(x);
+      for (UOp x : walk_items(root, st_.indexed, indexed, [](UOp u) { return u->op == Ops::BUFFERIZE; })) note(x);
     for (auto& [buf, views] : chains) {
       if (views.size() < 2) continue;
       std::vector<std::vector<UOp>> versions;
@@ -157,7 +165,7 @@ class KernelBuilder {
     int64_t n = buffer_size(buf);
     UOp temp = UOp::make(Ops::BUFFER, buf->dtype, {}, Arg(ArgTuple{Arg(ctx_.fresh_buffer("v")), Arg(n)}));
     UOp r = ctx_.fresh_range(UOp::index(n), AxisType::LOOP);
-    UOp kernel = KernelBuilder(ctx_).build(make_index(temp, {r}, UOp()), make_index(view, {r}, UOp()), {r}, true);
+    UOp kernel = KernelBuilder(st_).build(make_index(temp, {r}, UOp()), make_index(view, {r}, UOp()), {r}, true);
     return temp.after({kernel});
   }
 
@@ -182,7 +190,7 @@ class KernelBuilder {
     UOp base = p.x, lin = p.idx.empty() ? UOp::index(0) : p.idx[0];
     if (base->op == Ops::BUFFERIZE) {
       lin = linearize(p.idx, dims_of(base));
-      base = temp_view(base, ctx_)->src[0];  // AFTER(temp, kernel)
+      base = temp_view(base, st_)->src[0];  // AFTER(temp, kernel)
     }
     UOp g = global(base);
     std::vector<UOp> src{g, conv(simplify_given(lin, p.gate))};  // read only where the gate holds
@@ -261,17 +269,17 @@ std::vector<UOp> extents(UOp b) {
 }
 
 // A BUFFERIZE read by others: its temporary, seen through AFTER(temp, kernel) with its shape.
-UOp temp_view(UOp b, Context& ctx) {
-  auto it = ctx.temps.find(b.get());
-  if (it == ctx.temps.end()) {
+UOp temp_view(UOp b, KernelizeState& st) {
+  auto it = st.temps.find(b.get());
+  if (it == st.temps.end()) {
     std::vector<UOp> loops(b->src.begin() + 1, b->src.end());
     if (!free_loop_ranges(b).empty()) throw InternalError("lowering: a realized value still depends on a loop range it does not store");
     int64_t n = 1;
     for (UOp e : extents(b)) n *= static_cast<int64_t>(e.const_value());
-    UOp temp = UOp::make(Ops::BUFFER, b->dtype, {}, Arg(ArgTuple{Arg(ctx.fresh_buffer("t")), Arg(n)}));
+    UOp temp = UOp::make(Ops::BUFFER, b->dtype, {}, Arg(ArgTuple{Arg(st.ctx.fresh_buffer("t")), Arg(n)}));
     UOp address = make_index(temp, {linearize(loops, extents(b))}, UOp());
-    UOp kernel = KernelBuilder(ctx).build(address, b->src[0], loops, /*is_value=*/true);
-    it = ctx.temps.emplace(b.get(), std::make_pair(temp, kernel)).first;
+    UOp kernel = KernelBuilder(st).build(address, b->src[0], loops, /*is_value=*/true);
+    it = st.temps.emplace(b.get(), std::make_pair(temp, kernel)).first;
   }
   std::vector<UOp> src{it->second.first.after({it->second.second})};
   for (UOp e : extents(b)) src.push_back(e);
@@ -288,16 +296,16 @@ void check_writable(UOp target) {
 UOp store_kernel(const Match& m) {
   UOp target = m.node->src[0], b = m.node->src[1];
   if (!is_store_value(b) || !is_shaped(target)) return UOp();
-  Context& ctx = m.context<Context>();
+  KernelizeState& st = m.context<KernelizeState>();
   check_writable(target);
   std::vector<UOp> rs(b->src.begin() + 1, b->src.end());
-  UOp address = rewrite(make_index(target, rs, UOp()), index_rules(), ctx, "store address");
+  UOp address = rewrite(make_index(target, rs, UOp()), index_rules(), st.ctx, "store address");
   // Every element in padding (its gate folded to false, leaving make_index's zero): the store
   // writes nothing (S5.1: a PAD's fill is written nowhere), so there is no kernel; an effect inside the value still has to run.
   if (address->op == Ops::CONST && !runs_effect(b->src[0])) return UOp::make(Ops::GROUP, dtypes::void_, {});
   std::vector<UOp> loops = free_loop_ranges(m.node);
   loops.insert(loops.end(), rs.begin(), rs.end());
-  return KernelBuilder(ctx).build(address, b->src[0], loops);
+  return KernelBuilder(st).build(address, b->src[0], loops);
 }
 
 const PatternMatcher& kernelize_rules() {
@@ -312,7 +320,7 @@ const PatternMatcher& kernelize_rules() {
        }},
       {"a store of a BUFFERIZE becomes a kernel", Pat::op(Ops::STORE, {Pat::any(), Pat::ops({Ops::BUFFERIZE})}), store_kernel},
       {"a BUFFERIZE becomes a temporary and its kernel", Pat::ops({Ops::BUFFERIZE}),
-       [](const Match& m) { return temp_view(m.node, m.context<Context>()); }},
+       [](const Match& m) { return temp_view(m.node, m.context<KernelizeState>()); }},
   });
   return pm;
 }
@@ -320,7 +328,8 @@ const PatternMatcher& kernelize_rules() {
 }  // namespace
 
 UOp kernelize(UOp root, Context& ctx) {
-  UOp out = rewrite(root, kernelize_rules(), ctx, "kernelize", /*parents_first=*/true);
+  KernelizeState state{ctx, {}, {}};
+  UOp out = rewrite_with(root, kernelize_rules(), state, ctx, "kernelize", /*parents_first=*/true);
   verify_kernels(out);  // the kernel grammar, checked once: schedule and every backend rely on it
   return out;
 }

@@ -17,22 +17,16 @@
 
 namespace ow::lower {
 
-// State shared by the passes of one lowering: counters for fresh names, and the memo of
-// realized temporaries (kernelize).
+// State shared by the passes of one lowering: counters for fresh names, what to skip, the
+// kernel-opt target. State private to a pass lives in the pass (realize, scans, kernelize).
 struct Context {
   int64_t next_range = 1000;  // fresh loop ranges are 1000, 1001, ... (user ranges are small)
   int next_buffer = 0;        // temporaries _t0, _acc1, _w2, ...
   int next_kernel = 0;        // kernels k0, k1, ...
-  std::map<const UOpNode*, std::pair<UOp, UOp>> temps;  // BUFFERIZE -> (temp BUFFER, its KERNEL)
   std::function<void(const Rule&, UOp, UOp)> on_fire;   // every rule firing (ow explain)
   // Optional passes and steps not to run (ow run/lower --skip-pass): to see what one buys, and to
   // keep the pipeline as it was before it for side-by-side measurements (ow bench).
   std::set<std::string> skip;
-  // Per-node analyses shared by the passes (UOps are immutable: a node's answer never changes).
-  std::map<const UOpNode*, std::vector<std::optional<int64_t>>> strides;  // realize: constant strides of a view
-  WalkMemo buffer_operands;  // realize: ALU operands viewing a buffer under a reduction (walk.h)
-  WalkMemo indexed;          // kernelize: what the INDEX nodes under a BUFFERIZE index
-  std::set<std::string> scan_temps;  // scans: the buffers it made (fold accumulators, copies)
   // Set: the pipeline ends with the kernel-opt stage's passes for this target (ow lower, check
   // --passes, explain). Unset: it ends at fuse, and a backend runs the stage for its compiler.
   std::optional<opt::Options> kernel_opt;
@@ -104,5 +98,15 @@ const PatternMatcher& index_rules();
 
 // Runs a rule table over a graph with the context's firing hook and a name for errors.
 UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string& name, bool parents_first = false);
+// ... whose rules read a pass's own state (m.context<State>()) instead of the Context.
+template <class State>
+UOp rewrite_with(UOp root, const PatternMatcher& pm, State& state, const Context& ctx, const std::string& name, bool parents_first = false) {
+  RewriteOptions opts;
+  opts.name = name;
+  opts.ctx = &state;
+  opts.bottom_up = parents_first;
+  opts.on_fire = ctx.on_fire;
+  return graph_rewrite(root, pm, opts);
+}
 
 }  // namespace ow::lower

@@ -113,7 +113,13 @@ UOp transposed_copy(UOp view, const std::vector<std::optional<int64_t>>& st, con
 
 // The shaped operands of ALU ops under `body` that view a buffer, in toposort order; each
 // earlier reduction's list is computed once (a deep MLP reaches every earlier layer from each).
-std::vector<UOp> buffer_operands(UOp body, Context& ctx) {
+// The pass's memos (UOps are immutable: a node's answer never changes).
+struct RealizeState {
+  std::map<const UOpNode*, std::vector<std::optional<int64_t>>> strides;  // constant strides of a view
+  WalkMemo buffer_operands;  // ALU operands viewing a buffer under a reduction (walk.h)
+};
+
+std::vector<UOp> buffer_operands(UOp body, RealizeState& st) {
   auto items = [](UOp u) {
     std::vector<UOp> out;
     if (is_alu(u->op))
@@ -121,7 +127,7 @@ std::vector<UOp> buffer_operands(UOp body, Context& ctx) {
         if (is_shaped(s) && base_buffer(s)) out.push_back(s);
     return out;
   };
-  return walk_items(body, ctx.buffer_operands, items, [](UOp u) { return u->op == Ops::REDUCE_AXIS; });
+  return walk_items(body, st.buffer_operands, items, [](UOp u) { return u->op == Ops::REDUCE_AXIS; });
 }
 
 // The innermost output axis of a reduction that has more than one element, if any.
@@ -138,14 +144,14 @@ UOp reduce_reads_transposed(const Match& m) {
   for (const Arg& a : *red->arg.tuple()->at(1).tuple()) reduced.push_back(a.as<int64_t>());
   auto last = innermost_kept_axis(body, reduced);
   if (!last) return UOp();
-  Context& ctx = m.context<Context>();
+  RealizeState& state = m.context<RealizeState>();
   std::vector<UOp> views;  // the operands of the same shape that read a buffer through a view
-  for (UOp s : buffer_operands(body, ctx))
+  for (UOp s : buffer_operands(body, state))
     if (dims_of(s) == dims_of(body)) views.push_back(s);
   // Some operand already reads the innermost output axis contiguously (A @ B reads B along its
   // rows): the renderer vectorizes that axis as it is, and a copy would only cost.
   std::vector<std::vector<std::optional<int64_t>>> st;
-  auto& memo = ctx.strides;  // a view reached from every later layer's reduction is probed once
+  auto& memo = state.strides;  // a view reached from every later layer's reduction is probed once
   for (UOp v : views) {
     auto it = memo.find(v.get());
     st.push_back(it != memo.end() ? it->second : memo.emplace(v.get(), strides(v)).first->second);
@@ -294,6 +300,9 @@ const PatternMatcher& realize_rules() {
 
 }  // namespace
 
-UOp realize(UOp root, Context& ctx) { return rewrite(root, realize_rules(), ctx, "realize"); }
+UOp realize(UOp root, Context& ctx) {
+  RealizeState state;
+  return rewrite_with(root, realize_rules(), state, ctx, "realize");
+}
 
 }  // namespace ow::lower

@@ -40,14 +40,21 @@ bool depends_on_all(UOp u, const std::vector<UOp>& ranges) {
 
 UOp fold(Ops op, UOp acc, UOp x) { return UOp::make(op, acc->dtype, {acc, x}); }
 
-UOp buffer(Context& ctx, const std::string& prefix, DType dt, int64_t n) {
-  std::string name = ctx.fresh_buffer(prefix);
-  ctx.scan_temps.insert(name);
+// The pass's own state: the lowering's Context, and the buffers the pass made for its folds
+// (accumulators, copies), which are not the graph's: their reads must see their writes.
+struct ScansState {
+  Context& ctx;
+  std::set<std::string> temps;
+};
+
+UOp buffer(ScansState& st, const std::string& prefix, DType dt, int64_t n) {
+  std::string name = st.ctx.fresh_buffer(prefix);
+  st.temps.insert(name);
   return UOp::make(Ops::BUFFER, dt, {}, Arg(ArgTuple{Arg(name), Arg(n)}));
 }
 
 // A fresh buffer viewed with the static shape of `like`.
-UOp scratch(Context& ctx, const std::string& prefix, DType dt, UOp like) {
+UOp scratch(ScansState& st, const std::string& prefix, DType dt, UOp like) {
   if (!is_shaped(like)) throw unsupported(Reason::UnshapedValue, "a scan or OUTER reduce of an unshaped value");
   std::vector<UOp> src{UOp()};
   int64_t n = 1;
@@ -57,7 +64,7 @@ UOp scratch(Context& ctx, const std::string& prefix, DType dt, UOp like) {
     n *= *s;
     src.push_back(UOp::index(*s));
   }
-  src[0] = buffer(ctx, prefix, dt, n);
+  src[0] = buffer(st, prefix, dt, n);
   return UOp::make(Ops::RESHAPE, dt, src);
 }
 
@@ -360,14 +367,14 @@ UOp read_copies(UOp u, const std::map<const UOpNode*, UOp>& copies, std::map<con
 UOp host_enclosing_end(const Match& m) {
   UOp end = m.node;
   std::vector<UOp> ranges(end->src.begin() + 1, end->src.end());
-  Context& ctx = m.context<Context>();
+  ScansState& st = m.context<ScansState>();
   if (has_outer(end)) return UOp();
   if (!encloses_outer_fold(end->src[0], ranges) && !stores_run_effects(end->src[0], ranges)) {
     // S5.3 (fuzz 820080): hoisted before the kernel loop, an inner effect's write would be seen by
     // a read the loop pins to its start. (Running such an END on the host with copies of what it
     // writes made fuzz 821355 wrong: refused until that is understood.) The buffers this pass
     // made for its folds are not the graph's: their reads must see their writes.
-    if (reads_after_inner_write(end->src[0], ctx.scan_temps))
+    if (reads_after_inner_write(end->src[0], st.temps))
       throw unsupported(Reason::ReadAfterLoopEffect, "END over " + range_name(ranges[0]) + ": a stored value reads a buffer after an effect inside the parallel loop writes it (S5.3 pins that read to the loop's start)");
     return UOp();
   }
@@ -377,7 +384,7 @@ UOp host_enclosing_end(const Match& m) {
     UOp buf = is_write(u->op) ? base_buffer(u->src[0]) : UOp();
     if (!buf || copies.count(buf.get())) continue;
     int64_t n = buffer_size(buf);
-    UOp copy = buffer(ctx, "pre", buf->dtype, n);
+    UOp copy = buffer(st, "pre", buf->dtype, n);
     UOp flat = UOp::index(n);
     steps.push_back(UOp::make(Ops::RESHAPE, buf->dtype, {copy, flat}).store(UOp::make(Ops::RESHAPE, buf->dtype, {buf, flat})));
     copies[buf.get()] = copy;
@@ -443,11 +450,11 @@ UOp folds_before_parallel_end(const Match& m) {
   std::vector<UOp> ranges(end->src.begin() + 1, end->src.end());
   for (UOp r : ranges)
     if (!static_size(r)) throw unsupported(Reason::SymbolicShape, "a fold inside the parallel END over " + range_name(r) + ", whose extent is not a constant: run before the loop, it would be evaluated even when the loop runs no iteration");
-  Context& ctx = m.context<Context>();
+  ScansState& st = m.context<ScansState>();
   std::vector<UOp> steps;
   std::vector<std::pair<UOp, UOp>> swap;
   for (UOp f : folds) {
-    UOp h = scratch(ctx, "h", f->dtype, f);
+    UOp h = scratch(st, "h", f->dtype, f);
     steps.push_back(h.store(f));
     swap.push_back({f, h});
   }
@@ -521,9 +528,9 @@ UOp collect_as_map(const Match& m) {
 UOp outer_reduce(const Match& m) {
   UOp red = m.node;
   if (!has_outer(red)) return UOp();
-  Context& ctx = m.context<Context>();
+  ScansState& st = m.context<ScansState>();
   Fold f = fold_of(red);
-  UOp acc = scratch(ctx, "acc", red->dtype, red);
+  UOp acc = scratch(st, "acc", red->dtype, red);
   UOp init = acc.store(reduce_identity(f.op, red->dtype));
   UOp body;
   if (f.boxed) {
@@ -575,7 +582,7 @@ std::vector<UOp> in_place_steps(UOp target, UOp red, const Fold& f) {
 
 UOp assign_scan_in_place(const Match& m) {
   UOp target = m.node->src[0], red = m.node->src[1];
-  if (red->op != Ops::REDUCE || !has_outer(red) || m.context<Context>().skip.count("scan-in-place")) return UOp();
+  if (red->op != Ops::REDUCE || !has_outer(red) || m.context<ScansState>().ctx.skip.count("scan-in-place")) return UOp();
   Fold f = fold_of(red);
   f.x = name_loop_ranges(f.x, f.ranges, {base_buffer(target).get()});
   std::vector<UOp> steps = in_place_steps(target, red, f);
@@ -585,10 +592,10 @@ UOp assign_scan_in_place(const Match& m) {
 UOp assign_scan(const Match& m) {
   UOp target = m.node->src[0], red = m.node->src[1];
   if (red->op != Ops::REDUCE || !has_outer(red)) return UOp();
-  Context& ctx = m.context<Context>();
+  ScansState& st = m.context<ScansState>();
   Fold f = fold_of(red);
   f.x = name_loop_ranges(f.x, f.ranges, {base_buffer(target).get()});
-  ScanForm form = assign_scan_form(target, f.op, f.x, [&](const std::string& prefix, DType dt) { return scratch(ctx, prefix, dt, target); });
+  ScanForm form = assign_scan_form(target, f.op, f.x, [&](const std::string& prefix, DType dt) { return scratch(st, prefix, dt, target); });
   std::vector<UOp> all = steps(form.init, f, form.body);
   all.push_back(form.finish);
   return target.after({group(all)});
@@ -628,6 +635,9 @@ const PatternMatcher& scan_rules() {
 
 }  // namespace
 
-UOp scans(UOp root, Context& ctx) { return rewrite(root, scan_rules(), ctx, "scans", /*parents_first=*/true); }
+UOp scans(UOp root, Context& ctx) {
+  ScansState state{ctx, {}};
+  return rewrite_with(root, scan_rules(), state, ctx, "scans", /*parents_first=*/true);
+}
 
 }  // namespace ow::lower
