@@ -90,6 +90,15 @@ struct Walk {
   }
 };
 
+// A RESHAPE's index as its source's: the row-major position, split along the source's axes.
+void reshape_index(const VirtualNode& v, const VirtualNode& kid, const std::vector<Affine>& in, std::vector<Affine>& out, int64_t& len) {
+  Affine flat;
+  int64_t stride = 1;
+  for (size_t d = v.shape.size(); d-- > 0; stride *= v.shape[d]) flat.a += in[d].a * stride, flat.b += in[d].b * stride;
+  stride = 1;
+  for (size_t d = kid.shape.size(); d-- > 0; stride *= kid.shape[d]) out[d] = mod_run(div_run(flat, stride, len), kid.shape[d], len);
+}
+
 // Pushes the root's index (already in w.index[0]) down the tree (parents first), shortening len
 // so that every index stays affine and every PAD wholly inside or outside its source.
 int64_t index_run(const VirtualTree& t, int64_t len, Walk& w) {
@@ -112,16 +121,10 @@ int64_t index_run(const VirtualTree& t, int64_t len, Walk& w) {
           if (!t.nodes[k].unshaped) w.index[k] = in;
         }
         break;
-      case Kind::Reshape: {
+      case Kind::Reshape:
         w.live[k0] = 1;
-        if (kid.unshaped) break;
-        Affine flat;  // the row-major position, then split along the source's axes
-        int64_t stride = 1;
-        for (size_t d = v.shape.size(); d-- > 0; stride *= v.shape[d]) flat.a += in[d].a * stride, flat.b += in[d].b * stride;
-        stride = 1;
-        for (size_t d = kid.shape.size(); d-- > 0; stride *= kid.shape[d]) out[d] = mod_run(div_run(flat, stride, len), kid.shape[d], len);
+        if (!kid.unshaped) reshape_index(v, kid, in, out, len);
         break;
-      }
       case Kind::Expand:
         w.live[k0] = 1;
         if (kid.unshaped) break;
@@ -154,38 +157,63 @@ int64_t index_run(const VirtualTree& t, int64_t len, Walk& w) {
   return len;
 }
 
-// Computes the live nodes' values along the run, kids first; the root's. An ALU whose operands
-// are constants it has seen (the same tokens) keeps its value instead of computing it again.
+// A leaf's value along the run: one element (a constant, with a token that changes when the
+// element does) or a strided view of len elements.
+void leaf_run(const VirtualNode& v, const std::vector<Affine>& index, Walk& w, int64_t len, Walk::Val& r) {
+  r.at = &r.own;
+  if (v.unshaped) {
+    r.constant = true, r.token = r.own_token ? r.own_token : (r.own_token = ++w.tokens);
+    return;
+  }
+  Affine at{v.leaf.view.offset, 0};
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    at.a += index[d].a * v.leaf.view.strides[d];
+    at.b += index[d].b * v.leaf.view.strides[d];
+  }
+  bool same = r.constant && at.b == 0 && r.own.unshaped && r.own.view.offset == at.a && r.own_token;
+  r.constant = at.b == 0;
+  r.own.unshaped = r.constant;
+  r.own.view.offset = at.a;
+  if (r.constant) {
+    r.own.view.shape.clear(), r.own.view.strides.clear();
+    r.token = r.own_token = same ? r.own_token : ++w.tokens;
+  } else {
+    r.own.view.shape.assign(1, len), r.own.view.strides.assign(1, at.b);
+    r.own_token = 0;
+  }
+}
+
+// An ALU, CAST or BITCAST along the run; over constants it has seen (the same tokens) it keeps
+// its value instead of computing it again.
+void op_run(const VirtualNode& v, Walk& w, int64_t len, Walk::Val& r) {
+  bool constant = true;
+  for (size_t k : v.kids) constant = constant && w.val[k].constant;
+  r.at = &r.own, r.constant = constant;
+  if (constant && r.own_token && r.key.size() == v.kids.size() &&
+      std::equal(v.kids.begin(), v.kids.end(), r.key.begin(), [&](size_t k, uint64_t tok) { return w.val[k].token == tok; })) {
+    r.token = r.own_token;
+    return;
+  }
+  std::vector<const Value*> in;
+  for (size_t k : v.kids) in.push_back(w.val[k].at);
+  std::vector<int64_t> shape = constant ? std::vector<int64_t>{} : std::vector<int64_t>{len};
+  if (v.kind == Kind::Alu) r.own = alu(v.op, v.dtype, in, shape);
+  else r.own = v.kind == Kind::Cast ? cast(broadcast_to(*in[0], shape), v.dtype) : bitcast(broadcast_to(*in[0], shape), v.dtype);
+  r.own.unshaped = constant;
+  r.key.clear();
+  if (constant)
+    for (size_t k : v.kids) r.key.push_back(w.val[k].token);
+  r.token = r.own_token = constant ? ++w.tokens : 0;
+}
+
+// Computes the live nodes' values along the run, kids first; the root's.
 const Walk::Val& value_run(const VirtualTree& t, Walk& w, int64_t len) {
   for (size_t i = t.nodes.size(); i-- > 0;) {
     if (!w.live[i]) continue;
     const VirtualNode& v = t.nodes[i];
     Walk::Val& r = w.val[i];
     switch (v.kind) {
-      case Kind::Leaf: {
-        r.at = &r.own;
-        if (v.unshaped) {
-          r.constant = true, r.token = r.own_token ? r.own_token : (r.own_token = ++w.tokens);
-          break;
-        }
-        Affine at{v.leaf.view.offset, 0};
-        for (size_t d = 0; d < v.shape.size(); ++d) {
-          at.a += w.index[i][d].a * v.leaf.view.strides[d];
-          at.b += w.index[i][d].b * v.leaf.view.strides[d];
-        }
-        bool same = r.constant && at.b == 0 && r.own.unshaped && r.own.view.offset == at.a && r.own_token;
-        r.constant = at.b == 0;
-        r.own.unshaped = r.constant;
-        r.own.view.offset = at.a;
-        if (r.constant) {
-          r.own.view.shape.clear(), r.own.view.strides.clear();
-          r.token = r.own_token = same ? r.own_token : ++w.tokens;
-        } else {
-          r.own.view.shape.assign(1, len), r.own.view.strides.assign(1, at.b);
-          r.own_token = 0;
-        }
-        break;
-      }
+      case Kind::Leaf: leaf_run(v, w.index[i], w, len, r); break;
       case Kind::Pad:
         if (w.live[v.kids[0]]) {
           const Walk::Val& k = w.val[v.kids[0]];
@@ -194,27 +222,7 @@ const Walk::Val& value_run(const VirtualTree& t, Walk& w, int64_t len) {
           r.at = &r.own, r.constant = true, r.token = r.own_token;  // the fill
         }
         break;
-      case Kind::Alu: case Kind::Cast: case Kind::Bitcast: {
-        bool constant = true;
-        for (size_t k : v.kids) constant = constant && w.val[k].constant;
-        r.at = &r.own, r.constant = constant;
-        if (constant && r.own_token && r.key.size() == v.kids.size() &&
-            std::equal(v.kids.begin(), v.kids.end(), r.key.begin(), [&](size_t k, uint64_t tok) { return w.val[k].token == tok; })) {
-          r.token = r.own_token;
-          break;
-        }
-        std::vector<const Value*> in;
-        for (size_t k : v.kids) in.push_back(w.val[k].at);
-        std::vector<int64_t> shape = constant ? std::vector<int64_t>{} : std::vector<int64_t>{len};
-        if (v.kind == Kind::Alu) r.own = alu(v.op, v.dtype, in, shape);
-        else r.own = v.kind == Kind::Cast ? cast(broadcast_to(*in[0], shape), v.dtype) : bitcast(broadcast_to(*in[0], shape), v.dtype);
-        r.own.unshaped = constant;
-        r.key.clear();
-        if (constant)
-          for (size_t k : v.kids) r.key.push_back(w.val[k].token);
-        r.token = r.own_token = constant ? ++w.tokens : 0;
-        break;
-      }
+      case Kind::Alu: case Kind::Cast: case Kind::Bitcast: op_run(v, w, len, r); break;
       default: {  // views: the kid's value
         const Walk::Val& k = w.val[v.kids[0]];
         r.at = k.at, r.constant = k.constant, r.token = k.token;
