@@ -3,7 +3,8 @@
 // Values: eval() computes a node under the current range bindings, memoized per node (one
 // binding at a time). Effects and their order live in effects.cpp, the memory model (which write
 // a read sees) in memory.h. Split across files by concept:
-//   interp.cpp   setup, memo, values (ALU, movement, reductions, vmap collecting, INDEX/BUFFERIZE)
+//   interp.cpp   setup, memo, values (ALU, movement, vmap collecting, INDEX/BUFFERIZE)
+//   folds.cpp    reductions: REDUCE_AXIS (materialized or folded virtually) and REDUCE over ranges
 //   effects.cpp  AFTER, STORE, END, ASSIGN (scans), KERNEL launches, forks of unordered sources
 #pragma once
 #include <map>
@@ -21,6 +22,9 @@
 #include "uop/text.h"
 
 namespace ow::interp {
+
+// The shape of the first shaped value among `vals` (elementwise operands broadcast to it); none: {}.
+std::vector<int64_t> concrete_shape(const std::vector<Value>& vals);
 
 class Interpreter {
  public:
