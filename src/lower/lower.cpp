@@ -69,12 +69,7 @@ const std::vector<OptionalStep>& optional_steps() {
 }
 
 UOp rewrite(UOp root, const PatternMatcher& pm, Context& ctx, const std::string& name, bool parents_first) {
-  RewriteOptions opts;
-  opts.name = name;
-  opts.ctx = &ctx;
-  opts.bottom_up = parents_first;
-  opts.on_fire = ctx.on_fire;
-  return graph_rewrite(root, pm, opts);
+  return rewrite_with(root, pm, ctx, ctx, name, parents_first);
 }
 
 Unsupported unsupported(Reason reason, const std::string& what) { return Unsupported(reason, "lowering: " + what); }
