@@ -1,5 +1,6 @@
-// The kernel renderer's class, shared by its two source files (not part of the API: render.h):
+// The kernel renderer's class, shared by its source files (not part of the API: render.h):
 //   render.cpp       values, statements, placement of each statement in the loop nest;
+//   ops.cpp          the C of each value op in its dtype;
 //   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
 //                    blocking, and tcc's unrolled inner loops (backends/README.md);
 //   tiles.cpp        cc's register tiles for an interchanged matmul-like nest;
