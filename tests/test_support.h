@@ -1,5 +1,5 @@
-// Small helpers shared by the test files: where the source tree is, reading a file, and the
-// message of the ow::Error a piece of code throws.
+// Small helpers shared by the test files: where the source tree is, reading a file, the
+// message of the ow::Error a piece of code throws, and an environment variable set for a scope.
 #pragma once
 #include <cstdlib>
 #include <filesystem>
@@ -33,5 +33,18 @@ inline std::string error_of(const std::function<void()>& f) {
   }
   return "(no error)";
 }
+
+// Sets an environment variable for one scope, restoring what was there.
+struct EnvVar {
+  std::string name, old;
+  bool had;
+  EnvVar(const char* n, const char* v) : name(n), had(std::getenv(n) != nullptr) {
+    if (had) old = std::getenv(n);
+    setenv(n, v, 1);
+  }
+  EnvVar(const EnvVar&) = delete;
+  EnvVar& operator=(const EnvVar&) = delete;
+  ~EnvVar() { had ? setenv(name.c_str(), old.c_str(), 1) : unsetenv(name.c_str()); }
+};
 
 }  // namespace ow::test
