@@ -1,6 +1,7 @@
 // `ow bench`'s new options, through the binary. Nothing here is timed: the runs are as short as
 // the modes allow and only what they print is checked.
 #include "child_process.h"
+#include "skip.h"
 
 #include <filesystem>
 #include <regex>
@@ -17,16 +18,19 @@ TEST_CASE("ow bench --scaling prints the sweeps and the compiled scan with their
   CHECK(r.out.find("  bit-exact\n") != std::string::npos);  // its output is the interpreter's
 }
 
-TEST_CASE("ow bench: numpy's OpenBLAS kernel is chosen, overridable, and reported as it ran", "[cli][bench]") {
+TEST_CASE("ow bench: a bad --openblas-coretype and two modes at once are refused", "[cli][bench]") {
   Result bad = run_ow({"bench", "--scaling", "--openblas-coretype", "a;b"});
   CHECK(bad.rc == 1);
   CHECK(bad.err == "ow bench: --openblas-coretype takes auto, none or a core name such as SkylakeX, not 'a;b'\n");
   Result modes = run_ow({"bench", "--scaling", "--micro"});
   CHECK(modes.err == "ow bench: --compile, --first-result, --micro, --grad-memory, --scaling and --tinygrad are separate modes: pick one\n");
+}
 
+TEST_CASE("ow bench: numpy's OpenBLAS kernel is chosen, overridable, and reported as it ran", "[cli][bench][openblas]") {
   bool openblas = false;
   for (const char* dir : {"/usr/lib/x86_64-linux-gnu/openblas-pthread", "/usr/lib/aarch64-linux-gnu/openblas-pthread"}) openblas = openblas || std::filesystem::exists(dir);
-  if (!openblas) return;  // tools/setup.sh installs it; without it there is no kernel to choose
+  // tools/setup.sh installs it; without it there is no kernel to choose (meson test cli-openblas)
+  OW_SKIP_UNLESS(openblas, "OW_REQUIRE_OPENBLAS", "numpy's OpenBLAS (libopenblas0-pthread) is not installed");
   Result r = run_ow({"bench", "--cases", "scan_big_16x256", "--backends", "numpy", "--repeat", "1", "--numpy-blas", "openblas", "--openblas-coretype", "Haswell"});
   INFO(r.out << r.err);
   REQUIRE(r.rc == 0);

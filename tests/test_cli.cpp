@@ -19,6 +19,7 @@
 
 #include "child_process.h"
 #include "matmul_support.h"
+#include "skip.h"
 #include "uop/text.h"
 
 using namespace ow;
@@ -74,6 +75,9 @@ std::string npy_payload(const fs::path& p) {
 }
 
 bool have_graphviz() { return access("/usr/bin/dot", X_OK) == 0; }
+// A test case that runs Graphviz (tagged [graphviz]: meson test cli-graphviz) skips without it.
+#define SKIP_WITHOUT_GRAPHVIZ() \
+  OW_SKIP_UNLESS(have_graphviz(), "OW_REQUIRE_GRAPHVIZ", "Graphviz is not installed (no /usr/bin/dot; tools/setup.sh installs it)")
 
 // The smallest reference cases (Graphviz layout of the big ones takes many seconds each).
 std::vector<fs::path> small_cases(size_t n) {
@@ -300,11 +304,8 @@ TEST_CASE("ow dot writes constants and index arithmetic into their users' labels
   CHECK(boxes.size() == g.order.size() - consts - 3);
 }
 
-TEST_CASE("ow dot --svg draws the largest reference case", "[cli][dot]") {
-  if (!have_graphviz()) {
-    WARN("/usr/bin/dot not installed; skipping");
-    return;
-  }
+TEST_CASE("ow dot --svg draws the largest reference case", "[cli][dot][graphviz]") {
+  SKIP_WITHOUT_GRAPHVIZ();
   TempDir tmp;
   fs::path svg = tmp / "largest.svg", in = largest_case();
   INFO("case: " << in.string());
@@ -321,11 +322,8 @@ TEST_CASE("ow dot --svg draws the largest reference case", "[cli][dot]") {
   CHECK(std::stoi(m[1]) < 5000);
 }
 
-TEST_CASE("ow dot output is accepted by Graphviz", "[cli][dot]") {
-  if (!have_graphviz()) {
-    WARN("/usr/bin/dot not installed; skipping");
-    return;
-  }
+TEST_CASE("ow dot output is accepted by Graphviz", "[cli][dot][graphviz]") {
+  SKIP_WITHOUT_GRAPHVIZ();
   TempDir tmp;
   for (const fs::path& p : small_cases(3)) {
     INFO("case: " << p.string());
@@ -340,11 +338,8 @@ TEST_CASE("ow dot output is accepted by Graphviz", "[cli][dot]") {
   }
 }
 
-TEST_CASE("ow dot --svg writes an SVG file", "[cli][dot]") {
-  if (!have_graphviz()) {
-    WARN("/usr/bin/dot not installed; skipping");
-    return;
-  }
+TEST_CASE("ow dot --svg writes an SVG file", "[cli][dot][graphviz]") {
+  SKIP_WITHOUT_GRAPHVIZ();
   TempDir tmp;
   fs::path svg = tmp / "out.svg";
   fs::path in = small_cases(1).front();
@@ -357,11 +352,8 @@ TEST_CASE("ow dot --svg writes an SVG file", "[cli][dot]") {
   CHECK((s.rfind("<?xml", 0) == 0 || s.find("<svg") != std::string::npos));
 }
 
-TEST_CASE("ow dot --svg of a large picture: fast layout said on stderr, every box drawn", "[cli][dot]") {
-  if (!have_graphviz()) {
-    WARN("/usr/bin/dot not installed; skipping");
-    return;
-  }
+TEST_CASE("ow dot --svg of a large picture: fast layout said on stderr, every box drawn", "[cli][dot][graphviz]") {
+  SKIP_WITHOUT_GRAPHVIZ();
   TempDir tmp;
   std::string text = "%0 = BUFFER float32 () (\"x\", 4)\n";
   for (int i = 1; i <= 320; ++i) text += "%" + std::to_string(i) + " = NEG float32 (%" + std::to_string(i - 1) + ")\n";
