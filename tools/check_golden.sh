@@ -9,8 +9,9 @@
 # output that has an out_<name>.npy, and compares with /usr/bin/python3 + numpy:
 # PASS if max|a-b| <= tol * max|expected| (tol 1e-4 for the large _big_/_mlp_ cases, else 1e-5)
 # and the shapes agree. One line per output, then "N passed, M failed"; exits 1 on any failure.
-# The golden data is optional: without it the script says so and exits 0. The project's tests
-# do not use it (they use reference/expected/, see reference/make_expected.py).
+# The golden data is optional: without it the script says so and exits 77 (meson's "skipped": it
+# is meson test golden), or 1 when OW_REQUIRE_GOLDEN is set. The project's other tests do not use
+# it (they use reference/expected/, see reference/make_expected.py).
 set -u
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,8 +25,12 @@ cd "$root"
 python=/usr/bin/python3
 
 if [ ! -d "$golden" ]; then
-  echo "check_golden: no golden data at '$golden' (set GOLDEN=DIR); nothing to check"
-  exit 0
+  if [ -n "${OW_REQUIRE_GOLDEN:-}" ]; then
+    echo "check_golden: no golden data at '$golden' (set GOLDEN=DIR), and OW_REQUIRE_GOLDEN is set" >&2
+    exit 1
+  fi
+  echo "check_golden: skipped: no golden data at '$golden' (set GOLDEN=DIR)"
+  exit 77
 fi
 if [ ! -x "$ow" ]; then
   echo "check_golden: '$ow' not found; build first (ninja -C build) or set OW=PATH" >&2

@@ -5,6 +5,8 @@ Run by `meson test tinygrad`, or by hand:
 tinygrad is not a dependency of outerworld: without it these tests skip, unless
 OW_REQUIRE_TINYGRAD is set (then they fail).
 """
+from __future__ import annotations
+
 import glob, json, math, os, subprocess, sys, tempfile, unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -603,7 +605,9 @@ class TestRunnerOnTinygradTests(unittest.TestCase):
 
   def run_file(self, name: str) -> tuple[dict, str]:
     path = os.path.join(TINYGRAD, "test", name)
-    if not os.path.exists(path): self.skipTest(f"{path} not found")
+    if not os.path.exists(path):
+      if os.environ.get("OW_REQUIRE_TINYGRAD"): self.fail(f"{path} not found (OW_REQUIRE_TINYGRAD is set)")
+      self.skipTest(f"{path} not found")
     with tempfile.TemporaryDirectory() as d:
       out = os.path.join(d, "records.json")
       env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), TINYGRAD]))
