@@ -10,23 +10,34 @@
 # Every step runs even if an earlier one failed. The last line of output is always exactly
 # "N passed, M failed": N and M count meson test results of both builds; a step that fails
 # without producing test results (a build, the fuzz regressions) counts as one failure.
-# The exit status is 0 only if M is 0.
+# Above it, "skipped: K" and one line per meson test that reported a skip (exit 77: it could not
+# run its check here), with its build dir and why. The exit status is 0 only if M is 0.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export OW_REQUIRE_BROWSER=1  # the browser test (tests/browser) must run here, never skip
 export OW_REQUIRE_TINYGRAD=1  # and so must tinygrad's own tests under the oracle (tests/python)
+export OW_REQUIRE_GRAPHVIZ=1 OW_REQUIRE_OPENBLAS=1  # and the ones that need them (setup.sh installs both)
 
 passed=0
 failed=0
+skipped=()  # "DIR/NAME: why" of every meson test that reported a skip
 done_=0
 start=$SECONDS
+
+# The skipped tests, named, then the totals (the last line).
+totals() {
+  echo
+  echo "skipped: ${#skipped[@]}"
+  local s
+  for s in "${skipped[@]}"; do echo "  $s"; done
+  echo "$passed passed, $failed failed"
+}
 
 summary() {
   local rc=$?
   if ((!done_)); then
     ((rc == 0)) || failed=$((failed + 1))  # an unexpected error in this script itself
-    echo
-    echo "$passed passed, $failed failed"
+    totals
   fi
   ((failed == 0)) || exit 1
   exit "$rc"
@@ -35,25 +46,36 @@ trap summary EXIT
 
 step() { echo; echo "=== $* ($((SECONDS - start))s)"; }
 
-# count_results DIR: add DIR's meson test results (meson-logs/testlog.json) to the totals.
-# Sets counted to the number of results it found.
+# count_results DIR: add DIR's meson test results (meson-logs/testlog.json) to the totals, and
+# its skipped tests to `skipped`. Sets counted to the number of passed and failed results.
 count_results() {
-  local log=$1/meson-logs/testlog.json ok bad
+  local log=$1/meson-logs/testlog.json ok bad line
   counted=0
   [[ -f "$log" ]] || return 0
-  read -r ok bad < <(python3 - "$log" <<'EOF'
+  {
+    read -r ok bad
+    while IFS= read -r line; do skipped+=("$1/$line"); done
+  } < <(python3 - "$log" <<'EOF'
 import json, sys
 ok = bad = 0
+skips = []  # "name: why", why the first line of its output that says it skipped
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     line = line.strip()
     if not line:
         continue
-    result = json.loads(line).get("result", "")
+    test = json.loads(line)
+    result = test.get("result", "")
     if result in ("OK", "EXPECTEDFAIL"):
         ok += 1
-    elif result != "SKIP":  # FAIL, TIMEOUT, UNEXPECTEDPASS, ERROR, INTERRUPT
+    elif result == "SKIP":
+        out = (test.get("stdout") or "") + (test.get("stderr") or "")
+        why = next((l.strip() for l in out.splitlines() if "SKIP" in l or "skipped" in l), "")
+        skips.append(test.get("name", "?") + (": " + why[:200] if why else ""))
+    else:  # FAIL, TIMEOUT, UNEXPECTEDPASS, ERROR, INTERRUPT
         bad += 1
 print(ok, bad)
+for s in skips:
+    print(s)
 EOF
 )
   passed=$((passed + ok))
@@ -97,5 +119,5 @@ done
 
 echo
 echo "test: finished in $((SECONDS - start))s"
-echo "$passed passed, $failed failed"
+totals
 done_=1
