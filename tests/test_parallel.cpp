@@ -4,7 +4,6 @@
 // stay serial.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -21,24 +20,15 @@
 #include "uop/text.h"
 
 #include "matmul_support.h"
+#include "test_support.h"
 
 using namespace ow;
 using namespace ow::test_matmul;
+using ow::test::EnvVar;
 
 namespace {
 
 using Fn = int (*)(void**, const long long*, long long*);
-
-// Sets an environment variable for one scope, restoring what was there.
-struct EnvVar {
-  std::string name, old;
-  bool had;
-  EnvVar(const char* n, const char* v) : name(n), had(std::getenv(n) != nullptr) {
-    if (had) old = std::getenv(n);
-    setenv(n, v, 1);
-  }
-  ~EnvVar() { had ? setenv(name.c_str(), old.c_str(), 1) : unsetenv(name.c_str()); }
-};
 
 // The kernel after the kernel-opt stage for `t` with `threads`, rendered for t.
 backend::RenderedKernel render(UOp kernel, int threads, opt::Target t = opt::Target::cc) {
