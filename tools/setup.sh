@@ -26,7 +26,7 @@ PACKAGES=(
   python3-pytest python3-pytest-xdist  # the tinygrad oracle's pytest plugin (meson test tinygrad-plugin)
   libopenblas0-pthread              # ow bench: numpy's matmul on OpenBLAS, the baseline (--numpy-blas)
   graphviz                          # ow dot --svg
-  chromium nodejs npm               # the browser test of ow report (tests/browser, playwright-core)
+  chromium nodejs npm               # the browser test of ow report (tests/tools/browser, playwright-core)
   git
 )
 # What tools/oracle_suite.sh needs to run tinygrad's test files under the oracle (with an ow built

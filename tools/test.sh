@@ -14,7 +14,7 @@
 # run its check here), with its build dir and why. The exit status is 0 only if M is 0.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export OW_REQUIRE_BROWSER=1  # the browser test (tests/browser) must run here, never skip
+export OW_REQUIRE_BROWSER=1  # the browser test (tests/tools/browser) must run here, never skip
 export OW_REQUIRE_TINYGRAD=1  # and so must tinygrad's own tests under the oracle (tests/python)
 export OW_REQUIRE_GRAPHVIZ=1 OW_REQUIRE_OPENBLAS=1  # and the ones that need them (setup.sh installs both)
 

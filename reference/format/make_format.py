@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generate reference/format/<name>.{npy,txt}: arrays and numpy's own str() of them.
 
-outerworld's value printer (src/interp/format.h) promises numpy's layout; tests/test_format.cpp
+outerworld's value printer (src/interp/format.h) promises numpy's layout; tests/interp/test_format.cpp
 prints each .npy and compares with the .txt numpy wrote. Run with Debian's python3-numpy:
     /usr/bin/python3 reference/format/make_format.py
 Deterministic (seeded), so re-running rewrites identical files.

@@ -29,7 +29,7 @@ Run with Debian's python3-numpy, from anywhere (about 5 s, 1 s with --no-checks;
 the repository; --out defaults to this script's directory, whose .gitignore keeps them out of git):
     /usr/bin/python3 reference/narrow/make_narrow.py [--out DIR]
 Deterministic (fixed values and a seeded generator), so re-running rewrites identical files.
-tests/narrow/check_narrow.py runs every case with `ow run` and compares the bytes.
+tests/interp/narrow/check_narrow.py runs every case with `ow run` and compares the bytes.
 
 THE SEMANTICS (outerworld's normative definition of the narrow dtypes, implemented below)
 

@@ -7,7 +7,7 @@ for the integer ops, exact rational rounding for integer -> float, the CAST rule
 reference/SEMANTICS.md S2.1 for float -> integer, and Threefry-2x32-20 written from the
 Random123 specification (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as easy as
 1, 2, 3", SC 2011), checked below against Random123's published known-answer vectors. Only the
-bitcasts use numpy's .view, which is what a bitcast is. tests/test_unsigned.cpp runs every
+bitcasts use numpy's .view, which is what a bitcast is. tests/interp/test_unsigned.cpp runs every
 case on the interpreter, tcc and cc and requires the outputs byte for byte.
 
 Run with Debian's python3-numpy, from anywhere:

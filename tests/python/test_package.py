@@ -22,7 +22,7 @@ ROOT = Path(os.environ.get("OW_SOURCE_DIR", Path(__file__).resolve().parents[2])
 CASE = ROOT / "reference" / "cases" / "scan_with_assign.uop"
 EXPECTED = ROOT / "reference" / "expected" / "scan_with_assign"
 
-# As tests/test_cases.cpp compares the interpreter with reference/make_expected.py: shapes and
+# As tests/interp/test_cases.cpp compares the interpreter with reference/make_expected.py: shapes and
 # dtype exactly, values within 1e-5 of the largest expected magnitude. The expected values are
 # computed in float64 and rounded once; outerworld computes in float32, rounding after every
 # step of each sum, so the two differ by float32 accumulation error (~1e-7 relative here).

@@ -3,7 +3,7 @@
 // (test_main.cpp), when nothing failed. Where the missing piece is required (the environment
 // variable named, e.g. OW_REQUIRE_GRAPHVIZ, is set: tools/test.sh sets them), it fails instead.
 // Give such test cases a tag of their own so that meson runs them as a test of their own
-// (tests/meson.build: `cli` excludes [graphviz], `cli-graphviz` runs only those).
+// (tests/tools/meson.build: `cli` excludes [graphviz], `cli-graphviz` runs only those).
 #pragma once
 #include <catch2/catch.hpp>
 

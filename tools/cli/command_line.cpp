@@ -92,7 +92,7 @@ ParsedGraph load_graph(const std::string& path, bool strict) {
   VerifyOptions opts;
   opts.strict = strict;
   verify_parsed(g, opts);
-  // Fault injection, for the test of the bug report itself (tests/test_cli.cpp).
+  // Fault injection, for the test of the bug report itself (tests/tools/test_cli.cpp).
   if (const char* f = std::getenv("OW_FAULT"); f && std::string(f) == "internal") throw InternalError("OW_FAULT=internal after reading " + path);
   return g;
 }

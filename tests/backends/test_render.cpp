@@ -172,7 +172,7 @@ bool interchanged(const RenderedKernel& k) {
 TEST_CASE("render: reduce interchange for a matmul", "[render]") {
   // for (i) { float acc[2]; for (j) acc[j] = 0; for (k) { float v = a[i*3+k]; for (j) acc[j] = acc[j] + v * b[k*2+j]; }
   //           for (j) out[i*2+j] = acc[j]; }   (3 rows: no row blocking, see the next test). The
-  // plain form: with bounds checks neither cc's register tiles (tests/test_tiles.cpp) nor tcc's
+  // plain form: with bounds checks neither cc's register tiles (tests/backends/test_tiles.cpp) nor tcc's
   // vector calls apply.
   RenderedKernel k = render_kernel(matmul_kernel(3, 3, 2), {true});
   INFO(k.source);
@@ -236,7 +236,7 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
         INFO("rows " << m << ", bounds checks " << check << ", for " << tier << "\n" << k.source);
         REQUIRE(interchanged(k));
         bool tiles = !check && std::string(tier) == "cc";
-        // up to 14 rows of cc's register tiles at a time (tests/test_tiles.cpp); tcc's rows and
+        // up to 14 rows of cc's register tiles at a time (tests/backends/test_tiles.cpp); tcc's rows and
         // rows without tiles (bounds checks): 4 or 2, dividing the rows
         const char* loop = m == 8 ? (!tiles ? "for (long long i_4 = 0; i_4 < 2LL; i_4++) {" : "for (long long i_8 = 0; i_8 < 1LL; i_8++) {")
                            : m == 6 ? (!tiles ? "for (long long i_2 = 0; i_2 < 3LL; i_2++) {" : "for (long long i_6 = 0; i_6 < 1LL; i_6++) {")

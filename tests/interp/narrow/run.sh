@@ -3,7 +3,7 @@
 # reductions: reference/narrow/make_narrow.py computes the expectations apart from outerworld
 # (16 MB of cases: generated here, not committed), check_narrow.py runs them with `ow` on each
 # backend and requires every output byte for byte.
-#   tests/narrow/run.sh OW_BINARY
+#   tests/interp/narrow/run.sh OW_BINARY
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ow=$1
@@ -11,7 +11,7 @@ py=/usr/bin/python3
 [[ -x $py ]] || py=python3
 cases=$(mktemp -d "${TMPDIR:-/tmp}/ow-narrow.XXXXXX")
 trap 'rm -rf "$cases"' EXIT
-"$py" "$here/../../reference/narrow/make_narrow.py" --out "$cases" >/dev/null
+"$py" "$here/../../../reference/narrow/make_narrow.py" --out "$cases" >/dev/null
 status=0
 for backend in interp tcc cc check; do
   "$py" "$here/check_narrow.py" --ow "$ow" --cases "$cases" --backend "$backend" | tail -n 1 || status=1

@@ -1,7 +1,7 @@
 // tinygrad's test/test_outerworld_range.py, all seven tests line for line (the three tinygrad
 // marks expectedFailure work here), and test_vmap_gemm_grad of test_outerworld_master.py.
-// They run on the interpreter and, as interp-on-tcc / interp-on-cc, with every realize compiled
-// and checked against it (tests/backend_from_env.cpp).
+// They run on the interpreter and, as tensor-on-tcc / tensor-on-cc, with every realize compiled
+// and checked against it (tests/support/backend_from_env.cpp).
 //
 // tinygrad draws X and the weights from its own RNG; here they come from the numpy script
 // (reference/expected/sgd_baseline, written by reference/make_expected.py), so the baseline

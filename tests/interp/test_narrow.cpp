@@ -1,5 +1,5 @@
 // int8, uint8, int16, uint16, float16, bfloat16, fp8e4m3, fp8e5m2 beyond the generated tables of
-// tests/narrow (every conversion and the arithmetic, run from the CLI): what the C code could get
+// tests/interp/narrow (every conversion and the arithmetic, run from the CLI): what the C code could get
 // wrong by C's rules (int promotion, tcc's negation), the error messages, the simplifier's
 // wrap-around, .npy and the printer. Expectations are hand-derived (two's complement, IEEE) or
 // numpy's own output.

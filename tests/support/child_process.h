@@ -1,6 +1,6 @@
 // Running a program (usually `ow`, binary path in $OW_BIN) as a child process from a Catch2 test,
 // with stdin from a file and stdout/stderr captured. Shared by test_cli.cpp and test_step.cpp.
-// (Not named spawn.h: tests/ is on the include path, and that name would hide <spawn.h>.)
+// (Not named spawn.h: tests/support/ is on the include path, and that name would hide <spawn.h>.)
 #pragma once
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # meson test 'browser': ow report opened in headless Chromium through playwright-core.
 #
-#   tests/browser/run.sh OW_BINARY SOURCE_DIR WORK_DIR
+#   tests/tools/browser/run.sh OW_BINARY SOURCE_DIR WORK_DIR
 #
 # Needs node, npm and Debian's chromium (tools/setup.sh installs them). When one is missing the
 # test is skipped (exit 77, meson's skip code) unless OW_REQUIRE_BROWSER is set (tools/test.sh
@@ -26,9 +26,9 @@ fi
 
 # npm ci only when the lock file changed since the last install in WORK_DIR.
 mkdir -p "$work"
-cp "$src/tests/browser/package.json" "$src/tests/browser/report.test.mjs" "$work/"
-if ! cmp -s "$src/tests/browser/package-lock.json" "$work/package-lock.json" || [[ ! -d "$work/node_modules/playwright-core" ]]; then
-  cp "$src/tests/browser/package-lock.json" "$work/"
+cp "$src/tests/tools/browser/package.json" "$src/tests/tools/browser/report.test.mjs" "$work/"
+if ! cmp -s "$src/tests/tools/browser/package-lock.json" "$work/package-lock.json" || [[ ! -d "$work/node_modules/playwright-core" ]]; then
+  cp "$src/tests/tools/browser/package-lock.json" "$work/"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$work" --prefer-offline --no-audit --no-fund --loglevel=error
 fi
 

@@ -905,7 +905,7 @@ TEST_CASE("a buffer written only by a loop of zero iterations is uninitialized o
 // ow fuzz seed 103805 (a 4000-graph run from seed 100000): `t += t + -t` inside an OUTER loop, t
 // never given data. The simplifier folded t + -t to 0, so the compiled path stored 0 and returned
 // it where the interpreter says the output reads uninitialized memory (symbolic rules now keep
-// every operand that may be poison; tests/test_symbolic.cpp [poison]).
+// every operand that may be poison; tests/uop/test_symbolic.cpp [poison]).
 TEST_CASE("x + -x of uninitialized memory is uninitialized on every backend, not 0", "[cli][inputs]") {
   TempDir tmp;
   spit(tmp / "g.uop",

@@ -1,7 +1,7 @@
 // ow report in a real browser: generate the report of scan_with_assign with its bundled inputs,
 // open it in headless Chromium (the system's, through playwright-core) and check what a reader
 // sees; then the report of the largest reference case, every drawing present.
-// Usage: node report.test.mjs OW_BINARY SOURCE_DIR WORK_DIR (tests/browser/run.sh).
+// Usage: node report.test.mjs OW_BINARY SOURCE_DIR WORK_DIR (tests/tools/browser/run.sh).
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
