@@ -3,6 +3,7 @@
 // launches per step of an assign scan (deliverable 4).
 #include <catch2/catch.hpp>
 
+#include "pass_support.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "uop/text.h"
 
 using namespace ow;
+using ow::test::kernels_of;
 using ow::test::slurp;
 using ow::test::source_root;
 
@@ -25,13 +27,6 @@ namespace {
 UOp lowered_case(const std::string& name) {
   std::filesystem::path file = source_root() / "reference" / "cases" / (name + ".uop");
   return lower::lower(parse_graph(slurp(file), file.string()).root);
-}
-
-std::vector<UOp> kernels(UOp program) {
-  std::vector<UOp> out;
-  for (UOp u : toposort(program))
-    if (u->op == Ops::KERNEL) out.push_back(u);
-  return out;
 }
 
 // The C function of a rendered kernel (without the prelude's helpers, which divide too).
@@ -59,7 +54,7 @@ TEST_CASE("vmap_convs' kernels compute their indices without dividing", "[lowere
     size_t div = 0, mod = 0, loads = 0;
     backend::RenderOptions o;
     o.target = t;
-    for (UOp k : kernels(lowered_case("vmap_convs"))) {
+    for (UOp k : kernels_of(lowered_case("vmap_convs"))) {
       std::string f = function_of(backend::render_kernel(k, o));
       div += count(f, " / ");
       mod += count(f, " % ");
@@ -75,7 +70,7 @@ TEST_CASE("vmap_convs' kernels compute their indices without dividing", "[lowere
 TEST_CASE("vmap_convs' convolutions read their im2col from a copy, not nine gated taps per output channel", "[lowered][realize]") {
   // 'a reduction reads a costly broadcast value through a copy': the stacked taps (each a pad of
   // the relu of the previous layer) are computed once per image, not once per output channel.
-  std::vector<UOp> ks = kernels(lowered_case("vmap_convs"));
+  std::vector<UOp> ks = kernels_of(lowered_case("vmap_convs"));
   // before: 3, each convolution recomputing its taps inside the reduction; then 5, until the
   // second convolution's bias and relu were computed in its reduction's kernel (pass fuse)
   CHECK(ks.size() == 4);
@@ -90,7 +85,7 @@ TEST_CASE("vmap_convs' convolutions read their im2col from a copy, not nine gate
   CHECK(reductions == 2);
   // a cheap broadcast value (an MLP layer's relu of the previous layer) is recomputed, not copied
   // (3 kernels; 2 since pass fuse computes the last reduction in the kernel that reads it)
-  CHECK(kernels(lowered_case("vmap_gemm")).size() == 2);
+  CHECK(kernels_of(lowered_case("vmap_gemm")).size() == 2);
 }
 
 // ---- assign scans write their slots in place (deliverable 4) ----

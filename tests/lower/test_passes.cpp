@@ -14,6 +14,7 @@
 using namespace ow;
 using ow::test::check_same_outputs;
 using ow::test::graph_of;
+using ow::test::kernels_of;
 using ow::test::printed;
 
 namespace {
@@ -34,14 +35,6 @@ Stage before_pass(const std::string& pass, UOp root) {
   }
   FAIL("no pass " << pass);
   return s;
-}
-
-// The KERNELs of a lowered program in the order the host runs them (a GROUP's order).
-std::vector<UOp> kernels_of(UOp program) {
-  std::vector<UOp> out;
-  for (UOp u : toposort(program))
-    if (u->op == Ops::KERNEL) out.push_back(u);
-  return out;
 }
 
 // x (3 x 0 elements) summed and maxed over its empty axis 1.

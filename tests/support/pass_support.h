@@ -1,7 +1,7 @@
-// What the pass unit tests (tests/lower, tests/opt) share: a graph from its text, the printed
-// form of an expected graph to compare a pass's output with, and the interpreter's outputs of a
-// graph before and after a pass, which must agree bit for bit (every stage is a graph the
-// interpreter evaluates: reference/LOWERING.md).
+// What the pass unit tests (tests/lower, tests/opt) share: a graph from its text, a program's
+// kernels, the printed form of an expected graph to compare a pass's output with, and the
+// interpreter's outputs of a graph before and after a pass, which must agree bit for bit (every
+// stage is a graph the interpreter evaluates: reference/LOWERING.md).
 #pragma once
 #include <catch2/catch.hpp>
 
@@ -17,6 +17,14 @@
 namespace ow::test {
 
 inline UOp graph_of(const std::string& text) { return parse_graph(text, "<test>").root; }
+
+// The KERNELs of a lowered program, in toposort order.
+inline std::vector<UOp> kernels_of(UOp program) {
+  std::vector<UOp> out;
+  for (UOp u : toposort(program))
+    if (u->op == Ops::KERNEL) out.push_back(u);
+  return out;
+}
 
 // The normalised text of a hand-written graph (print_graph adds the shape comments), to compare
 // with print_graph of a pass's output: a mismatch shows both graphs.
