@@ -212,27 +212,9 @@ const char* plus_one = R"(
 %7 = SINK void (%6) ("out",)
 )";
 
-}  // namespace
-
-TEST_CASE("pass rangeify: a realized value becomes a BUFFERIZE over a fresh loop range, its reads INDEX", "[lower][rangeify]") {
-  Stage s = before_pass("rangeify", graph_of(plus_one));
-  UOp out = lower::rangeify(s.graph, s.ctx);
-  // The fresh range is 1000 (Context::fresh_range); the broadcast constant is read unshaped.
-  CHECK(print_graph(out) == printed(R"(
-%0 = BUFFER float32 () ("x", 4)
-%1 = CONST index () 4
-%2 = RANGE index (%1) (1000, AxisType.LOOP)
-%3 = INDEX float32 (%0, %2)
-%4 = CONST float32 () 1.0
-%5 = ADD float32 (%3, %4)
-%6 = BUFFERIZE float32 (%5, %2)
-%7 = SINK void (%6) ("out",)
-)"));
-  check_same_outputs(s.graph, out);
-}
-
-TEST_CASE("pass kernelize: a BUFFERIZE becomes a value kernel into a fresh temporary", "[lower][kernelize]") {
-  const char* bufferized = R"(
+// plus_one after rangeify: the fresh range is 1000 (Context::fresh_range); the broadcast constant
+// is read unshaped.
+const char* plus_one_bufferized = R"(
 %0 = BUFFER float32 () ("x", 4)
 %1 = CONST index () 4
 %2 = RANGE index (%1) (1000, AxisType.LOOP)
@@ -242,8 +224,19 @@ TEST_CASE("pass kernelize: a BUFFERIZE becomes a value kernel into a fresh tempo
 %6 = BUFFERIZE float32 (%5, %2)
 %7 = SINK void (%6) ("out",)
 )";
+
+}  // namespace
+
+TEST_CASE("pass rangeify: a realized value becomes a BUFFERIZE over a fresh loop range, its reads INDEX", "[lower][rangeify]") {
+  Stage s = before_pass("rangeify", graph_of(plus_one));
+  UOp out = lower::rangeify(s.graph, s.ctx);
+  CHECK(print_graph(out) == printed(plus_one_bufferized));
+  check_same_outputs(s.graph, out);
+}
+
+TEST_CASE("pass kernelize: a BUFFERIZE becomes a value kernel into a fresh temporary", "[lower][kernelize]") {
   Stage s = before_pass("kernelize", graph_of(plus_one));
-  REQUIRE(s.graph == graph_of(bufferized));
+  REQUIRE(s.graph == graph_of(plus_one_bufferized));
   UOp out = lower::kernelize(s.graph, s.ctx);
   // KERNEL (ast, _t0, x) ("k0",) tagged value: slot 0 is the temporary it stores, slot 1 the x it
   // LOADs; the loop range becomes the store's END; the output reads _t0 after the kernel.
