@@ -44,7 +44,7 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 # harness reaches).
 case "$target" in
   parse) dirs=(src/uop) ;;
-  run) dirs=(src/uop src/grad src/interp src/lower) ;;
+  run) dirs=(src/uop src/grad src/interp src/opt src/lower) ;;
   *) die "unknown target '$target' (parse or run)" ;;
 esac
 harness=tests/fuzz/fuzz_$target.cpp
