@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "opt/opt.h"
+
 namespace ow::backend {
 
 enum class Backend {
@@ -22,5 +24,7 @@ std::string_view backend_name(Backend b);  // "interp", "tcc", "cc", "check", "a
 // The backend named `name`, one of `allowed`; else an ow::Error "`what` must be interp, tcc, ...,
 // got 'NAME'" (what: "--backend", "compiler", ...).
 Backend parse_backend(std::string_view name, std::string_view what = "backend", std::initializer_list<Backend> allowed = kAllBackends);
+// The compiler whose C a compiled tier (Tcc or Cc) runs.
+inline opt::Target target_of(Backend compiler) { return compiler == Backend::Tcc ? opt::Target::tcc : opt::Target::cc; }
 
 }  // namespace ow::backend

@@ -30,7 +30,7 @@ class CompiledLauncher : public Launcher {
  public:
   CompiledLauncher(Backend compiler, bool bounds_check, const std::string& mode) : compiler_(make_compiler(std::string(backend_name(compiler)))), per_kernel_(mode == "kernel") {
     if (mode != "program" && mode != "kernel") throw Error("compile mode must be 'program' (one translation unit) or 'kernel' (one per kernel), got '" + mode + "'");
-    opts_.target = compiler == Backend::Tcc ? Target::tcc : Target::cc;
+    opts_.target = target_of(compiler);
     opts_.bounds_check = bounds_check;
   }
 

@@ -328,7 +328,7 @@ namespace {
 UOp optimized_for(UOp lowered, const RunOptions& o) {
   Backend b = o.backend == Backend::Check ? o.compiler : o.backend;
   if (b != Backend::Tcc && b != Backend::Cc) return lowered;
-  return opt::optimize(lowered, opt::options_for(b == Backend::Tcc ? opt::Target::tcc : opt::Target::cc, o.bounds_check, o.skip_passes));
+  return opt::optimize(lowered, opt::options_for(target_of(b), o.bounds_check, o.skip_passes));
 }
 
 }  // namespace
