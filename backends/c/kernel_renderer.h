@@ -20,6 +20,7 @@
 #include "render.h"
 #include "uop/args.h"
 #include "uop/error.h"
+#include "uop/may_fail.h"
 #include "uop/text.h"
 
 namespace ow::backend::detail {
@@ -60,10 +61,9 @@ class KernelRenderer {
   std::set<std::string> taken_range_names_;
   std::vector<DType> params_;
   std::vector<UOp> vars_;
-  // Values whose evaluation may raise an error or read memory (LOADs, integer IDIV/MOD by a
-  // divisor that may be 0, shifts by a count that may be out of range, and everything computed
-  // from them): they are never hoisted out of a
-  // loop that may run zero times (the interpreter would not evaluate them at all).
+  // Values whose evaluation may raise an error or read memory (LOADs, may_fail's nodes, and
+  // everything computed from them): they are never hoisted out of a loop that may run zero
+  // times (the interpreter would not evaluate them at all).
   std::unordered_set<const UOpNode*> touchy_;
   static constexpr int kTileRows = 14;  // rows of cc's register tiles (tiles.cpp): 14 x 2 vectors
   bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
@@ -102,8 +102,6 @@ class KernelRenderer {
   void open(UOp r);
   void close(bool unroll = false);
   bool depends(UOp u, UOp r) const { return std::binary_search(free_.at(u.get()).begin(), free_.at(u.get()).end(), r.get()); }
-  bool unsafe_int_op(UOp u) const;
-  bool may_fail(UOp u) const;
   std::string identity(UOp u, Ops op) const;
   std::string reduce(UOp u, int level);
   std::vector<UOp> interchangeable(UOp end);
@@ -123,7 +121,7 @@ class KernelRenderer {
   std::vector<std::pair<UOp, UOp>> axpy_terms(const std::vector<UOp>& accs, Ops op, UOp j);
   std::string offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at);
   void fold_row(const std::vector<UOp>& accs, const std::vector<std::string>& at, UOp r, Ops op, UOp j, bool unroll);
-  bool gemv_loop(UOp r, UOp acc, const std::string& at, Ops op, UOp j);
+  bool gemv_loop(UOp r, UOp acc, Ops op, UOp j);
   std::vector<UOp> reduces_of(UOp value, UOp j) const;
   int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
   UOp open_block(UOp end, size_t pos, int block);
@@ -178,7 +176,6 @@ class KernelRenderer {
   std::string narrow_float_cast(UOp u, const std::string& x);
   std::string float_to_int(DType from, DType to, const std::string& x, UOp at) const;
   std::string shift(UOp u, int level, const std::string& a, const std::string& b);
-  static bool shift_in_range(UOp u);
   static std::string suffix(DType d);
   bool may_wrap(UOp u) const;
 };

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "kernel_renderer.h"
+#include "uop/may_fail.h"
 #include "uop/pattern.h"
 #include "uop/symbolic.h"
 
@@ -107,27 +108,6 @@ constexpr int64_t kMaxAccElems = 4096;
 constexpr int64_t kMaxAccBytes = 64 * 1024;  // all accumulator arrays of one store nest
 constexpr int64_t kMaxBlockBytes = 128 * 1024;  // ... of a block of register-tiled rows
 
-// An integer IDIV/MOD whose divisor may be zero, or a shift whose count may be out of range
-// (the C checks it and fails).
-bool KernelRenderer::unsafe_int_op(UOp u) const {
-  if (u->src.size() != 2 || !u->src[0]->dtype.is_int()) return false;
-  if (u->op == Ops::SHL || u->op == Ops::SHR) return !shift_in_range(u);
-  if (u->op != Ops::IDIV && u->op != Ops::MOD) return false;
-  UOp den = u->src[1];
-  return !den.is_const() && !(den.vmin() > 0 || den.vmax() < -1);
-}
-
-// u itself may raise an error in the rendered C (a division check, or a bounds check that the
-// index bounds do not prove unnecessary).
-bool KernelRenderer::may_fail(UOp u) const {
-  if (unsafe_int_op(u)) return true;
-  if (!opts_.bounds_check || u->op != Ops::LOAD) return false;
-  UOp idx = u->src.at(0);
-  if (idx->op != Ops::INDEX || idx->src.size() < 2) return true;
-  int64_t size = idx->src[0]->dtype.size;
-  return !(size >= 0 && idx->src[1].vmin() >= 0 && idx->src[1].vmax() < size);
-}
-
 // The REDUCEs of END(STORE, ...) to render as accumulator arrays, or none when the interchange
 // does not apply (see above).
 std::vector<UOp> KernelRenderer::interchangeable(UOp end) {
@@ -147,7 +127,7 @@ std::vector<UOp> KernelRenderer::interchangeable(UOp end) {
     for (size_t s = 1; s < r->src.size(); ++s)
       if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || depends(r->src[s]->src[0], j)) return {};
     for (UOp u : toposort(r->src[0])) {
-      if (u->op == Ops::REDUCE || may_fail(u)) return {};
+      if (u->op == Ops::REDUCE || may_fail(u, opts_.bounds_check)) return {};
       if (u->op == Ops::LOAD && u->src.size() == 1 && u->src[0]->op == Ops::INDEX && u->src[0]->src.size() >= 2 &&
           depends(u->src[0]->src[1], j) && coefficient(u->src[0]->src[1], j) != 1)
         return {};
@@ -221,7 +201,7 @@ int KernelRenderer::block_size(UOp end, size_t pos, const std::vector<UOp>& reds
   for (UOp u : toposort(kernel_->src[0]))
     if (u->op == Ops::STORE && !u->src.empty() && !u->src[0]->src.empty()) written.insert(u->src[0]->src[0].get());
   for (UOp u : toposort(st)) {
-    if (may_fail(u)) return 1;
+    if (may_fail(u, opts_.bounds_check)) return 1;
     if (u->op == Ops::LOAD && !u->src.empty() && !u->src[0]->src.empty() && written.count(u->src[0]->src[0].get())) return 1;
   }
   return block;
@@ -374,7 +354,7 @@ void KernelRenderer::fold_rows(UOp r, const std::vector<UOp>& accs, UOp j) {
   open(j);
   for (const std::string& a : at) emit(depth(), a + " = " + ident + ";");
   close();
-  if (accs.size() == 1 && gemv_loop(r, accs[0], at[0], op, j)) return;
+  if (accs.size() == 1 && gemv_loop(r, accs[0], op, j)) return;
   for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
   std::vector<std::string> calls = opts_.target == Target::tcc ? axpy_calls(accs, op, j) : std::vector<std::string>{};
   for (const std::string& c : calls) emit(depth(), c);
@@ -449,7 +429,7 @@ std::vector<std::string> KernelRenderer::axpy_calls(const std::vector<UOp>& accs
 // the same order per element. A scan step's 16 x 16 matvec: one call instead of 16.
 constexpr int64_t kMaxGemvFactors = 1024;  // the array of factors lives on the stack
 
-bool KernelRenderer::gemv_loop(UOp r, UOp acc, const std::string& at, Ops op, UOp j) {
+bool KernelRenderer::gemv_loop(UOp r, UOp acc, Ops op, UOp j) {
   UOp k = r->src.size() == 2 ? r->src[1] : UOp();
   const int64_t* m = k && k->src[0].is_const() ? k->src[0]->arg.get_if<int64_t>() : nullptr;
   std::vector<std::pair<UOp, UOp>> terms = axpy_terms({acc}, op, j);

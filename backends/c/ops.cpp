@@ -36,19 +36,13 @@ std::string KernelRenderer::suffix(DType d) {
   return (d.is_float() ? "f" : d.is_unsigned() ? "u" : "i") + bits;
 }
 
-// A shift count the bounds prove to be in [0, bits) needs no check.
-bool KernelRenderer::shift_in_range(UOp u) {
-  UOp n = u->src.at(1);
-  return n->dtype != dtypes::uint64 && n.vmin() >= 0 && n.vmax() < u->dtype.itemsize() * 8;
-}
-
 // SHL wraps (computed unsigned), SHR of a signed value is arithmetic (what gcc and tcc do for
 // C's implementation-defined >> of a negative value); a count outside [0, bits) fails (kernel_abi.h).
 std::string KernelRenderer::shift(UOp u, int lv, const std::string& a, const std::string& b) {
   DType d = u->dtype;
   if (!d.is_int()) fail(u, "shifts need an integer dtype");
   std::string bits = std::to_string(d.itemsize() * 8);
-  if (!shift_in_range(u)) {
+  if (may_fail(u, false)) {
     std::string bad = d.is_unsigned() ? b + " >= " + bits : b + " < 0 || " + b + " >= " + bits;
     emit(lv, "if (" + bad + ") " + fail_at(abi::shift_kind(d.itemsize() * 8), u, "(long long)" + b));
   }
@@ -113,7 +107,7 @@ std::string KernelRenderer::alu(UOp u, int lv) {
   bool isdiv = (op == Ops::IDIV || op == Ops::MOD) && sd.is_int();
   UOp den = isdiv ? u->src[1] : UOp();
   bool safe_den = isdiv && (den.vmin() > 0 || den.vmax() < -1);
-  bool checked_count = ((op == Ops::SHL || op == Ops::SHR) && !shift_in_range(u)) || (op == Ops::POW && sd.is_signed_int() && u->src[1].vmin() < 0);
+  bool checked_count = (op == Ops::SHL || op == Ops::SHR || op == Ops::POW) && may_fail(u, false);  // the count or exponent is checked
   std::vector<std::string> s;
   for (size_t i = 0; i < u->src.size(); ++i)
     s.push_back(val(u->src[i], lv, i == 1 && ((isdiv && !safe_den && !den.is_const()) || checked_count)));
@@ -163,14 +157,14 @@ std::string KernelRenderer::int_alu(UOp u, int lv, std::vector<std::string>& s, 
     case Ops::POW:  // integers: a^b modulo 2^bits (S2.1); a negative exponent fails (kernel_abi.h)
       if (sd.is_float()) return fl("powf", "pow");
       if (!sd.is_int()) fail(u, "POW needs a float or integer dtype");
-      if (sd.is_signed_int() && u->src[1].vmin() < 0) emit(lv, "if (" + s[1] + " < 0) " + fail_at(abi::kNegativeExponent, u, "(long long)" + s[1]));
+      if (may_fail(u, false)) emit(lv, "if (" + s[1] + " < 0) " + fail_at(abi::kNegativeExponent, u, "(long long)" + s[1]));
       return "ow_ipow_" + suffix(sd) + "(" + s[0] + ", " + s[1] + ")";
     case Ops::TRUNC: return sd.is_float() ? fl("truncf", "trunc") : s[0];
     case Ops::IDIV: case Ops::MOD:
       if (sd.is_float()) return op == Ops::MOD ? fl("fmodf", "fmod") : (is32(sd) ? "truncf(" : "trunc(") + s[0] + " / " + s[1] + ")";
       if (!sd.is_int()) fail(u, std::string(op_name(op)) + " on bool is not supported by the C backend");
       if (den.is_const() && den.const_value() == 0) fail(u, "integer division by a constant zero");
-      if (!safe_den && !den.is_const()) emit(lv, "if (" + s[1] + " == 0) " + fail_at(abi::kDivisionByZero, u, "0"));
+      if (!den.is_const() && may_fail(u, false)) emit(lv, "if (" + s[1] + " == 0) " + fail_at(abi::kDivisionByZero, u, "0"));
       if (safe_den || sd.is_unsigned()) return "(" + s[0] + (op == Ops::IDIV ? " / " : " % ") + s[1] + ")";
       return (op == Ops::IDIV ? "ow_idiv_" : "ow_mod_") + suffix(sd) + "(" + s[0] + ", " + s[1] + ")";
     case Ops::SHL: case Ops::SHR: return shift(u, lv, s[0], s[1]);

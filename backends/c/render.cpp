@@ -78,7 +78,7 @@ void KernelRenderer::analyze_node(UOp u) {
   std::sort(fr.begin(), fr.end());
   fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
   free_[u.get()] = std::move(fr);
-  bool touchy = u->op == Ops::LOAD || unsafe_int_op(u);
+  bool touchy = u->op == Ops::LOAD || may_fail(u, opts_.bounds_check);
   for (UOp s : u->src) touchy = touchy || touchy_.count(s.get()) > 0;
   if (touchy) touchy_.insert(u.get());
   if (u->op == Ops::DEFINE_GLOBAL) {

@@ -96,7 +96,12 @@ Tensor Gen::binary(const Shape& s, DType d, int depth) {
   }
   form(op_name(op).data());
   UOp a = expr(s, d, depth - 1).uop();
-  if (op == Ops::POW && d.is_int()) return Tensor(a.alu(op, {UOp::cnst(d, static_cast<double>(pick(31)))}));  // a^n, n in [0, 30] (tinygrad's x ** n; wraps)
+  if (op == Ops::POW && d.is_int()) {
+    // a^b with a tensor exponent that may be negative (an error, S2.1): where it may, the error
+    // must stay where loop order puts it (no hoisting out of an empty loop, no blocking).
+    if (d.is_signed_int() && chance(0.15)) return Tensor(a.alu(op, {operand(s, d, depth, false)}));
+    return Tensor(a.alu(op, {UOp::cnst(d, static_cast<double>(pick(31)))}));  // a^n, n in [0, 30] (tinygrad's x ** n; wraps)
+  }
   UOp b = operand(s, d, depth, op == Ops::IDIV || op == Ops::MOD || (smooth_ && op == Ops::FDIV));
   if (d.is_int() && !smooth_ && chance(0.05)) return self_cancel(Tensor(a));
   if (op != Ops::IDIV && op != Ops::MOD && b->shape.kind != ShapeInfo::Kind::Shaped && chance(0.3)) std::swap(a, b);

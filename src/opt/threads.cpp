@@ -22,6 +22,7 @@
 #include "opt/opt.h"
 #include "uop/args.h"
 #include "uop/error.h"
+#include "uop/may_fail.h"
 #include "uop/symbolic.h"
 #include "uop/verify.h"
 
@@ -42,22 +43,6 @@ bool plain_op(Ops op) {
 bool depends(UOp u, UOp r) { return std::find(u->free.begin(), u->free.end(), r.get()) != u->free.end(); }
 
 int64_t slot_of(UOp idx) { return idx->src.at(0)->arg.as<int64_t>(); }
-
-// Can evaluating u report an error (kernel_abi.h's kinds)? An access out of its buffer when the
-// kernel checks bounds, an integer division by a divisor that may be 0, a shift by a count that
-// may be out of range, an integer power with an exponent that may be negative.
-bool may_fail(UOp u, bool bounds_check) {
-  if (u->op == Ops::INDEX && bounds_check && u->src.size() >= 2 && u->src[0]->dtype.ptr)
-    return u->src[1].vmin() < 0 || u->src[1].vmax() >= u->src[0]->dtype.size;
-  if (u->src.size() != 2 || !u->src[0]->dtype.is_int()) return false;
-  UOp b = u->src[1];
-  switch (u->op) {
-    case Ops::IDIV: case Ops::MOD: return b.vmin() <= 0 && b.vmax() >= 0;
-    case Ops::SHL: case Ops::SHR: return b->dtype == dtypes::uint64 || b.vmin() < 0 || b.vmax() >= u->dtype.itemsize() * 8;
-    case Ops::POW: return u->src[0]->dtype.is_signed_int() && b.vmin() < 0;
-    default: return false;
-  }
-}
 
 // The STORE's index c*r + f, 0 <= f < c: records c for its buffer (false when not of that form
 // or another store to the buffer has another c).

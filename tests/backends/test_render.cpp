@@ -435,6 +435,59 @@ TEST_CASE("render: a load or division is not hoisted out of a loop that may not 
   CHECK(fn2(bufs2, &two, err) == 2);  // x[4] is out of bounds once the k loop runs
 }
 
+TEST_CASE("render: an integer power that may fail is not hoisted out of a loop that may not run", "[render][tcc]") {
+  // out[i] = 2 ** e for i < n (int32; e a kernel variable): with n = 0 nothing is evaluated, so
+  // e = -1 (a negative exponent, an error: SEMANTICS S2.1) is fine; with n = 2 it is the error.
+  UOp out = global(0, 4, dtypes::int32);
+  UOp n = UOp::variable("n", 0, 4), e = UOp::variable("e", -2, 2, dtypes::int32);
+  UOp i = UOp::range(n, 0);
+  UOp p = UOp::cnst(dtypes::int32, 2).alu(Ops::POW, {e});
+  UOp kern = kernel("kp", {out.index({i}).store(p).end({i})}, {buffer("out", 4), n.bind(UOp::index(0)), e.bind(UOp::cnst(dtypes::int32, 0))});
+  for (const char* tier : {"tcc", "cc"}) {
+    INFO(tier);
+    RenderedKernel k = render_kernel(kern, for_tier(tier));
+    INFO(k.source);
+    auto ls = lines_of(body(k));
+    CHECK(line_index(ls, "< 0) return ow_fail(err, 7,") > line_index(ls, "for (long long i"));
+    using Fn = int (*)(void**, const long long*, long long*);
+    auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(k.source)->symbol(k.name));
+    int o[4] = {5, 5, 5, 5};
+    void* bufs[1] = {o};
+    long long err[4] = {}, none[2] = {0, -1}, two[2] = {2, -1}, ok[2] = {2, 3};
+    CHECK(fn(bufs, none, err) == 0);
+    CHECK(o[0] == 5);
+    CHECK(fn(bufs, two, err) == 7);
+    CHECK(fn(bufs, ok, err) == 0);
+    CHECK(o[1] == 8);
+  }
+}
+
+TEST_CASE("render: a power that may fail keeps its first error in loop order (no column blocking)", "[render][tcc]") {
+  // out[i*8+j] = sum_k a[i*3+k] ** b[j*3+k] (int32). Two exponents are negative: b[2*3+2] = -2
+  // (j = 2, k = 2) and b[5*3+0] = -1 (j = 5, k = 0). In loop order (j outside k) the first error
+  // is at j = 2 and reports -2; eight columns folded side by side would reach (j = 5, k = 0)
+  // first and report -1.
+  const int64_t n = 8, kn = 3;
+  UOp out = global(0, n, dtypes::int32), a = global(1, kn, dtypes::int32), b = global(2, n * kn, dtypes::int32);
+  UOp i = UOp::range(1, 0), j = UOp::range(n, 1), k = UOp::range(kn, 2, AxisType::REDUCE);
+  UOp p = a.index({i * kn + k}).load().alu(Ops::POW, {b.index({j * kn + k}).load()});
+  UOp kern = kernel("pw", {out.index({i * n + j}).store(p.reduce({k}, Ops::ADD)).end({i, j})}, {buffer("out", n), buffer("a", kn), buffer("b", n * kn)});
+  for (const char* tier : {"tcc", "cc"}) {
+    RenderedKernel rk = render_kernel(kern, for_tier(tier));
+    INFO(tier << "\n" << rk.source);
+    using Fn = int (*)(void**, const long long*, long long*);
+    auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(rk.source)->symbol(rk.name));
+    std::vector<int32_t> o(n, 0), av{2, 3, 1}, bv(static_cast<size_t>(n * kn), 1);
+    bv[2 * 3 + 2] = -2;
+    bv[5 * 3 + 0] = -1;
+    void* bufs[3] = {o.data(), av.data(), bv.data()};
+    long long err[4] = {};
+    CHECK(fn(bufs, nullptr, err) == abi::kNegativeExponent);
+    CHECK(err[abi::kValue] == -2);
+    CHECK(o[1] == 2 + 3 + 1);  // column 1 finished before column 2 failed
+  }
+}
+
 TEST_CASE("render: one statement per line", "[render]") {
   for (UOp kern : {matmul_kernel(), axb1_kernel(5)}) {
     RenderedKernel k = render_kernel(kern, {true});
