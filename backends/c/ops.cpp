@@ -2,7 +2,7 @@
 // one C operation in its dtype, so each op rounds once; integer ADD/SUB/MUL/NEG through unsigned
 // arithmetic unless the node's bounds prove they cannot overflow; MAX, float<->int casts,
 // IDIV/MOD, shifts, bitcasts and THREEFRY through the prelude's helpers (prelude.cpp), which copy
-// the interpreter (src/interp/kernels.cpp, dispatch.h, scalar_ops.h); the narrow floats computed
+// the interpreter (src/interp/elementwise.cpp, dispatch.h, scalar_ops.h); the narrow floats computed
 // in float32 and rounded back. An op that can fail emits its check first (kernel_abi.h).
 #include <cmath>
 #include <limits>

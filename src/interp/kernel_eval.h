@@ -4,7 +4,7 @@
 //   ptr   := INDEX T* (DEFINE_GLOBAL T*n () slot, linear[, gate])
 //   value := CONST | DEFINE_VAR | RANGE | ALU/CAST/WHERE | LOAD T (ptr) | REDUCE T (value, r...) op
 //
-// The arithmetic is the tensor interpreter's (interp/scalar_ops.h, shared with kernels.cpp), so a
+// The arithmetic is the tensor interpreter's (interp/scalar_ops.h, shared with elementwise.cpp), so a
 // kernel and the tensor graph it came from agree bit for bit. Loads read every buffer as it was
 // when the kernel was launched (buffers the kernel both loads and stores are copied first);
 // stores land in loop order. Single-threaded and deterministic.

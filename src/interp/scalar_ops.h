@@ -1,5 +1,5 @@
 // The per-element arithmetic of SEMANTICS.md S2.1, shared by the tensor-level kernels
-// (kernels.cpp) and the scalar kernel evaluator (kernel_eval.cpp) so the two cannot drift.
+// (elementwise.cpp, reductions.cpp) and the scalar kernel evaluator (kernel_eval.cpp) so the two cannot drift.
 // Every function computes in T with one rounding (a narrow float T computes in the float32 it
 // widens to and rounds the result back, interp/narrow.h); files including this must be compiled with
 // -ffp-contract=off (the ow_interp library is).

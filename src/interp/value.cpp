@@ -1,4 +1,4 @@
-// Storage, views and view operations (no arithmetic here; see kernels.cpp).
+// Storage, views and view operations (no arithmetic here; see elementwise.cpp, reductions.cpp, copies.cpp).
 #include "interp/value.h"
 #include "uop/shape.h"
 

@@ -1,4 +1,5 @@
-// Integer bounds (vmin/vmax) and the symbolic simplifier for index arithmetic.
+// Integer bounds (vmin/vmax) and the symbolic simplifier for index arithmetic (symbolic.cpp);
+// reading index expressions without rewriting them (index_text.cpp).
 //
 // The simplifier only rewrites integer, index and bool nodes, so float results never change.
 // Its central rule normalises sums: ADD/SUB/NEG/MUL-by-constant chains become a canonical
