@@ -5,6 +5,7 @@
 //                    blocking, and tcc's unrolled inner loops (backends/README.md);
 //   tiles.cpp        cc's register tiles for an interchanged matmul-like nest;
 //   row_copies.cpp   the copies of a nest's values per row or column of a block;
+//   transposes.cpp   a transpose8 GROUP (kernel-opt pass transposes) as one ow_transpose8_u32;
 //   parallel.cpp     cc's two-thread kernels: the safety analysis and the split.
 #pragma once
 #include <functional>
@@ -163,9 +164,8 @@ class KernelRenderer {
   void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
   void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   bool column_blocked(UOp end);
-  bool transpose_blocked(UOp end);
-  UOp tile_copy(UOp end) const;
-  void transpose_tiles(UOp end, UOp load);
+  void statement(UOp top);
+  void transpose8(UOp group);  // transposes.cpp
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
   void store(UOp st);
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "kernel_renderer.h"
+#include "opt/loop_blocks.h"
 #include "uop/may_fail.h"
 #include "uop/pattern.h"
 #include "uop/symbolic.h"
@@ -165,56 +166,15 @@ std::vector<UOp> KernelRenderer::reduces_of(UOp value, UOp j) const {
 // of additions run side by side instead of one after another (about 2x for a matvec on cc).
 // Each accumulator still folds the same terms in the same order: results are bit-identical.
 // B is 8 for columns, 4 for rows, 8 for rows of register tiles (tiles.cpp), or the largest
-// power of 2 below that divides the extent, else there is no blocking. Conditions: nothing in the
-// nest may fail (the first error would change); the reduce ranges do not depend on the blocked
-// range; the nest loads no buffer the kernel stores to (iterations now interleave); the store is
-// ungated, in bounds, and writes a distinct element for every binding of the blocked range and
-// those inside it (index = c*r + sum c_q*q + rest with |c| > sum |c_q|*(extent(q) - 1)), so the
-// order of the writes does not matter.
-
+// power of 2 below that divides the extent, else there is no blocking; when blocking keeps
+// results bit-identical is opt::block_size's (src/opt/loop_blocks.h).
 int KernelRenderer::block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const {
-  UOp r = end->src[pos], st = end->src[0], idx = st->src[0];
-  auto extent = [](UOp q) { return q->src.at(0).is_const() ? q->src[0]->arg.get_if<int64_t>() : nullptr; };
-  const int64_t* e = extent(r);
-  int block = !e || *e < 2 ? 1 : most;
-  if (divides)
-    while (block > 1 && *e % block != 0) block /= 2;
-  else if (block > 1)  // blocks as even as they can be, the last one of the rows left over
-    block = static_cast<int>((*e + (*e + most - 1) / most - 1) / ((*e + most - 1) / most));
-  if (block == 1 || idx->op != Ops::INDEX || idx->src.size() != 2) return 1;
-  for (UOp red : reds)
-    for (size_t s = 1; s < red->src.size(); ++s)
-      if (depends(red->src[s], r)) return 1;
-  auto c = coefficient(idx->src[1], r);
-  if (!c || *c == 0 || *c == INT64_MIN) return 1;
-  int64_t spread = 0;  // how far the ranges inside r move the index
-  for (size_t q = pos + 1; q < end->src.size(); ++q) {
-    auto cq = coefficient(idx->src[1], end->src[q]);
-    const int64_t* nq = extent(end->src[q]);
-    if (!cq || !nq || *cq == INT64_MIN || std::abs(*cq) > (INT64_MAX / 4) / std::max<int64_t>(*nq, 1)) return 1;
-    spread += std::abs(*cq) * (*nq - 1);
-  }
-  if (std::abs(*c) <= spread) return 1;
-  int64_t size = idx->src[0]->dtype.size;
-  if (opts_.bounds_check && !(size >= 0 && idx->src[1].vmin() >= 0 && idx->src[1].vmax() < size)) return 1;
-  std::set<const UOpNode*> written;
-  for (UOp u : toposort(kernel_->src[0]))
-    if (u->op == Ops::STORE && !u->src.empty() && !u->src[0]->src.empty()) written.insert(u->src[0]->src[0].get());
-  for (UOp u : toposort(st)) {
-    if (may_fail(u, opts_.bounds_check)) return 1;
-    if (u->op == Ops::LOAD && !u->src.empty() && !u->src[0]->src.empty() && written.count(u->src[0]->src[0].get())) return 1;
-  }
-  return block;
+  return opt::block_size(kernel_->src[0], end, pos, reds, most, divides, opts_.bounds_check);
 }
 
 // Opens the loop over blocks of end->src[pos] (named like it, with the block size appended).
 UOp KernelRenderer::open_block(UOp end, size_t pos, int block) {
-  UOp r = end->src[pos];
-  const ArgTuple& arg = *r->arg.tuple();
-  std::vector<int64_t> sub;
-  for (size_t k = 1; k + 1 < arg.size(); ++k) sub.push_back(arg[k].as<int64_t>());
-  sub.push_back(-block);  // a name no range of the lowering uses
-  UOp rb = UOp::range(*r->src[0]->arg.get_if<int64_t>() / block, arg[0].as<int64_t>(), range_axis(r), sub);
+  UOp r = end->src[pos], rb = opt::block_range(r, block);
   range_names_[rb.get()] = range_var(r) + "_" + std::to_string(block);
   open(rb);
   return rb;

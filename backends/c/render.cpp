@@ -309,6 +309,35 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   return gate.empty() ? at : gate + "\x1f" + at;  // the caller splits gate and access
 }
 
+// A statement of the kernel grammar (verify_kernel): STORE; END, its loops (the innermost unrolled
+// for tcc when it holds one STORE); GROUP, its statements in order (transpose8's as one call,
+// transposes.cpp). Walked with a stack: nesting costs no C++ recursion.
+void KernelRenderer::statement(UOp top) {
+  std::vector<std::pair<UOp, size_t>> todo{{top, 0}};  // (statement, next source to render)
+  while (!todo.empty()) {
+    UOp u = todo.back().first;
+    size_t next = todo.back().second++;
+    if (u->op == Ops::STORE) {
+      store(u);
+      todo.pop_back();
+    } else if (is_transpose8(u) && !opts_.bounds_check) {
+      transpose8(u);
+      todo.pop_back();
+    } else if (u->op == Ops::END && next == 0) {
+      for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i]);
+      todo.push_back({u->src.at(0), 0});
+    } else if (u->op == Ops::END) {
+      for (size_t i = 1; i < u->src.size(); ++i) close(i == 1 && u->src[0]->op == Ops::STORE);
+      todo.pop_back();
+    } else if (u->op == Ops::GROUP) {
+      if (next < u->src.size()) todo.push_back({u->src[next], 0});
+      else todo.pop_back();
+    } else {
+      fail(u, "a kernel's statements are STOREs, ENDs and GROUPs");
+    }
+  }
+}
+
 void KernelRenderer::store(UOp st) {
   if (st->op != Ops::STORE || st->src.size() != 2) fail(st, "a kernel ast stores with STORE(INDEX, value) (under END)");
   std::string v = val(st->src[1], depth());
@@ -356,13 +385,9 @@ RenderedKernel KernelRenderer::run() {
         interchange(st, reds);
         continue;
       }
-      if (column_blocked(st) || transpose_blocked(st)) continue;
-      for (size_t i = 1; i < st->src.size(); ++i) open(st->src[i]);
-      store(st->src.at(0));
-      for (size_t i = 1; i < st->src.size(); ++i) close(i == 1);  // the innermost loop: unrolled for tcc
-    } else {
-      store(st);
+      if (column_blocked(st)) continue;
     }
+    statement(st);
   }
   std::string src;
   // GCC's loop unroll-and-jam (an -O3 pass) takes a row-blocked matmul from 3.3 to 1.9 ms at

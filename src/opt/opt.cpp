@@ -28,6 +28,7 @@ Options options_for(Target t, bool bounds_check, std::set<std::string> skip) {
 const std::vector<Pass>& passes() {
   static const std::vector<Pass> list{
       {"threads", "a big kernel whose outermost range is provably parallel runs its halves on two threads", {Target::cc}, threads_rules},
+      {"transposes", "a transposing copy is blocked: 16 rows per pass, or 8x8 tiles of 4-byte elements on cc", {Target::tcc, Target::cc}, transposes_rules},
   };
   return list;
 }

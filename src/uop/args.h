@@ -46,6 +46,15 @@ inline const Arg& axis_fold_tag() {
 inline bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag == value_kernel_tag(); }
 inline bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag == axis_fold_tag(); }
 
+// A kernel's GROUP statement with arg "transpose8": 64 STOREs that are an 8x8 transposing copy
+// (kernel-opt pass `transposes`). Run in order they are the copy; the renderer writes them as one
+// ow_transpose8_u32, a transpose in registers.
+inline const Arg& transpose8_arg() {
+  static const Arg arg(std::string("transpose8"));
+  return arg;
+}
+inline bool is_transpose8(UOp u) { return u->op == Ops::GROUP && u->arg == transpose8_arg(); }
+
 // Buffers whose names start with '_' are a program's own temporaries (made by lowering or by
 // reverse mode): never a caller's input or output, and private to one run.
 inline bool is_temporary(const std::string& name) { return name.rfind('_', 0) == 0; }

@@ -43,7 +43,7 @@ class KernelGrammar {
   UOp kernel_;
   size_t buffers_ = 0;               // KERNEL sources 1..buffers_ are the DEFINE_GLOBAL slots
   std::set<std::string> bound_;      // variables the KERNEL's BINDs bind
-  std::set<const UOpNode*> stores_;  // the store forms (END, STORE) directly under the SINK
+  std::set<const UOpNode*> stores_;  // the statements (STORE, END, GROUP) under the SINK
 
   // buffer... then bind...: a buffer seen through AFTERs, then BINDs of DEFINE_VARs.
   std::pair<UOp, std::string> sources() {
@@ -79,17 +79,33 @@ class KernelGrammar {
     return {};
   }
 
-  // END(STORE(ptr, value), range...) or STORE(ptr, value).
-  std::pair<UOp, std::string> store(UOp s) {
-    stores_.insert(s.get());
-    if (s->op == Ops::END) {
-      for (size_t i = 1; i < s->src.size(); ++i)
-        if (s->src[i]->op != Ops::RANGE) return {s, "an END in a kernel closes RANGEs"};
-      s = s->src[0];
+  // A statement: STORE(ptr, value); END(statement, range...), a loop; GROUP(statement...), in
+  // order, with no arg or transpose8's (64 STOREs, args.h). Walked without recursion.
+  std::pair<UOp, std::string> store(UOp top) {
+    std::vector<UOp> todo{top};
+    while (!todo.empty()) {
+      UOp s = todo.back();
+      todo.pop_back();
       stores_.insert(s.get());
+      if (s->op == Ops::END) {
+        for (size_t i = 1; i < s->src.size(); ++i)
+          if (s->src[i]->op != Ops::RANGE) return {s, "an END in a kernel closes RANGEs"};
+        if (s->src.empty()) return {s, "an END in a kernel holds a statement"};
+        todo.push_back(s->src[0]);
+        continue;
+      }
+      if (s->op == Ops::GROUP) {
+        if (!s->arg.none() && !(is_transpose8(s) && s->src.size() == 64))
+          return {s, "a GROUP in a kernel has no arg, or is transpose8's 64 STOREs"};
+        for (size_t i = s->src.size(); i-- > 0;) {
+          if (is_transpose8(s) && s->src[i]->op != Ops::STORE) return {s, "a transpose8 GROUP holds STOREs"};
+          todo.push_back(s->src[i]);
+        }
+        continue;
+      }
+      if (s->op != Ops::STORE || s->src.size() != 2) return {s, "a kernel's ast holds STORE(ptr, value), possibly under ENDs and GROUPs"};
+      if (!pointer(s->src[0])) return {s, "a STORE writes through INDEX(DEFINE_GLOBAL, linear[, gate])"};
     }
-    if (s->op != Ops::STORE || s->src.size() != 2) return {s, "a kernel's ast holds STORE(ptr, value), possibly under an END"};
-    if (!pointer(s->src[0])) return {s, "a STORE writes through INDEX(DEFINE_GLOBAL, linear[, gate])"};
     return {};
   }
 

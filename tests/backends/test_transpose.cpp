@@ -1,6 +1,6 @@
-// Transposing copies (backends/c/loop_shapes.cpp transpose_blocked): cc moves a pure copy of
-// 4-byte elements in 8x8 register tiles, tcc (and cc for other copies) blocks 16 rows inside the
-// column loop. Every element must be exactly the input element it copies, bits included, on
+// Transposing copies (kernel-opt pass `transposes`, src/opt/transposes.cpp): cc moves a pure copy
+// of 4-byte elements in 8x8 register tiles, tcc (and cc for other copies) blocks 16 rows inside
+// the column loop. Every element must be exactly the input element it copies, bits included, on
 // every tier: checked against the transpose computed here by hand, not against the renderer.
 #include <catch2/catch.hpp>
 
@@ -13,6 +13,8 @@
 #include "backends/program.h"
 #include "interp/interp.h"
 #include "lower/lower.h"
+#include "uop/args.h"
+#include "uop/error.h"
 #include "uop/text.h"
 
 using namespace ow;
@@ -62,15 +64,20 @@ std::shared_ptr<interp::Storage> input(DType d, int64_t size) {
   return s;
 }
 
-// tiles_on_cc: cc's branch has the 8x8 tiles; blocked: some branch blocks rows (named r_m8/_m16).
+// tiles_on_cc: cc's C has the 8x8 tiles; blocked: the C of both compilers blocks rows (named r_m8/_m16).
 void check_transpose(const Case& k, bool tiles_on_cc, bool blocked) {
   DType d = std::string(k.dtype) == "float64" ? dtypes::float64 : std::string(k.dtype) == "int32" ? dtypes::int32 : dtypes::float32;
   INFO(k.dtype << " " << k.batch << "x" << k.rows << "x" << k.cols << (k.plus_one ? " + 1" : ""));
   UOp root = parse_graph(transpose_text(k), "t.uop").root;
-  std::string c = backend::show_c(lower::lower(root), {}, true);
-  INFO(c);
-  CHECK((c.find("ow_transpose8_u32((const") != std::string::npos) == tiles_on_cc);
-  CHECK((c.find("_m16\n") != std::string::npos || c.find("_m8\n") != std::string::npos) == blocked);
+  for (opt::Target t : {opt::Target::cc, opt::Target::tcc}) {
+    lower::Context ctx = lower::through_kernel_opt(t);
+    backend::RenderOptions ro;
+    ro.target = t;
+    std::string c = backend::show_c(lower::lower(root, ctx), ro, true);
+    INFO(opt::target_name(t) << "\n" << c);
+    CHECK((c.find("ow_transpose8_u32((const") != std::string::npos) == (tiles_on_cc && t == opt::Target::cc));
+    CHECK((c.find("_m16\n") != std::string::npos || c.find("_m8\n") != std::string::npos) == blocked);
+  }
   int64_t size = k.batch * k.rows * k.cols;
   auto a = input(d, size);
   size_t w = d.itemsize();
@@ -120,4 +127,28 @@ TEST_CASE("transposes: other copies are blocked 16 rows at a time or left alone,
   check_transpose({"float64", 1, 16, 32, false}, false, true);   // 8-byte elements
   check_transpose({"float32", 2, 16, 32, true}, false, true);    // not a pure copy: a.T + 1
   check_transpose({"float32", 1, 16, 12, false}, false, false);  // 12 columns: too few to block
+}
+
+TEST_CASE("transposes: a transpose8 GROUP is one call with the strides of its stores, or refused when it is no 8x8 copy", "[tiles][transpose]") {
+  UOp root = parse_graph(transpose_text({"float32", 1, 8, 16, false}), "t.uop").root;  // out (16, 8) = a (8, 16).T
+  lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
+  UOp k;
+  for (UOp u : toposort(lower::lower(root, ctx)))
+    if (u->op == Ops::KERNEL) k = u;
+  REQUIRE(k);
+  UOp end = k->src[0]->src.at(0), group = end->src[0];
+  REQUIRE(is_transpose8(group));
+  // out[j + 8i] = a[16j + i]: the source moves 16 per column j, the target 8 per row i.
+  std::string c = backend::render_kernel(k).function;
+  INFO(c);
+  CHECK(c.find("ow_transpose8_u32((const unsigned int*)(b1 + ") != std::string::npos);
+  CHECK(c.find("), 16LL, (unsigned int*)(b0 + ") != std::string::npos);
+  CHECK(c.find("), 8LL);") != std::string::npos);
+  std::vector<UOp> stores = group->src;
+  std::swap(stores[9], stores[10]);  // two elements of a row in the wrong order: no longer the copy the call makes
+  std::vector<UOp> end_src = end->src;
+  end_src[0] = group.replace_src(stores);
+  std::vector<UOp> k_src = k->src;
+  k_src[0] = UOp::sink({end.replace_src(end_src)});
+  CHECK_THROWS_AS(backend::render_kernel(k.replace_src(k_src)), InternalError);
 }

@@ -130,11 +130,12 @@ Outcome passes(UOp g, const interp::BufferMap& inputs) {
   try {
     std::vector<interp::Output> want = evaluate(g, inputs);
     Outcome out;
-    lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
-    lower::lower(g, ctx, [&](const lower::Pass& p, UOp lowered) {
+    for_each_stage(g, [&](const std::string& pass, UOp lowered) {
       if (!out.ok) return;
-      Verdict v = validate_pass(want, p.name, lowered, inputs);
-      if (!v.ok && !v.over_budget) out = failed(v.text, Kind::User, "pass-" + p.name);
+      Verdict v = validate_pass(want, pass, lowered, inputs);
+      std::string kind = "pass-" + pass;  // "pass-transposes (tcc)" -> "pass-transposes-tcc": one word
+      if (size_t at = kind.find(" ("); at != std::string::npos) kind = kind.substr(0, at) + "-" + kind.substr(at + 2, kind.size() - at - 3);
+      if (!v.ok && !v.over_budget) out = failed(v.text, Kind::User, kind);
     });
     return out;
   } catch (...) {

@@ -1,6 +1,7 @@
 // Translation validation (validate.h).
 #include "validate.h"
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -49,14 +50,28 @@ int check_passes(UOp root, const interp::BufferMap& inputs) {
   std::vector<interp::Output> want = evaluate(root, inputs);
   std::cout << "input graph: " << want.size() << " output(s) evaluated\n";
   int status = 0;
-  lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
-  lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {
+  for_each_stage(root, [&](const std::string& pass, UOp g) {
     if (status) return;
-    Verdict v = validate_pass(want, p.name, g, inputs);
+    Verdict v = validate_pass(want, pass, g, inputs);
     std::cout << v.text;
     if (!v.ok) status = 1;
   });
   return status;
+}
+
+void for_each_stage(UOp root, const std::function<void(const std::string& name, UOp g)>& f) {
+  lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
+  UOp lowered;  // the program before the kernel-opt stage
+  lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {
+    if (!p.kernel_opt) lowered = g;
+    f(p.name, g);
+  });
+  opt::Options tcc = opt::options_for(opt::Target::tcc);
+  for (const opt::Pass& p : opt::passes())
+    if (std::count(p.targets.begin(), p.targets.end(), opt::Target::tcc)) {
+      lowered = opt::run_pass(p, lowered, tcc);
+      f(p.name + " (tcc)", lowered);
+    }
 }
 
 }  // namespace ow::cli

@@ -1,0 +1,62 @@
+// Blocking a range of a store nest (loop_blocks.h).
+#include "opt/loop_blocks.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <set>
+
+#include "uop/args.h"
+#include "uop/may_fail.h"
+#include "uop/symbolic.h"
+
+namespace ow::opt {
+
+namespace {
+const int64_t* const_extent(UOp r) { return r->src.at(0).is_const() ? r->src[0]->arg.get_if<int64_t>() : nullptr; }
+bool depends(UOp u, UOp r) { return std::find(u->free.begin(), u->free.end(), r.get()) != u->free.end(); }
+}  // namespace
+
+int block_size(UOp ast, UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides, bool bounds_check) {
+  UOp r = end->src[pos], st = end->src[0], idx = st->src[0];
+  const int64_t* e = const_extent(r);
+  int block = !e || *e < 2 ? 1 : most;
+  if (divides)
+    while (block > 1 && *e % block != 0) block /= 2;
+  else if (block > 1)  // blocks as even as they can be, the last one of the rows left over
+    block = static_cast<int>((*e + (*e + most - 1) / most - 1) / ((*e + most - 1) / most));
+  if (block == 1 || idx->op != Ops::INDEX || idx->src.size() != 2) return 1;
+  for (UOp red : reds)
+    for (size_t s = 1; s < red->src.size(); ++s)
+      if (depends(red->src[s], r)) return 1;
+  auto c = coefficient(idx->src[1], r);
+  if (!c || *c == 0 || *c == INT64_MIN) return 1;
+  int64_t spread = 0;  // how far the ranges inside r move the index
+  for (size_t q = pos + 1; q < end->src.size(); ++q) {
+    auto cq = coefficient(idx->src[1], end->src[q]);
+    const int64_t* nq = const_extent(end->src[q]);
+    if (!cq || !nq || *cq == INT64_MIN || std::abs(*cq) > (INT64_MAX / 4) / std::max<int64_t>(*nq, 1)) return 1;
+    spread += std::abs(*cq) * (*nq - 1);
+  }
+  if (std::abs(*c) <= spread) return 1;
+  int64_t size = idx->src[0]->dtype.size;
+  if (bounds_check && !(size >= 0 && idx->src[1].vmin() >= 0 && idx->src[1].vmax() < size)) return 1;
+  std::set<const UOpNode*> written;
+  for (UOp u : toposort(ast))
+    if (u->op == Ops::STORE && !u->src.empty() && !u->src[0]->src.empty()) written.insert(u->src[0]->src[0].get());
+  for (UOp u : toposort(st)) {
+    if (may_fail(u, bounds_check)) return 1;
+    if (u->op == Ops::LOAD && !u->src.empty() && !u->src[0]->src.empty() && written.count(u->src[0]->src[0].get())) return 1;
+  }
+  return block;
+}
+
+UOp block_range(UOp r, int block) {
+  const ArgTuple& arg = *r->arg.tuple();
+  std::vector<int64_t> sub;
+  for (size_t k = 1; k + 1 < arg.size(); ++k) sub.push_back(arg[k].as<int64_t>());
+  sub.push_back(-block);
+  return UOp::range(*const_extent(r) / block, arg[0].as<int64_t>(), range_axis(r), sub);
+}
+
+}  // namespace ow::opt
