@@ -119,20 +119,24 @@ interp::Value interpreter_reference(const CaseSpec& spec, const ParsedGraph& g, 
     auto it = g.where.find(u.get());
     return it == g.where.end() ? std::string(op_name(u->op)) : g.file + ":" + std::to_string(it->second.line) + ": " + it->second.text;
   };
-  auto once = [&] {
-    interp::BufferMap b = inputs;  // fresh map: the graph's outputs start unallocated every run
-    if (init_outputs)  // ... or zeroed, in fresh storage (the graph writes them in place)
+  // Every run gets copies of the inputs (a graph may write them in place: the compiled runs must
+  // start from the same data), the graph's outputs unallocated, or zeroed in fresh storage.
+  auto fresh = [&] {
+    interp::BufferMap b = copy_buffers(inputs);
+    if (init_outputs)
       for (auto& [bname, d] : b)
         if (std::none_of(spec.inputs.begin(), spec.inputs.end(),
                          [&, &bname = bname](const InputSpec& in) { return in.name == bname; }))  // clang < 16
           d.data = std::make_shared<interp::Storage>(d.dtype, d.data->size);
-    return interp::run(g.root, b, o);
+    return b;
   };
-  std::vector<interp::Output> outs = once();
+  interp::BufferMap first = fresh();
+  std::vector<interp::Output> outs = interp::run(g.root, first, o);
   std::vector<double> times;
   for (int i = 0; time_interp && i < s.repeat; ++i) {
+    interp::BufferMap b = fresh();  // not timed
     auto t0 = Clock::now();
-    outs = once();
+    outs = interp::run(g.root, b, o);
     times.push_back(seconds_since(t0));
   }
   if (outs.empty()) throw Error("ow bench: " + g.file + " has no outputs to compare");

@@ -50,3 +50,14 @@ TEST_CASE("ow bench runs any reference case on the engines; numpy only those it 
   std::smatch m;
   CHECK(std::regex_search(r.out, m, std::regex("\n                   tcc .* bit-exact\n")));  // random inputs, checked against the interpreter
 }
+
+TEST_CASE("ow bench: a case that writes one of its inputs is checked against the interpreter on the same inputs", "[cli][bench]") {
+  // simple_range stores acc0 += a[i] into its input acc0: the interpreter's reference run must not
+  // change the inputs the compiled runs then get (it did: every such case was reported WRONG).
+  Result r = run_ow({"bench", "--cases", "simple_range", "--backends", "tcc", "--repeat", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("WRONG") == std::string::npos);
+  std::smatch m;
+  CHECK(std::regex_search(r.out, m, std::regex("\nsimple_range +tcc .* bit-exact\n")));
+}
