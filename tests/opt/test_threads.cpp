@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "matmul_support.h"
+#include "opt_support.h"
 #include "opt/opt.h"
 #include "pass_support.h"
 #include "test_support.h"
@@ -25,20 +26,9 @@ using ow::test_matmul::global;
 
 namespace {
 
-const opt::Pass& threads_pass() {
-  const std::vector<opt::Pass>& all = opt::passes();
-  auto p = std::find_if(all.begin(), all.end(), [](const opt::Pass& q) { return q.name == "threads"; });
-  REQUIRE(p != all.end());
-  return *p;
-}
+const opt::Pass& threads_pass() { return ow::test::kernel_opt_pass("threads"); }
 
-opt::Options cc_two_threads(bool bounds_check = false) {
-  opt::Options o;
-  o.target = opt::Target::cc;
-  o.threads = 2;
-  o.bounds_check = bounds_check;
-  return o;
-}
+opt::Options cc_two_threads(bool bounds_check = false) { return ow::test::opt_options(opt::Target::cc, 2, bounds_check); }
 
 // out = x * 2 over (5, 4), lowered (ow lower ... --dump-after fuse): one kernel k0 writing _t0.
 const char* doubled = R"(

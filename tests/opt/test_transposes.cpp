@@ -10,32 +10,20 @@
 #include <vector>
 
 #include "matmul_support.h"
+#include "opt_support.h"
 #include "opt/opt.h"
 #include "pass_support.h"
 #include "uop/args.h"
 
 using namespace ow;
-using ow::test::check_same_outputs;
-using ow::test::graph_of;
-using ow::test::kernels_of;
-using ow::test_matmul::buffer;
-using ow::test_matmul::global;
+using namespace ow::test;  // graph_of, kernels_of, check_same_outputs, kernel_opt_pass, opt_options
+using namespace ow::test_matmul;  // global, buffer
 
 namespace {
 
-const opt::Pass& transposes_pass() {
-  const std::vector<opt::Pass>& all = opt::passes();
-  auto p = std::find_if(all.begin(), all.end(), [](const opt::Pass& q) { return q.name == "transposes"; });
-  REQUIRE(p != all.end());
-  return *p;
-}
+const opt::Pass& transposes_pass() { return kernel_opt_pass("transposes"); }
 
-opt::Options for_target(opt::Target t, bool bounds_check = false) {
-  opt::Options o;
-  o.target = t;
-  o.bounds_check = bounds_check;
-  return o;
-}
+opt::Options for_target(opt::Target t, bool bounds_check = false) { return opt_options(t, 1, bounds_check); }
 
 // ow lower of out = a.reshape(8, 16).permute(1, 0), --dump-after fuse: k0 stores
 // out[j + 8i] = a[16j + i] over i < 16 (range 1000), j < 8 (range 1001).
