@@ -26,5 +26,7 @@ std::string_view backend_name(Backend b);  // "interp", "tcc", "cc", "check", "a
 Backend parse_backend(std::string_view name, std::string_view what = "backend", std::initializer_list<Backend> allowed = kAllBackends);
 // The compiler whose C a compiled tier (Tcc or Cc) runs.
 inline opt::Target target_of(Backend compiler) { return compiler == Backend::Tcc ? opt::Target::tcc : opt::Target::cc; }
+// The compiler named `name` ("tcc" or "cc"), as the target its C is written for; else an ow::Error.
+inline opt::Target target_named(std::string_view name, std::string_view what = "compiler") { return target_of(parse_backend(name, what, kCompilers)); }
 
 }  // namespace ow::backend

@@ -37,7 +37,7 @@ int cmd_lower(const Args& args) {
   bool known = which.empty() || which == "all";
   for (const auto& p : lower::passes()) known = known || p.name == which;
   if (!known) throw Error("ow lower: unknown pass '" + which + "' (passes: " + names + ", or all)");
-  lower::Context ctx = lower::through_kernel_opt(opt::target_named(vm["compiler"].as<std::string>()));
+  lower::Context ctx = lower::through_kernel_opt(backend::target_named(vm["compiler"].as<std::string>(), "--compiler"));
   ctx.skip = skipped_passes(vm);
   if (ctx.skip.count(which)) throw Error("ow lower: --dump-after " + which + ": that pass is skipped (--skip-pass), there is no graph after it");
   UOp root = load_graph(vm["file"].as<std::string>()).root;
@@ -64,7 +64,7 @@ int cmd_show_c(const Args& args) {
   if (!parse_options("show-c", "FILE [--compiler tcc|cc] [--bounds-check] [--full]", opts, pos, args, vm)) return 0;
   backend::RenderOptions ro;
   ro.bounds_check = vm.count("bounds-check") > 0;
-  ro.target = opt::target_named(vm["compiler"].as<std::string>());
+  ro.target = backend::target_named(vm["compiler"].as<std::string>(), "--compiler");
   lower::Context ctx;
   ctx.skip = skipped_passes(vm);
   ctx.kernel_opt = opt::options_for(ro.target, ro.bounds_check, ctx.skip);  // as the runner does

@@ -10,12 +10,6 @@ namespace ow::opt {
 
 std::string_view target_name(Target t) { return t == Target::tcc ? "tcc" : "cc"; }
 
-Target target_named(const std::string& compiler) {
-  if (compiler == "tcc") return Target::tcc;
-  if (compiler == "cc") return Target::cc;
-  throw Error("no C compiler '" + compiler + "' to optimize kernels for (tcc or cc)");
-}
-
 Options options_for(Target t, bool bounds_check, std::set<std::string> skip) {
   Options o;
   o.target = t;

@@ -18,7 +18,6 @@ namespace ow::opt {
 // vectorizes; cc has register tiles and a second core).
 enum class Target { tcc, cc };
 std::string_view target_name(Target t);
-Target target_named(const std::string& compiler);  // "tcc" or "cc"; anything else is an ow::Error
 
 struct Options {
   Target target = Target::cc;

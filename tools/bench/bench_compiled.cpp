@@ -108,7 +108,7 @@ double render_and_lookup(UOp program, const std::string& backend, int repeat) {
   for (int i = 0; i < repeat; ++i) {
     auto t0 = Clock::now();
     backend::RenderOptions ro;
-    ro.target = opt::target_named(backend);
+    ro.target = backend::target_named(backend);
     backend::RenderedUnit u = backend::render_unit(ks, ro);  // as Program does: one unit, one lookup
     auto lib = c->compile(u.source);
     for (const backend::RenderedKernel& r : u.kernels) lib->symbol(r.name);
@@ -255,7 +255,7 @@ void first_result_round(UOp root, const interp::BufferMap& inputs, const std::ve
   double t_steady = seconds_since(t2);
   auto t3 = Clock::now();
   backend::RenderOptions only;
-  only.target = opt::target_named(comp);
+  only.target = backend::target_named(comp);
   backend::render_unit(kernels_of(fresh), only);  // the render alone (what run_program does first)
   double t_render = seconds_since(t3);
   Split& sp = row.by[comp];
