@@ -153,6 +153,7 @@ class Fuzzer {
  private:
   Config c_;
   uint64_t graphs_ = 0, findings_ = 0, gen_errors_ = 0, runs_tcc_ = 0, runs_cc_ = 0, nodes_total_ = 0, attempts_extra_ = 0;
+  uint64_t run_errors_ = 0;  // graphs whose run stops with an error (S2.1) on the interpreter and every tier
   uint64_t unsupported_ = 0, poison_graphs_ = 0, grad_graphs_ = 0, fd_checked_ = 0, fd_unreliable_ = 0, runs_passes_ = 0;
   std::map<std::string, uint64_t> op_count_, form_count_;
   Seeds by_category_, unsupported_kinds_, grad_refused_;
@@ -165,6 +166,8 @@ class Fuzzer {
     return compiled(g, in, tier, c_.how, direct);
   }
   Outcome uninitialized_refused(UOp g, const interp::BufferMap& in, backend::Backend tier) const;
+  Outcome error_reported(UOp g, const interp::BufferMap& in, backend::Backend tier) const;
+  bool check_run_error(uint64_t seed, UOp root, const interp::BufferMap& inputs);
   void count(const fuzz::Generated& gen, const std::vector<UOp>& nodes);
   void check_uninitialized(uint64_t seed, UOp root, const interp::BufferMap& inputs);
   bool check_reference(uint64_t seed, const fuzz::Generated& gen, const interp::BufferMap& inputs, bool& stop);
@@ -200,6 +203,33 @@ void Fuzzer::count(const fuzz::Generated& gen, const std::vector<UOp>& nodes) {
 }
 
 // Every fifth graph also runs with the buffers it writes left without data.
+// A run the interpreter stops with an error (an integer division by zero, a negative integer
+// exponent, ...: S2.1) must stop on every tier too, never give numbers. Run alone, as `ow run
+// --backend tcc` runs it (check mode would stop at the interpreter's own error).
+Outcome Fuzzer::error_reported(UOp g, const interp::BufferMap& in, backend::Backend tier) const {
+  Outcome ref = interpret(g, in);
+  if (ref.ok || ref.kind != Kind::User) return {};
+  Outcome got = run_compiled(g, in, tier, true);
+  if (!got.ok) return {};
+  return failed("error: " + std::string(backend_name(tier)) + " computed outputs where the interpreter stops: " + ref.error.substr(0, ref.error.find('\n')), Kind::User,
+                "error-not-reported");
+}
+
+// True on a finding.
+bool Fuzzer::check_run_error(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
+  for (backend::Backend tier : c_.tiers) {
+    if (!checks(tier, seed)) continue;
+    (tier == backend::Backend::Cc ? runs_cc_ : runs_tcc_)++;
+    Outcome e = error_reported(root, inputs, tier);
+    if (e.ok) continue;
+    report(seed, root, std::string(backend_name(tier)), e, [&, tier](UOp g, const interp::BufferMap& in) { return error_reported(g, in, tier); },
+           "ow run FILE --random-inputs " + std::to_string(seed) + " --backend " + std::string(backend_name(tier)));
+    return true;
+  }
+  ++run_errors_;
+  return false;
+}
+
 void Fuzzer::check_uninitialized(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
   if (seed % 5 != 0 || interpret(root, only_inputs(root, inputs)).kind != Kind::Uninitialized) return;
   ++poison_graphs_;
@@ -234,6 +264,10 @@ bool Fuzzer::check_reference(uint64_t seed, const fuzz::Generated& gen, const in
       stop = !c_.keep_going;
       return false;
     }
+  if (ref.kind == Kind::User && !c_.passes) {  // a run that stops with an error: every tier must stop too
+    stop = check_run_error(seed, gen.root, inputs) && !c_.keep_going;
+    return false;
+  }
   ++gen_errors_;
   std::cout << "seed " << seed << ": generator error (the interpreter rejects the graph): " << ref.error << "\n";
   if (gen_errors_ <= 3) std::cout << print_graph(gen.root);
@@ -370,7 +404,7 @@ void Fuzzer::print_summary(double secs) const {
   std::cout << "gradient graphs: " << grad_graphs_ << " checked against central differences (" << fd_checked_ << " elements compared, "
             << fd_unreliable_ << " skipped as not converged), " << refused << " refused\n";
   std::cout << "checked: " << runs_tcc_ << " tcc runs, " << runs_cc_ << " cc runs, " << runs_passes_ << " graphs with every lowering pass validated, "
-            << unsupported_ << " graphs not supported; " << poison_graphs_
+            << unsupported_ << " graphs not supported; " << run_errors_ << " graphs whose run stops with an error on every tier as on the interpreter; " << poison_graphs_
             << " graphs with written buffers left without data refused as the interpreter refuses them\n";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f", secs);
