@@ -17,9 +17,6 @@ using i128 = __int128;
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-// Values the simplifier folds and bounds: their whole range fits int64. uint64 does not, so its
-// nodes are left alone (their bounds are unknown).
-bool intlike(DType d) { return (d.is_int() && d != dtypes::uint64) || d.is_bool(); }
 // The division rules below reason about values as integers that do not wrap, which unsigned
 // arithmetic does all the time (x - 1 is x + 2^32 - 1): signed integers only.
 // int8 and int16 wrap within the ranges of ordinary index arithmetic, so they are left out too.

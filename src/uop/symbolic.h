@@ -15,6 +15,10 @@
 
 namespace ow {
 
+// The dtypes whose values the simplifier bounds and folds: their whole range fits int64 (every
+// integer but uint64, and bool). uint64 nodes are left alone (their bounds are unknown).
+inline bool intlike(DType d) { return (d.is_int() && d != dtypes::uint64) || d.is_bool(); }
+
 // vmin/vmax of a node from its sources (used while the node is being built).
 std::pair<int64_t, int64_t> compute_bounds(const UOpNode& n);
 

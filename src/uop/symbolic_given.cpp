@@ -15,9 +15,6 @@ namespace {
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-// The dtypes whose bounds the simplifier knows (as in symbolic.cpp): not uint64.
-bool intlike(DType d) { return (d.is_int() && d != dtypes::uint64) || d.is_bool(); }
-
 }  // namespace
 
 namespace {
