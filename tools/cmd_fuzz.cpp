@@ -202,7 +202,6 @@ void Fuzzer::count(const fuzz::Generated& gen, const std::vector<UOp>& nodes) {
   for (const auto& f : gen.forms) ++form_count_[f];
 }
 
-// Every fifth graph also runs with the buffers it writes left without data.
 // A run the interpreter stops with an error (an integer division by zero, a negative integer
 // exponent, ...: S2.1) must stop on every tier too, never give numbers. Run alone, as `ow run
 // --backend tcc` runs it (check mode would stop at the interpreter's own error).
@@ -230,6 +229,7 @@ bool Fuzzer::check_run_error(uint64_t seed, UOp root, const interp::BufferMap& i
   return false;
 }
 
+// Every fifth graph also runs with the buffers it writes left without data.
 void Fuzzer::check_uninitialized(uint64_t seed, UOp root, const interp::BufferMap& inputs) {
   if (seed % 5 != 0 || interpret(root, only_inputs(root, inputs)).kind != Kind::Uninitialized) return;
   ++poison_graphs_;

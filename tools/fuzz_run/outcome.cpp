@@ -133,8 +133,9 @@ Outcome passes(UOp g, const interp::BufferMap& inputs) {
     for_each_stage(g, [&](const std::string& pass, UOp lowered) {
       if (!out.ok) return;
       Verdict v = validate_pass(want, pass, lowered, inputs);
-      std::string kind = "pass-" + pass;  // "pass-transposes (tcc)" -> "pass-transposes-tcc": one word
-      if (size_t at = kind.find(" ("); at != std::string::npos) kind = kind.substr(0, at) + "-" + kind.substr(at + 2, kind.size() - at - 3);
+      std::string kind = "pass-";  // one word: "transposes (tcc)" -> "pass-transposes-tcc"
+      for (char c : pass)
+        if (c != '(' && c != ')') kind += c == ' ' ? '-' : c;
       if (!v.ok && !v.over_budget) out = failed(v.text, Kind::User, kind);
     });
     return out;
