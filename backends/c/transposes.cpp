@@ -20,13 +20,17 @@ void KernelRenderer::transpose8(UOp group) {
     UOp d = simplify(idx->src[1] - idx0->src[1]);
     return d->op == Ops::CONST && d->arg.is<int64_t>() ? std::optional<int64_t>(d->arg.as<int64_t>()) : std::nullopt;
   };
+  auto refuse = [&](size_t k) {
+    throw InternalError("a transpose8 GROUP is not an 8x8 transposing copy at its store " + std::to_string(k) + " (at " + printed_.line(group->src[k]) + ")");
+  };
+  for (size_t k = 0; k < 64; ++k)  // every store a plain copy first: src(k) is a LOAD's INDEX
+    if (!plain_copy(k)) refuse(k);
   std::optional<int64_t> si = offset(dst(8), dst(0)), sj = offset(src(1), src(0));
-  for (size_t k = 0; k < 64 && si && sj; ++k) {
-    int64_t a = static_cast<int64_t>(k / 8), b = static_cast<int64_t>(k % 8);
-    if (!plain_copy(k) || offset(dst(k), dst(0)) != a * *si + b || offset(src(k), src(0)) != a + b * *sj)
-      throw InternalError("a transpose8 GROUP is not an 8x8 transposing copy at its store " + std::to_string(k) + " (at " + printed_.line(group->src[k]) + ")");
-  }
   if (!si || !sj) throw InternalError("a transpose8 GROUP's strides are not constants (at " + printed_.line(group) + ")");
+  for (size_t k = 0; k < 64; ++k) {
+    int64_t a = static_cast<int64_t>(k / 8), b = static_cast<int64_t>(k % 8);
+    if (offset(dst(k), dst(0)) != a * *si + b || offset(src(k), src(0)) != a + b * *sj) refuse(k);
+  }
   auto base = [&](UOp idx) { return "b" + std::to_string(idx->src[0]->arg.as<int64_t>()) + " + " + val(simplified_at(idx->src[1], {}), depth()); };
   emit(depth(), "ow_transpose8_u32((const unsigned int*)(" + base(src(0)) + "), " + std::to_string(*sj) + "LL, (unsigned int*)(" + base(dst(0)) + "), " +
                     std::to_string(*si) + "LL);");

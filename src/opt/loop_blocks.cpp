@@ -12,8 +12,9 @@
 
 namespace ow::opt {
 
-namespace {
 const int64_t* const_extent(UOp r) { return r->src.at(0).is_const() ? r->src[0]->arg.get_if<int64_t>() : nullptr; }
+
+namespace {
 bool depends(UOp u, UOp r) { return std::find(u->free.begin(), u->free.end(), r.get()) != u->free.end(); }
 }  // namespace
 

@@ -3,6 +3,7 @@
 // renderer's loop shapes that still do (row and column blocking, register tiles).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "uop/uop.h"
@@ -19,6 +20,9 @@ namespace ow::opt {
 // those inside it (index = c*r + sum c_q*q + rest with |c| > sum |c_q|*(extent(q) - 1)), so the
 // order of the writes does not matter.
 int block_size(UOp ast, UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides, bool bounds_check);
+
+// The extent of range r when it is a constant, else null.
+const int64_t* const_extent(UOp r);
 
 // The range over the blocks of r (extent(r) / block, a constant), named like r with -block
 // appended to its sub-ids (a name no range of the lowering uses).

@@ -30,10 +30,8 @@ bool tile_copy(UOp end, bool bounds_check) {
   if (bounds_check || v->op != Ops::LOAD || v->dtype != st->src[0]->dtype.base() || v->dtype.itemsize() != 4) return false;
   UOp at = v->src[0];
   if (at->op != Ops::INDEX || at->src.size() != 2) return false;
-  for (UOp r : {i, j}) {
-    const int64_t* e = r->src.at(0).is_const() ? r->src[0]->arg.get_if<int64_t>() : nullptr;
-    if (!e || *e % 8 != 0) return false;
-  }
+  for (UOp r : {i, j})
+    if (const int64_t* e = const_extent(r); !e || *e % 8 != 0) return false;
   return coefficient(at->src[1], i) == 1 && coefficient(at->src[1], j).has_value();
 }
 
