@@ -1,8 +1,8 @@
 // The kernel renderer's class, shared by its source files (not part of the API: render.h):
 //   render.cpp       values, statements, placement of each statement in the loop nest;
 //   ops.cpp          the C of each value op in its dtype;
-//   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row and column
-//                    blocking, and tcc's unrolled inner loops (backends/README.md);
+//   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row blocking and
+//                    tcc's unrolled inner loops (backends/README.md);
 //   tiles.cpp        cc's register tiles for an interchanged matmul-like nest;
 //   row_copies.cpp   the copies of a nest's values per row or column of a block;
 //   transposes.cpp   a transpose8 GROUP (kernel-opt pass transposes) as one ow_transpose8_u32;
@@ -66,6 +66,12 @@ class KernelRenderer {
   // everything computed from them): they are never hoisted out of a loop that may run zero
   // times (the interpreter would not evaluate them at all).
   std::unordered_set<const UOpNode*> touchy_;
+  // Registers (DEFINE_REG, by number), declared zeroed at the top of the function, and the values
+  // computed from their contents: placed at the statement that uses them, never hoisted, and
+  // named for that statement only (store() forgets the names in stmt_named_).
+  std::map<int64_t, UOp> regs_;
+  std::unordered_set<const UOpNode*> reads_reg_;
+  std::vector<const UOpNode*> stmt_named_;
   static constexpr int kTileRows = 14;  // rows of cc's register tiles (tiles.cpp): 14 x 2 vectors
   bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
 
@@ -105,7 +111,6 @@ class KernelRenderer {
   bool depends(UOp u, UOp r) const { return std::binary_search(free_.at(u.get()).begin(), free_.at(u.get()).end(), r.get()); }
   std::string identity(UOp u, Ops op) const;
   std::string reduce(UOp u, int level);
-  std::vector<UOp> interchangeable(UOp end);
   void interchange(UOp end, const std::vector<UOp>& reds);
   void fold_rows(UOp r, const std::vector<UOp>& accs, UOp j);
   // One accumulator's fold term x = s * b[idx] (load_first: b[idx] * s), s fixed in j (tiles.cpp).
@@ -123,7 +128,6 @@ class KernelRenderer {
   std::string offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at);
   void fold_row(const std::vector<UOp>& accs, const std::vector<std::string>& at, UOp r, Ops op, UOp j, bool unroll);
   bool gemv_loop(UOp r, UOp acc, Ops op, UOp j);
-  std::vector<UOp> reduces_of(UOp value, UOp j) const;
   int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
   UOp open_block(UOp end, size_t pos, int block);
   std::vector<UOp> in_block(UOp x, UOp r, UOp start, int block);
@@ -163,7 +167,6 @@ class KernelRenderer {
   std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
   void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
   void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
-  bool column_blocked(UOp end);
   void statement(UOp top);
   void transpose8(UOp group);  // transposes.cpp
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "kernel_renderer.h"
-#include "opt/loop_blocks.h"
+#include "opt/loop_shapes.h"
 #include "uop/may_fail.h"
 #include "uop/pattern.h"
 #include "uop/symbolic.h"
@@ -93,81 +93,20 @@ void KernelRenderer::close(bool unroll) {
 // ---- reduce interchange ----
 //
 // A store nest `for (i...) for (j) { acc = id; for (k...) acc = acc OP x(i, j, k); out = f(acc); }`
-// is rendered as
+// whose REDUCEs opt::interchange_reduces names (src/opt/loop_shapes.h: when it keeps results) is
+// rendered as
 //   for (i...) { T acc[N]; for (j) acc[j] = id; for (k...) { <k-only values>; for (j) acc[j] = acc[j] OP x; }
 //                for (j) out = f(acc[j]); }
-// Each acc[j] folds the same terms in the same order from the same identity, so the result is
-// bit-identical; the inner j loop walks x's loads contiguously and is vectorizable. Conditions
-// (otherwise the plain rendering): j is the innermost store range with a constant extent
-// 1..kMaxAccElems; every REDUCE the stored value reaches that depends on j (the others are
-// rendered as usual) has no REDUCE in its body, reduce ranges whose extents do not depend on j,
-// nothing in its body that may fail (so the first error, if any, is the same one as in loop
-// order: it can only come from f, evaluated in j order as before), and every LOAD in its body
-// that depends on j is contiguous in j (coefficient 1; a row sum would become a strided walk).
 
-constexpr int64_t kMaxAccElems = 4096;
-constexpr int64_t kMaxAccBytes = 64 * 1024;  // all accumulator arrays of one store nest
-constexpr int64_t kMaxBlockBytes = 128 * 1024;  // ... of a block of register-tiled rows
+constexpr int64_t kMaxBlockBytes = 128 * 1024;  // the accumulator arrays of a block of register-tiled rows
 
-// The REDUCEs of END(STORE, ...) to render as accumulator arrays, or none when the interchange
-// does not apply (see above).
-std::vector<UOp> KernelRenderer::interchangeable(UOp end) {
-  if (end->src.size() < 2 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return {};
-  UOp j = end->src.back();
-  if (j->op != Ops::RANGE || j->src.empty() || !j->src[0].is_const() || !j->src[0]->arg.get_if<int64_t>()) return {};
-  int64_t n = *j->src[0]->arg.get_if<int64_t>();
-  if (n < 1 || n > kMaxAccElems) return {};
-  for (size_t i = 1; i + 1 < end->src.size(); ++i)
-    if (end->src[i] == j) return {};
-  std::vector<UOp> reds = reduces_of(end->src[0]->src[1], j);
-  int64_t bytes = 0;
-  for (UOp r : reds) {
-    const Ops* op = r->arg.get_if<Ops>();
-    if (!op || r->src.size() < 2 || r->dtype.ptr) return {};
-    bytes += n * static_cast<int64_t>(r->dtype.itemsize());
-    for (size_t s = 1; s < r->src.size(); ++s)
-      if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || depends(r->src[s]->src[0], j)) return {};
-    for (UOp u : toposort(r->src[0])) {
-      if (u->op == Ops::REDUCE || may_fail(u, opts_.bounds_check)) return {};
-      if (u->op == Ops::LOAD && u->src.size() == 1 && u->src[0]->op == Ops::INDEX && u->src[0]->src.size() >= 2 &&
-          depends(u->src[0]->src[1], j) && coefficient(u->src[0]->src[1], j) != 1)
-        return {};
-    }
-  }
-  if (bytes > kMaxAccBytes) return {};
-  return reds;
-}
-
-// The REDUCEs that depend on j reached from `value` through non-REDUCE nodes, in first-visit order.
-std::vector<UOp> KernelRenderer::reduces_of(UOp value, UOp j) const {
-  std::vector<UOp> reds, todo{value};
-  std::unordered_set<const UOpNode*> seen;
-  while (!todo.empty()) {
-    UOp u = todo.back();
-    todo.pop_back();
-    if (!seen.insert(u.get()).second || !depends(u, j)) continue;
-    if (u->op == Ops::REDUCE) {
-      reds.push_back(u);
-      continue;
-    }
-    for (size_t s = u->src.size(); s-- > 0;) todo.push_back(u->src[s]);
-  }
-  return reds;
-}
-
-// ---- blocking: B iterations of one store range rendered together ----
+// ---- row blocking: B rows of an interchanged nest rendered together ----
 //
-// Rows (an interchanged nest, the range i just outside j): the accumulator arrays of B rows
-// i = B*ib + u, u < B, fill in one pass over the reduce ranges, so a value that does not depend
-// on i (a row of b in a matmul) is loaded once for B rows (2x for cc's 512^3 matmul).
-// Columns (a plain nest whose stored value folds REDUCEs over j, its innermost range, e.g.
-// x @ W.T where the interchange would walk W with a stride): the B scalar accumulators of
-// j = B*jb + u fold in one pass, sharing the loads that do not depend on j, and their B chains
-// of additions run side by side instead of one after another (about 2x for a matvec on cc).
-// Each accumulator still folds the same terms in the same order: results are bit-identical.
-// B is 8 for columns, 4 for rows, 8 for rows of register tiles (tiles.cpp), or the largest
-// power of 2 below that divides the extent, else there is no blocking; when blocking keeps
-// results bit-identical is opt::block_size's (src/opt/loop_blocks.h).
+// The accumulator arrays of B rows i = B*ib + u, u < B (i the range just outside j) fill in one
+// pass over the reduce ranges, so a value that does not depend on i (a row of b in a matmul) is
+// loaded once for B rows (2x for cc's 512^3 matmul). Each accumulator still folds the same terms
+// in the same order: results are bit-identical. B is 4, or up to kTileRows for rows of register
+// tiles (tiles.cpp), when opt::block_size allows it (src/opt/loop_shapes.h).
 int KernelRenderer::block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const {
   return opt::block_size(kernel_->src[0], end, pos, reds, most, divides, opts_.bounds_check);
 }
@@ -192,43 +131,6 @@ std::vector<UOp> distinct(const std::vector<UOp>& xs) {
 }
 
 }  // namespace
-
-bool KernelRenderer::column_blocked(UOp end) {
-  if (end->src.size() < 2 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return false;
-  size_t pos = end->src.size() - 1;
-  UOp j = end->src[pos];
-  std::vector<UOp> reds = reduces_of(end->src[0]->src[1], j);
-  if (reds.empty()) return false;
-  for (UOp r : reds) {
-    if (!r->arg.get_if<Ops>() || r->src.size() < 2 || r->dtype.ptr) return false;
-    for (UOp u : toposort(r->src[0]))
-      if (u->op == Ops::REDUCE) return false;
-  }
-  int block = block_size(end, pos, reds, 8, true);  // more chains side by side: 8 columns
-  if (block == 1) return false;
-  for (size_t i = 1; i < pos; ++i) open(end->src[i]);
-  UOp jb = open_block(end, pos, block);
-  std::vector<UOp> stores = in_block(end->src[0], j, jb * block, block);
-  int lv = depth();
-  for (UOp r : reds) {
-    Ops op = *r->arg.get_if<Ops>();
-    std::vector<UOp> accs;
-    for (UOp ru : in_block(r, j, jb * block, block)) accs.push_back(ru);
-    accs = distinct(accs);
-    for (UOp a : accs) emit(lv, ctype(r->dtype, r) + " acc" + num(a) + " = " + identity(r, op) + ";");
-    for (size_t s = 1; s < r->src.size(); ++s) open(r->src[s]);
-    for (UOp a : accs) {
-      std::string acc = "acc" + num(a), x = val(a->src[0], depth());
-      emit(depth(), acc + " = " + binop(op, r->dtype, acc, x, true, r) + ";");
-    }
-    for (size_t s = 1; s < r->src.size(); ++s) close(s == 1);
-    for (UOp a : accs) named_[a.get()] = {"acc" + num(a), stack_[static_cast<size_t>(lv)].id};
-  }
-  for (UOp st : stores) store(st);
-  close();
-  for (size_t i = 1; i < pos; ++i) close();
-  return true;
-}
 
 void KernelRenderer::interchange(UOp end, const std::vector<UOp>& reds) {
   UOp j = end->src.back();

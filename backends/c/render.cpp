@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "opt/loop_shapes.h"
 #include "uop/error.h"
 #include "uop/floats.h"
 #include "uop/pattern.h"
@@ -79,8 +80,19 @@ void KernelRenderer::analyze_node(UOp u) {
   fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
   free_[u.get()] = std::move(fr);
   bool touchy = u->op == Ops::LOAD || may_fail(u, opts_.bounds_check);
-  for (UOp s : u->src) touchy = touchy || touchy_.count(s.get()) > 0;
+  bool reads_reg = u->op == Ops::LOAD && u->src.at(0)->src.at(0)->op == Ops::DEFINE_REG;
+  for (UOp s : u->src) {
+    touchy = touchy || touchy_.count(s.get()) > 0;
+    reads_reg = reads_reg || reads_reg_.count(s.get()) > 0;
+  }
   if (touchy) touchy_.insert(u.get());
+  if (reads_reg) reads_reg_.insert(u.get());
+  if (u->op == Ops::DEFINE_REG) {
+    const int64_t* n = u->arg.get_if<int64_t>();
+    if (!n || !u->dtype.ptr || u->dtype.size < 1) fail(u, "DEFINE_REG needs a pointer dtype with its size and a number >= 0");
+    ctype(u->dtype.base(), u);
+    if (!regs_.emplace(*n, u).second && regs_.at(*n) != u) fail(u, "two registers are numbered " + std::to_string(*n));
+  }
   if (u->op == Ops::DEFINE_GLOBAL) {
     const int64_t* slot = u->arg.get_if<int64_t>();
     if (!slot || *slot < 0 || !u->dtype.ptr) fail(u, "DEFINE_GLOBAL needs a pointer dtype and a slot >= 0");
@@ -178,12 +190,17 @@ std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
         lv = s;
         break;
       }
+  bool reads_reg = reads_reg_.count(u.get()) > 0;
+  if (reads_reg) lv = std::max(lv, std::min(user_level, depth()));  // the statement's values, in its order
   if (u->op == Ops::REDUCE) return reduce(u, lv);
   std::string e = expr(u, lv);
-  if (!force_name && uses_[u.get()] <= 1 && lv == user_level) return e;
+  // (A value read from a register is inlined: its uses may lie in other statements, which read
+  // other contents.)
+  if (!force_name && (uses_[u.get()] <= 1 || reads_reg) && lv == user_level) return e;
   std::string name = "v" + num(u);
   emit(lv, ctype(u->dtype, u) + " " + name + " = " + e + ";");
   named_[u.get()] = {name, stack_[static_cast<size_t>(lv)].id};
+  if (reads_reg) stmt_named_.push_back(u.get());
   return name;
 }
 
@@ -288,10 +305,11 @@ std::string KernelRenderer::reduce(UOp u, int lv) {
 }
 
 std::string KernelRenderer::access(UOp idx, int lv) {
-  if (idx->op != Ops::INDEX || idx->src.size() < 2 || idx->src.size() > 3 || idx->src[0]->op != Ops::DEFINE_GLOBAL)
-    fail(idx, "LOAD/STORE need INDEX(DEFINE_GLOBAL, linear[, gate])");
+  bool reg = idx->op == Ops::INDEX && idx->src.size() == 2 && idx->src[0]->op == Ops::DEFINE_REG;
+  if (!reg && (idx->op != Ops::INDEX || idx->src.size() < 2 || idx->src.size() > 3 || idx->src[0]->op != Ops::DEFINE_GLOBAL))
+    fail(idx, "LOAD/STORE need INDEX(DEFINE_GLOBAL, linear[, gate]) or INDEX(DEFINE_REG, linear)");
   UOp g = idx->src[0];
-  std::string ptr = "b" + std::to_string(g->arg.as<int64_t>());
+  std::string ptr = (reg ? "reg" : "b") + std::to_string(g->arg.as<int64_t>());
   bool check = opts_.bounds_check;
   std::string lin = val(idx->src[1], lv, check);
   std::string gate = idx->src.size() == 3 ? val(idx->src[2], lv, check) : "";
@@ -309,8 +327,19 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   return gate.empty() ? at : gate + "\x1f" + at;  // the caller splits gate and access
 }
 
+namespace {
+
+// A STORE, or a GROUP of at most 8 (a column-blocked fold): a body tcc's unrolling may copy.
+bool few_stores(UOp s) {
+  if (s->op == Ops::STORE) return true;
+  return s->op == Ops::GROUP && s->arg.none() && s->src.size() <= 8 &&
+         std::all_of(s->src.begin(), s->src.end(), [](UOp x) { return x->op == Ops::STORE; });
+}
+
+}  // namespace
+
 // A statement of the kernel grammar (verify_kernel): STORE; END, its loops (the innermost unrolled
-// for tcc when it holds one STORE); GROUP, its statements in order (transpose8's as one call,
+// for tcc when it holds few stores); GROUP, its statements in order (transpose8's as one call,
 // transposes.cpp). Walked with a stack: nesting costs no C++ recursion.
 void KernelRenderer::statement(UOp top) {
   std::vector<std::pair<UOp, size_t>> todo{{top, 0}};  // (statement, next source to render)
@@ -327,7 +356,7 @@ void KernelRenderer::statement(UOp top) {
       for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i]);
       todo.push_back({u->src.at(0), 0});
     } else if (u->op == Ops::END) {
-      for (size_t i = 1; i < u->src.size(); ++i) close(i == 1 && u->src[0]->op == Ops::STORE);
+      for (size_t i = 1; i < u->src.size(); ++i) close(i == 1 && few_stores(u->src[0]));
       todo.pop_back();
     } else if (u->op == Ops::GROUP) {
       if (next < u->src.size()) todo.push_back({u->src[next], 0});
@@ -345,6 +374,8 @@ void KernelRenderer::store(UOp st) {
   size_t sep = a.find('\x1f');
   if (sep == std::string::npos) emit(depth(), a + " = " + v + ";");
   else emit(depth(), "if (" + a.substr(0, sep) + ") " + a.substr(sep + 1) + " = " + v + ";");
+  for (const UOpNode* n : stmt_named_) named_.erase(n);  // the next statement may see other contents
+  stmt_named_.clear();
 }
 
 std::string KernelRenderer::expr(UOp u, int lv) {
@@ -380,14 +411,8 @@ RenderedKernel KernelRenderer::run() {
   analyze(ast);
   stack_.push_back({UOp(), next_scope_++, "", {}});
   for (UOp st : ast->src) {
-    if (st->op == Ops::END) {
-      if (std::vector<UOp> reds = interchangeable(st); !reds.empty()) {
-        interchange(st, reds);
-        continue;
-      }
-      if (column_blocked(st)) continue;
-    }
-    statement(st);
+    if (std::vector<UOp> reds = opt::interchange_reduces(st, opts_.bounds_check); !reds.empty()) interchange(st, reds);
+    else statement(st);
   }
   std::string src;
   // GCC's loop unroll-and-jam (an -O3 pass) takes a row-blocked matmul from 3.3 to 1.9 ms at
@@ -402,6 +427,8 @@ RenderedKernel KernelRenderer::run() {
   }
   for (size_t j = 0; j < vars_.size(); ++j)
     src += "  " + ctype(vars_[j]->dtype, vars_[j]) + " " + c_var(vars_[j]) + " = vars[" + std::to_string(j) + "];\n";
+  for (auto& [n, r] : regs_)  // zero at each launch (LOWERING.md)
+    src += "  " + ctype(r->dtype.base(), r) + " reg" + std::to_string(n) + "[" + std::to_string(r->dtype.size) + "] = {0};\n";
   src += "  (void)bufs;\n  (void)vars;\n  (void)err;\n";
   for (const std::string& l : stack_[0].lines) src += "  " + l + "\n";
   src += "  return 0;\n}\n";

@@ -23,6 +23,10 @@ void Kernel::Impl::fail(UOp at, const std::string& msg) const {
 }
 
 std::string Kernel::Impl::slot_text(int slot) const {
+  if (slot < 0) {
+    UOp r = regs[static_cast<size_t>(-1 - slot)];
+    return "register " + std::to_string(r->arg.as<int64_t>()) + " of " + std::to_string(r->dtype.size) + " elements";
+  }
   const Slot& s = slots[static_cast<size_t>(slot)];
   return "buffer " + (s.name.empty() ? "" : "'" + s.name + "' ") + "(slot " + std::to_string(slot) + ") of " + std::to_string(s.size) + " elements";
 }
@@ -148,6 +152,18 @@ void Kernel::Impl::bind_vars(const KernelArgs& args) {
   }
 }
 
+// Each launch starts with its registers zero (and never poison: a store of poison marks them).
+void Kernel::Impl::bind_registers() {
+  reg_data.clear();
+  reg_slots.clear();
+  for (UOp r : regs) {
+    BufferData d{r->dtype.base(), std::make_shared<Storage>(r->dtype.base(), r->dtype.size), std::make_shared<Storage>(dtypes::bool_, r->dtype.size)};
+    d.poison->set_nonzero(0);
+    reg_data.push_back(std::move(d));
+  }
+  for (BufferData& d : reg_data) reg_slots.push_back(Slot{&d, d.data->bytes.data(), d.poison->bytes.data(), d.data->size, "", nullptr});
+}
+
 void Kernel::Impl::run(const KernelArgs& args) {
   active.clear();
   snaps.clear();
@@ -156,6 +172,7 @@ void Kernel::Impl::run(const KernelArgs& args) {
   bind_buffers(args);
   snapshot_written_loads();
   bind_vars(args);
+  bind_registers();
   for (int k : top) run_stmt(k);
   snaps.clear();
 }

@@ -1,13 +1,14 @@
 // Scalar evaluation of one kernel-level ast (reference/LOWERING.md "Kernel-level program"):
 //
-//   ast   := SINK void (store...)      store := END(STORE(ptr, value), r...) | STORE(ptr, value)
-//   ptr   := INDEX T* (DEFINE_GLOBAL T*n () slot, linear[, gate])
+//   ast   := SINK void (stmt...)       stmt := STORE(ptr, value) | END(stmt, r...) | GROUP(stmt...)
+//   ptr   := INDEX T* (DEFINE_GLOBAL T*n () slot, linear[, gate]) | INDEX T* (DEFINE_REG T*n () k, linear)
 //   value := CONST | DEFINE_VAR | RANGE | ALU/CAST/WHERE | LOAD T (ptr) | REDUCE T (value, r...) op
 //
 // The arithmetic is the tensor interpreter's (interp/scalar_ops.h, shared with elementwise.cpp), so a
 // kernel and the tensor graph it came from agree bit for bit. Loads read every buffer as it was
 // when the kernel was launched (buffers the kernel both loads and stores are copied first);
-// stores land in loop order. Single-threaded and deterministic.
+// stores land in loop order. Registers (DEFINE_REG) are the launch's own memory, zero at its
+// start, read and written in statement order. Single-threaded and deterministic.
 #pragma once
 #include <cstdint>
 #include <functional>

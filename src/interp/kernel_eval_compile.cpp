@@ -90,14 +90,16 @@ void Kernel::Impl::compile_const(Node& n) {
   });
 }
 
-// INDEX T* (DEFINE_GLOBAL, linear[, gate]): the slot and the nodes of the address.
+// INDEX T* (DEFINE_GLOBAL, linear[, gate]) or INDEX T* (DEFINE_REG, linear): the slot and the
+// nodes of the address.
 void Kernel::Impl::compile_pointer(Node& n) {
   UOp u = n.u;
-  if (!u->dtype.ptr || u->src[0]->op != Ops::DEFINE_GLOBAL)
-    compile_fail(u, "a kernel INDEX must be a pointer INDEX of a DEFINE_GLOBAL (INDEX T* (DEFINE_GLOBAL, linear[, gate]))");
-  if (u->src.size() != 2 && u->src.size() != 3) compile_fail(u, "a pointer INDEX takes (DEFINE_GLOBAL, linear[, gate])");
+  bool reg = u->src[0]->op == Ops::DEFINE_REG;
+  if (!u->dtype.ptr || (u->src[0]->op != Ops::DEFINE_GLOBAL && !reg))
+    compile_fail(u, "a kernel INDEX must be a pointer INDEX of a DEFINE_GLOBAL or a DEFINE_REG (INDEX T* (DEFINE_GLOBAL, linear[, gate]))");
+  if (u->src.size() != 2 && (reg || u->src.size() != 3)) compile_fail(u, "a pointer INDEX takes (DEFINE_GLOBAL, linear[, gate]) or (DEFINE_REG, linear)");
   if (u->src.size() == 3 && !u->src[2]->dtype.is_bool()) compile_fail(u, "the gate of a pointer INDEX must be bool");
-  n.slot = static_cast<int>(u->src[0]->arg.as<int64_t>());
+  n.slot = reg ? node(u->src[0]).slot : static_cast<int>(u->src[0]->arg.as<int64_t>());
   n.lin = &node(u->src[1]);
   n.gate = u->src.size() == 3 ? &node(u->src[2]) : nullptr;
 }
@@ -110,7 +112,8 @@ void Kernel::Impl::compile_load(Node& n) {
   n.slot = ix.slot;
   n.lin = ix.lin;
   n.gate = ix.gate;
-  loaded.insert(n.slot);
+  if (n.slot >= 0) loaded.insert(n.slot);
+  n.reads_reg = n.reads_reg || n.slot < 0;
   n.fn = dispatch(u->dtype, [&](auto tag) -> Fn { return &Eval::load<typename decltype(tag)::type>; });
   n.listed = true;
 }
@@ -148,6 +151,8 @@ void Kernel::Impl::compile_node(UOp u, size_t idx) {
   n.order = idx;
   for (size_t i = 0; i < u->src.size() && i < 3; ++i) n.s[i] = &node(u->src[i]);
   n.deps = range_deps(n);
+  for (UOp s : u->src) n.reads_reg = n.reads_reg || node(s).reads_reg;
+  if (n.reads_reg && u->op == Ops::REDUCE) compile_fail(u, "a REDUCE's body reads a register (registers are read by statements only)");
   try {
     compile_value(n, idx);
   } catch (const InternalError&) {
@@ -167,6 +172,10 @@ void Kernel::Impl::compile_value(Node& n, size_t idx) {
       return;
     case Ops::DEFINE_VAR: return vars.push_back(idx);
     case Ops::DEFINE_GLOBAL: return globals.push_back({idx, u});
+    case Ops::DEFINE_REG:
+      if (!u->dtype.ptr || u->dtype.size < 1) compile_fail(u, "a DEFINE_REG needs a pointer dtype with its element count");
+      n.slot = register_slot(regs.size());
+      return regs.push_back(u);
     case Ops::INDEX: return compile_pointer(n);
     case Ops::LOAD: return compile_load(n);
     case Ops::REDUCE: return compile_reduce(n);
@@ -194,8 +203,29 @@ std::vector<Kernel::Impl::Node*> Kernel::Impl::reach(const std::vector<Node*>& r
       stack.push_back(n->gate);
       continue;
     }
-    out.push_back(n);
+    if (!n->reads_reg) out.push_back(n);  // a statement computes those (register_reads)
     if (op == Ops::REDUCE) continue;
+    for (Node* s : n->s) stack.push_back(s);
+  }
+  std::sort(out.begin(), out.end(), [](Node* a, Node* b) { return a->order < b->order; });
+  return out;
+}
+
+// The nodes reading registers that a statement with these roots computes, in topological order:
+// those reachable through such nodes only (their other sources are its loops' business).
+std::vector<Kernel::Impl::Node*> Kernel::Impl::register_reads(const std::vector<Node*>& roots) {
+  std::vector<Node*> out, stack(roots.begin(), roots.end());
+  std::set<Node*> seen;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (!n || !seen.insert(n).second) continue;
+    if (n->u->op == Ops::INDEX) {
+      stack.insert(stack.end(), {n->lin, n->gate});
+      continue;
+    }
+    if (!n->reads_reg) continue;
+    out.push_back(n);
     for (Node* s : n->s) stack.push_back(s);
   }
   std::sort(out.begin(), out.end(), [](Node* a, Node* b) { return a->order < b->order; });
@@ -212,6 +242,7 @@ int Kernel::Impl::make_loop(const std::vector<UOp>& ranges, const std::vector<No
     L.ranges.push_back(&rn);
     Node& e = node(r->src[0]);
     if (!e.deps.empty()) compile_fail(r, "a RANGE's extent may not depend on another range");
+    if (e.reads_reg) compile_fail(r, "a RANGE's extent may not read a register");
     L.extent_nodes.push_back(&e);
     L.extent_lists.push_back(reach({&e}));
   }
@@ -282,7 +313,8 @@ int Kernel::Impl::compile_store(UOp u) {
   s.gate = ix.gate;
   s.value = &node(u->src[1]);
   s.index = p;
-  stored.insert(s.slot);
+  s.locals = register_reads({s.lin, s.gate, s.value});
+  if (s.slot >= 0) stored.insert(s.slot);
   s.store = dispatch(u->src[1]->dtype, [&](auto tag) -> StoreFn { return &Eval::store<typename decltype(tag)::type>; });
   stmts.push_back(s);
   return static_cast<int>(stmts.size() - 1);

@@ -14,6 +14,9 @@
 // A loop with an empty extent runs nothing, so hoisting never evaluates a node the reference
 // semantics would not (errors stay exactly where SEMANTICS.md puts them). A REDUCE is a node
 // whose evaluation runs its own loop; its body is not part of the enclosing lists.
+// Registers (DEFINE_REG) are kernel-local memory, zero at each launch, read and written in
+// statement order: a node computed from a register's contents is never hoisted or cached but
+// computed by each store statement that needs it, just before it stores (`Stmt::locals`).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -89,7 +92,8 @@ struct Kernel::Impl {
     UOp u;
     size_t order = 0;         // topological position
     bool listed = false;      // computed by fn (not CONST/RANGE/DEFINE_VAR/pointer INDEX/DEFINE_GLOBAL)
-    // LOAD: the pointer's parts
+    bool reads_reg = false;   // computed from a register's contents: evaluated by its statements
+    // LOAD: the pointer's parts (DEFINE_REG, INDEX: the slot; a register's is register_slot(k))
     int slot = -1;
     Node* lin = nullptr;
     Node* gate = nullptr;
@@ -119,6 +123,7 @@ struct Kernel::Impl {
     Node* gate = nullptr;
     Node* value = nullptr;
     UOp index;
+    std::vector<Node*> locals;     // the nodes reading registers it needs, in order
   };
 
   struct Slot {
@@ -129,6 +134,9 @@ struct Kernel::Impl {
     std::string name;
     LaunchSnapshot* snap = nullptr;  // a buffer the kernel also stores to: loads read it as at launch
   };
+  // Slots >= 0 are the DEFINE_GLOBALs'; register k (regs[k]) is slot -1 - k.
+  static int register_slot(size_t k) { return -1 - static_cast<int>(k); }
+  Slot& slot(int k) { return k >= 0 ? slots[static_cast<size_t>(k)] : reg_slots[static_cast<size_t>(-1 - k)]; }
 
   // The node and store functions, per op and dtype (kernel_eval_ops.h).
   struct Eval;
@@ -144,10 +152,13 @@ struct Kernel::Impl {
   std::vector<int> top;  // top-level statements, in order
   std::vector<std::pair<size_t, UOp>> globals;  // node index -> DEFINE_GLOBAL
   std::vector<size_t> vars;                     // DEFINE_VAR nodes
+  std::vector<UOp> regs;                        // DEFINE_REG nodes, by register slot
   std::set<int64_t> loaded, stored;
 
   // ---- run state ----
   std::vector<Slot> slots;
+  std::vector<Slot> reg_slots;           // this run's registers, zeroed
+  std::vector<BufferData> reg_data;
   std::vector<std::unique_ptr<LaunchSnapshot>> snaps;  // per buffer both loaded and stored, this run
   std::vector<Node*> active;
   uint64_t clock = 0, base = 0, ops = 0;
@@ -165,7 +176,7 @@ struct Kernel::Impl {
     }
     if (lin->poison) fail(index, std::string("the index of a ") + what + " is poison (computed from uninitialized memory)");
     int64_t k = lin->v.i;
-    if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(slots[static_cast<size_t>(slot)].size))
+    if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(this->slot(slot).size))
       fail(index, std::string("out-of-bounds index: ") + what + " at " + std::to_string(k) + " into " + slot_text(slot));
     return true;
   }
@@ -186,6 +197,7 @@ struct Kernel::Impl {
   void compile_reduce(Node& n);
   void compile_alu(Node& n);
   std::vector<Node*> reach(const std::vector<Node*>& roots);
+  std::vector<Node*> register_reads(const std::vector<Node*>& roots);
   int make_loop(const std::vector<UOp>& ranges, const std::vector<Node*>& roots, UOp at);
   int loop_stmt(int loop);
   std::vector<int> compile_stmt(UOp u);
@@ -202,6 +214,7 @@ struct Kernel::Impl {
   void bind_buffers(const KernelArgs& args);
   void snapshot_written_loads();
   void bind_vars(const KernelArgs& args);
+  void bind_registers();
   void run(const KernelArgs& args);
 };
 

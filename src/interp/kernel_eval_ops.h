@@ -62,7 +62,7 @@ struct Kernel::Impl::Eval {
       n.poison = false;
       return;
     }
-    const Slot& s = I.slots[static_cast<size_t>(n.slot)];
+    const Slot& s = I.slot(n.slot);
     int64_t k = n.lin->v.i;
     if (s.snap) {
       get<T>(n.v) = s.snap->load<T>(k, n.poison);
@@ -90,8 +90,10 @@ struct Kernel::Impl::Eval {
   }
   // A STORE writes in place; the buffer gets a poison mask the first time poison lands in it.
   template <class T> static void store(Impl& I, Stmt& s) {
+    for (Node* x : s.locals) x->fn(I, *x);
+    I.ops += s.locals.size();
     if (!I.access("STORE", s.slot, s.lin, s.gate, s.index)) return;
-    Slot& b = I.slots[static_cast<size_t>(s.slot)];
+    Slot& b = I.slot(s.slot);
     int64_t k = s.lin->v.i;
     if (b.snap) b.snap->before_store(k);
     b.bd->data->as<T>()[k] = get<T>(s.value->v);

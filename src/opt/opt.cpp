@@ -23,6 +23,7 @@ const std::vector<Pass>& passes() {
   static const std::vector<Pass> list{
       {"threads", "a big kernel whose outermost range is provably parallel runs its halves on two threads", {Target::cc}, threads_rules},
       {"transposes", "a transposing copy is blocked: 16 rows per pass, or 8x8 tiles of 4-byte elements on cc", {Target::tcc, Target::cc}, transposes_rules},
+      {"columns", "a store nest folding REDUCEs over its inner range folds 8 columns side by side in registers", {Target::tcc, Target::cc}, columns_rules},
   };
   return list;
 }

@@ -39,7 +39,7 @@ struct Pass {
   const PatternMatcher& (*rules)();  // its rules read the Options from the rewrite's context
 };
 
-// The passes, in order: threads, transposes.
+// The passes, in order: threads, transposes, columns.
 const std::vector<Pass>& passes();
 
 // One pass over every KERNEL of `root` (a lowered program, or a lone KERNEL): the pass's rules
@@ -52,5 +52,6 @@ UOp optimize(UOp root, const Options& o);
 // The pass rule tables (one file each).
 const PatternMatcher& threads_rules();
 const PatternMatcher& transposes_rules();
+const PatternMatcher& columns_rules();
 
 }  // namespace ow::opt

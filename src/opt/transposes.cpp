@@ -10,10 +10,10 @@
 //    < 8), ..., ib, jb), which the renderer writes as the prelude's ow_transpose8_u32, a transpose
 //    in registers (1.8 us).
 // A GROUP runs its stores in order, so the interpreter evaluates every form; the blocking
-// conditions (loop_blocks.h) make the order of the stores free: results are bit-identical.
+// conditions (loop_shapes.h) make the order of the stores free: results are bit-identical.
 #include <cstdlib>
 
-#include "opt/loop_blocks.h"
+#include "opt/loop_shapes.h"
 #include "opt/opt.h"
 #include "uop/args.h"
 #include "uop/symbolic.h"

@@ -276,6 +276,11 @@ Check check_node(UOp u) {
       if (!u->dtype.ptr) return fail("define_global.dtype", "DEFINE_GLOBAL needs a pointer dtype such as float32*10, got " + dt(u->dtype));
       if (!u->arg.is<int64_t>() || u->arg.as<int64_t>() < 0) return fail("define_global.arg", "DEFINE_GLOBAL arg must be its parameter slot (an integer >= 0)");
       return std::nullopt;
+    case Ops::DEFINE_REG:
+      if (auto e = count(u, 0, 0)) return e;
+      if (!u->dtype.ptr || u->dtype.size < 1) return fail("define_reg.dtype", "DEFINE_REG needs a pointer dtype with its element count, such as float32*8, got " + dt(u->dtype));
+      if (!u->arg.is<int64_t>() || u->arg.as<int64_t>() < 0) return fail("define_reg.arg", "DEFINE_REG arg must be its register number (an integer >= 0)");
+      return std::nullopt;
     case Ops::STORE: case Ops::ASSIGN: case Ops::LOAD: case Ops::INDEX: case Ops::END: case Ops::AFTER:
       return check_effect(u);
     case Ops::GRADIENT:

@@ -34,6 +34,10 @@ void require_valid(UOp root);
 void verify_kernel(UOp kernel);
 void verify_kernels(UOp root);
 
+// The bytes all registers (DEFINE_REG) of one kernel may hold: they live on the C stack of a
+// launch (and of each of a two-thread kernel's halves).
+constexpr int64_t kMaxRegisterBytes = 256 * 1024;
+
 // Ranges a node's value depends on that no REDUCE/END/range-dimension has closed yet, ordered
 // by address. O(result): computed once per node when it is built (UOpNode::free).
 std::vector<UOp> free_ranges(UOp u);

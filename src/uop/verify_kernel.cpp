@@ -33,10 +33,11 @@ class KernelGrammar {
       return {ast, "a kernel for " + std::to_string(n) + " threads has its statements in " + std::to_string(n) + " parts of equal count"};
     for (UOp s : ast->src)
       if (auto p = store(s); p.first) return p;
-    for (UOp u : toposort(ast))
+    std::vector<UOp> order = toposort(ast);
+    for (UOp u : order)
       if (!stores_.count(u.get()) && u != ast)
         if (auto p = value(u); p.first) return p;
-    return {};
+    return registers(order);
   }
 
  private:
@@ -104,13 +105,41 @@ class KernelGrammar {
         continue;
       }
       if (s->op != Ops::STORE || s->src.size() != 2) return {s, "a kernel's ast holds STORE(ptr, value), possibly under ENDs and GROUPs"};
-      if (!pointer(s->src[0])) return {s, "a STORE writes through INDEX(DEFINE_GLOBAL, linear[, gate])"};
+      if (!pointer(s->src[0])) return {s, "a STORE writes through INDEX(DEFINE_GLOBAL, linear[, gate]) or INDEX(DEFINE_REG, linear)"};
     }
     return {};
   }
 
-  bool pointer(UOp p) const {
-    return p->op == Ops::INDEX && p->dtype.ptr && (p->src.size() == 2 || p->src.size() == 3) && p->src[0]->op == Ops::DEFINE_GLOBAL;
+  // INDEX(DEFINE_GLOBAL, linear[, gate]) or INDEX(DEFINE_REG, linear).
+  static bool pointer(UOp p) {
+    if (p->op != Ops::INDEX || !p->dtype.ptr || p->src.size() < 2) return false;
+    if (p->src[0]->op == Ops::DEFINE_REG) return p->src.size() == 2;
+    return p->src.size() <= 3 && p->src[0]->op == Ops::DEFINE_GLOBAL;
+  }
+
+  // Registers (DEFINE_REG) are numbered apart, small enough for the C stack, and read only where
+  // a statement evaluates its values: not in a REDUCE's body, a range's extent or a global
+  // access's gate (the renderer and the kernel evaluator compute those ahead of the statement).
+  static std::pair<UOp, std::string> registers(const std::vector<UOp>& order) {
+    std::set<int64_t> numbers;
+    int64_t bytes = 0;
+    std::set<const UOpNode*> reads;  // nodes computed from a register's contents
+    for (UOp u : order) {
+      if (u->op == Ops::DEFINE_REG) {
+        if (!numbers.insert(u->arg.as<int64_t>()).second) return {u, "two DEFINE_REGs of a kernel have the same number"};
+        if (u->dtype.size <= kMaxRegisterBytes) bytes += u->dtype.size * static_cast<int64_t>(u->dtype.itemsize());
+        if (u->dtype.size > kMaxRegisterBytes || bytes > kMaxRegisterBytes)
+          return {u, "a kernel's registers hold at most " + std::to_string(kMaxRegisterBytes) + " bytes"};
+      }
+      bool reg_load = u->op == Ops::LOAD && u->src[0]->src[0]->op == Ops::DEFINE_REG;
+      for (UOp s : u->src) reg_load = reg_load || reads.count(s.get());
+      if (!reg_load) continue;
+      if (u->op == Ops::REDUCE) return {u, "a REDUCE's body reads a register (registers are read by statements only)"};
+      if (u->op == Ops::RANGE) return {u, "a RANGE's extent reads a register"};
+      if (u->op == Ops::INDEX && u->src.size() == 3 && reads.count(u->src[2].get())) return {u, "a gate reads a register"};
+      reads.insert(u.get());
+    }
+    return {};
   }
 
   // What a value may be: CONST, DEFINE_VAR, RANGE, elementwise ops, LOAD, REDUCE, and the
@@ -128,11 +157,12 @@ class KernelGrammar {
         if (!u->arg.is<int64_t>() || u->arg.as<int64_t>() < 0 || static_cast<size_t>(u->arg.as<int64_t>()) >= buffers_)
           return {u, "DEFINE_GLOBAL's slot names no buffer source of the kernel"};
         return {};
+      case Ops::DEFINE_REG: return {};  // checked by registers()
       case Ops::INDEX:
-        if (!pointer(u)) return {u, "an INDEX in a kernel is a pointer INDEX(DEFINE_GLOBAL, linear[, gate])"};
+        if (!pointer(u)) return {u, "an INDEX in a kernel is a pointer INDEX(DEFINE_GLOBAL, linear[, gate]) or INDEX(DEFINE_REG, linear)"};
         return {};
       case Ops::LOAD:
-        if (u->src.size() != 1 || !pointer(u->src[0])) return {u, "a LOAD reads through INDEX(DEFINE_GLOBAL, linear[, gate])"};
+        if (u->src.size() != 1 || !pointer(u->src[0])) return {u, "a LOAD reads through INDEX(DEFINE_GLOBAL, linear[, gate]) or INDEX(DEFINE_REG, linear)"};
         return {};
       case Ops::REDUCE: return {};
       default:

@@ -2,6 +2,7 @@
 // and (through backends/compiler.h) that the code computes what was asked.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "backends/c/kernel_abi.h"
 #include "backends/c/render.h"
 #include "backends/compiler.h"
+#include "opt/opt.h"
 #include "uop/error.h"
 #include "uop/text.h"
 
@@ -330,9 +332,35 @@ TEST_CASE("render: tcc's vectorized axpy rows, float64 and factors in either ord
   CHECK(body(rs).find("ow_axpy") == std::string::npos);
 }
 
-TEST_CASE("render: column blocking of dot products (a times b transposed), exact on tcc and cc", "[render][tcc]") {
+// Registers (DEFINE_REG) as the kernel evaluator runs them (tests/interp/test_kernel_eval.cpp):
+// declared zero at each launch, read and written in statement order. out[i] = a[0] + ... + a[i]
+// through one register: the node LOAD(reg[0]) feeds both statements and must not be named once.
+TEST_CASE("render: a register is zero at each launch and read in statement order (prefix sum)", "[render][tcc]") {
+  UOp out = global(0, 4), a = global(1, 4), i = UOp::range(4, 0);
+  UOp acc = UOp::make(Ops::DEFINE_REG, dtypes::float32.pointer(1), {}, Arg(int64_t{0})).index({UOp::index(0)});
+  UOp step = UOp::make(Ops::GROUP, dtypes::void_, {acc.store(acc.load() + a.index({i}).load()), out.index({i}).store(acc.load())});
+  UOp kern = kernel("prefix", {step.end({i})}, {buffer("out", 4), buffer("a", 4)});
+  using Fn = int (*)(void**, const long long*, long long*);
+  for (bool check : {false, true})
+    for (const char* tier : {"tcc", "cc"}) {
+      RenderedKernel k = render_kernel(kern, for_tier(tier, check));
+      INFO(tier << ", bounds checks " << check << "\n" << k.source);
+      CHECK(body(k).find("float reg0[1] = {0};") != std::string::npos);
+      auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(k.source)->symbol(k.name));
+      for (int launch = 0; launch < 2; ++launch) {
+        std::vector<float> o(4, -1.0f), av{1, 2, 4, 8};
+        void* bufs[2] = {o.data(), av.data()};
+        long long err[3] = {};
+        REQUIRE(fn(bufs, nullptr, err) == 0);
+        CHECK(o == std::vector<float>{1, 3, 7, 15});
+      }
+    }
+}
+
+TEST_CASE("render: column blocking of dot products (a times b transposed, pass columns), exact on tcc and cc", "[render][tcc]") {
   // out[i][j] = sum_k a[i*7+k] * b[j*7+k], 3 rows; columns: 8 -> blocks of 8, 12 -> 4, 6 -> 2,
-  // 5 -> none. Compared bit for bit with the same sums done here in the same order.
+  // 5 -> none. The kernel-opt pass columns (src/opt/columns.cpp) blocks them into registers; its
+  // C is compared bit for bit with the same sums done here in the same order.
   for (int64_t n : {8, 12, 6, 5}) {
     const int64_t m = 3, kn = 7;
     UOp out = global(0, m * n), a = global(1, m * kn), b = global(2, n * kn);
@@ -343,16 +371,22 @@ TEST_CASE("render: column blocking of dot products (a times b transposed), exact
     for (size_t q = 0; q < av.size(); ++q) av[q] = 0.29f * float(q) - 1.9f;
     for (size_t q = 0; q < bv.size(); ++q) bv[q] = 1.0f / float(q + 3);
     std::vector<float> want = matmul_in_order(av, bv, m, kn, n, true);
+    const std::vector<opt::Pass>& passes = opt::passes();
+    const opt::Pass& columns = *std::find_if(passes.begin(), passes.end(), [](const opt::Pass& p) { return p.name == "columns"; });
     for (bool check : {false, true}) {
+      opt::Options o;
+      o.bounds_check = check;
+      UOp blocked = opt::run_pass(columns, kern, o);
       for (const char* tier : {"tcc", "cc"}) {
-        RenderedKernel rk = render_kernel(kern, for_tier(tier, check));
+        RenderedKernel rk = render_kernel(blocked, for_tier(tier, check));
         INFO("columns " << n << ", bounds checks " << check << ", for " << tier << "\n" << rk.source);
         CHECK_FALSE(interchanged(rk));
         int64_t blk = n == 5 ? 1 : n == 6 ? 2 : n == 12 ? 4 : 8;
-        if (blk > 1) CHECK(body(rk).find("for (long long j_" + std::to_string(blk) + " = 0; j_" + std::to_string(blk) + " < " + std::to_string(n / blk) + "LL;") != std::string::npos);
-        else CHECK(body(rk).find("j_") == std::string::npos);
+        if (blk > 1) CHECK(body(rk).find("float reg0[" + std::to_string(blk) + "] = {0};") != std::string::npos);
+        if (blk > 1) CHECK(body(rk).find("for (long long j = 0; j < " + std::to_string(n / blk) + "LL;") != std::string::npos);
+        else CHECK(body(rk).find("reg") == std::string::npos);
       }
-      check_exact(kern, check, av, bv, want);
+      check_exact(blocked, check, av, bv, want);
     }
   }
 }

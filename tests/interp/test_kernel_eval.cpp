@@ -464,6 +464,49 @@ TEST_CASE("kernel: DEFINE_GLOBAL of the wrong dtype for its buffer is a clear er
   CHECK(e.find("DEFINE_GLOBAL slot 2 is int32*16 but the buffer bound to it ('b') holds float32 data") != std::string::npos);
 }
 
+// Registers (DEFINE_REG) are read and written in statement order, unlike buffers (which loads
+// see as at launch), and are zero at the start of every launch. out[i] = a[0] + ... + a[i]: the
+// one node acc = LOAD(reg[0]) is read by both statements, before and after the first one stores.
+TEST_CASE("kernel: a register is read in statement order and is zero at each launch (prefix sum)", "[kernel]") {
+  const char* text = R"(
+%g0 = DEFINE_GLOBAL float32*4 () 0
+%g1 = DEFINE_GLOBAL float32*4 () 1
+%r = DEFINE_REG float32*1 () 0
+%c0 = CONST index () 0
+%c4 = CONST index () 4
+%i = RANGE index (%c4) (0, AxisType.LOOP)
+%ra = INDEX float32*1 (%r, %c0)
+%acc = LOAD float32 (%ra)
+%pa = INDEX float32*4 (%g1, %i)
+%x = LOAD float32 (%pa)
+%sum = ADD float32 (%acc, %x)
+%s1 = STORE void (%ra, %sum)
+%po = INDEX float32*4 (%g0, %i)
+%s2 = STORE void (%po, %acc)
+%grp = GROUP void (%s1, %s2)
+%e = END void (%grp, %i)
+%ast = SINK void (%e)
+)";
+  Kernel k(parse_graph(text).root);
+  for (int launch = 0; launch < 2; ++launch) {
+    BufferData out = fbuf({-1, -1, -1, -1}), a = fbuf({1, 2, 4, 8});
+    KernelArgs args;
+    args.buffers = {&out, &a};
+    k.run(args);
+    CHECK(floats(out) == std::vector<float>{1, 3, 7, 15});
+  }
+  // A register index out of range is the out-of-bounds error, naming the register.
+  std::string bad = std::string(text);
+  bad.replace(bad.find("%ra = INDEX float32*1 (%r, %c0)"), 31, "%ra = INDEX float32*1 (%r, %i)");
+  bad.erase(bad.find("%c0 = CONST index () 0\n"), 23);
+  BufferData out = fbuf({0, 0, 0, 0}), a = fbuf({1, 2, 4, 8});
+  KernelArgs args;
+  args.buffers = {&out, &a};
+  std::string e = error_of([&] { run_kernel(parse_graph(bad).root, args); });
+  CAPTURE(e);
+  CHECK(e.find("out-of-bounds index: LOAD at 1 into register 0 of 1 elements") != std::string::npos);
+}
+
 TEST_CASE("kernel: integer division by zero names the node", "[kernel]") {
   const char* text = R"(
 %g0 = DEFINE_GLOBAL int32*3 () 0

@@ -507,6 +507,32 @@ TEST_CASE("verify_kernel: a buffer ordered after a non-OUTER range is an Interna
   }
 }
 
+// Registers (DEFINE_REG): numbered apart, small enough for the C stack, read by statements only.
+TEST_CASE("verify_kernel: registers are numbered apart, bounded, and read outside REDUCEs and extents", "[verify][kernel]") {
+  UOp r = UOp::range(10, 0, AxisType::LOOP), k = UOp::range(4, 1, AxisType::REDUCE);
+  UOp out = UOp::make(Ops::DEFINE_GLOBAL, dtypes::float32.pointer(10), {}, Arg(0));
+  auto reg = [](int64_t n, int64_t size) { return UOp::make(Ops::DEFINE_REG, dtypes::float32.pointer(size), {}, Arg(n)); };
+  auto kernel_of = [&](std::vector<UOp> stmts) {
+    return UOp::make(Ops::KERNEL, dtypes::void_, {UOp::sink(std::move(stmts)), buffer("out", 10)}, Arg(ArgTuple{Arg("k0")}));
+  };
+  UOp acc = reg(0, 2).index({UOp::index(1)});
+  UOp fine = UOp::make(Ops::GROUP, dtypes::void_, {acc.store(acc.load() + UOp::cnst(dtypes::float32, 1)), out.index({r}).store(acc.load())}).end({r});
+  CHECK_NOTHROW(verify_kernel(kernel_of({fine})));
+  // Two registers with one number.
+  UOp other = reg(0, 3).index({UOp::index(0)});
+  CHECK_THROWS_WITH(verify_kernel(kernel_of({fine, other.store(UOp::cnst(dtypes::float32, 0))})), Catch::Contains("same number"));
+  // Over kMaxRegisterBytes: 65537 float32 elements are 262148 bytes.
+  UOp big = reg(1, 65537).index({UOp::index(0)});
+  CHECK_THROWS_WITH(verify_kernel(kernel_of({big.store(UOp::cnst(dtypes::float32, 0))})), Catch::Contains("at most 262144 bytes"));
+  // A register read inside a REDUCE's body.
+  UOp folded = (acc.load() + UOp::cnst(dtypes::float32, 1)).reduce({k}, Ops::ADD);
+  CHECK_THROWS_AS(verify_kernel(kernel_of({out.index({r}).store(folded).end({r})})), InternalError);
+  CHECK_THROWS_WITH(verify_kernel(kernel_of({out.index({r}).store(folded).end({r})})), Catch::Contains("REDUCE's body reads a register"));
+  // A register indexed with a gate.
+  UOp gated = UOp::make(Ops::INDEX, dtypes::float32.pointer(2), {reg(0, 2), UOp::index(0), UOp::cnst(dtypes::bool_, 1)});
+  CHECK_THROWS_WITH(verify_kernel(kernel_of({gated.store(UOp::cnst(dtypes::float32, 0))})), Catch::Contains("INDEX(DEFINE_REG, linear)"));
+}
+
 // One base, one kind per type, one name per kind (uop/error.h): a catch of ow::Error sees an
 // InternalError too, and every tool names the kind by kind_name (ow serve's "kind", ow fuzz).
 TEST_CASE("errors: an InternalError is an ow::Error of kind internal; each type names its kind once", "[errors]") {

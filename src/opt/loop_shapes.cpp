@@ -1,5 +1,5 @@
-// Blocking a range of a store nest (loop_blocks.h).
-#include "opt/loop_blocks.h"
+// The loop shapes that keep a store nest's results (loop_shapes.h).
+#include "opt/loop_shapes.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -58,6 +58,47 @@ UOp block_range(UOp r, int block) {
   for (size_t k = 1; k + 1 < arg.size(); ++k) sub.push_back(arg[k].as<int64_t>());
   sub.push_back(-block);
   return UOp::range(*const_extent(r) / block, arg[0].as<int64_t>(), range_axis(r), sub);
+}
+
+std::vector<UOp> reduces_over(UOp value, UOp j) {
+  std::vector<UOp> reds, todo{value};
+  std::set<const UOpNode*> seen;
+  while (!todo.empty()) {
+    UOp u = todo.back();
+    todo.pop_back();
+    if (!seen.insert(u.get()).second || !depends(u, j)) continue;
+    if (u->op == Ops::REDUCE) {
+      reds.push_back(u);
+      continue;
+    }
+    for (size_t s = u->src.size(); s-- > 0;) todo.push_back(u->src[s]);
+  }
+  return reds;
+}
+
+std::vector<UOp> interchange_reduces(UOp end, bool bounds_check) {
+  if (end->op != Ops::END || end->src.size() < 2 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return {};
+  UOp j = end->src.back();
+  const int64_t* n = j->op == Ops::RANGE ? const_extent(j) : nullptr;
+  if (!n || *n < 1 || *n > kMaxAccElems) return {};
+  for (size_t i = 1; i + 1 < end->src.size(); ++i)
+    if (end->src[i] == j) return {};
+  std::vector<UOp> reds = reduces_over(end->src[0]->src[1], j);
+  int64_t bytes = 0;
+  for (UOp r : reds) {
+    if (!r->arg.get_if<Ops>() || r->src.size() < 2 || r->dtype.ptr) return {};
+    bytes += *n * static_cast<int64_t>(r->dtype.itemsize());
+    for (size_t s = 1; s < r->src.size(); ++s)
+      if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || depends(r->src[s]->src[0], j)) return {};
+    for (UOp u : toposort(r->src[0])) {
+      if (u->op == Ops::REDUCE || may_fail(u, bounds_check)) return {};
+      if (u->op == Ops::LOAD && u->src.size() == 1 && u->src[0]->op == Ops::INDEX && u->src[0]->src.size() >= 2 &&
+          depends(u->src[0]->src[1], j) && coefficient(u->src[0]->src[1], j) != 1)
+        return {};
+    }
+  }
+  if (bytes > kMaxAccBytes) return {};
+  return reds;
 }
 
 }  // namespace ow::opt
