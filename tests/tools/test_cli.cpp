@@ -819,8 +819,8 @@ TEST_CASE("small warts: --version, help CMD, a missing FILE, report without -o, 
   INFO(report.err);
   CHECK(report.rc == 0);
   CHECK(report.err == "ow report: random inputs (seed 5): out, vec, mats\n");
-  // the input graph, the 9 lowering passes and the 2 kernel-opt passes for cc (threads, transposes)
-  CHECK_THAT(report.out, Catch::StartsWith("scan_with_assign.html: 12 stages"));
+  // the input graph, the 9 lowering passes and the 3 kernel-opt passes for cc (threads, transposes, columns)
+  CHECK_THAT(report.out, Catch::StartsWith("scan_with_assign.html: 13 stages"));
   REQUIRE(fs::exists(tmp.path / "scan_with_assign.html"));
   CHECK_THAT(slurp(tmp.path / "scan_with_assign.html"), Catch::Contains("random inputs (seed 5): out, vec, mats"));
 
