@@ -188,8 +188,11 @@ void Kernel::Impl::compile_value(Node& n, size_t idx) {
   }
 }
 
-// The listed nodes reachable from roots without entering REDUCE bodies, topologically ordered.
-std::vector<Kernel::Impl::Node*> Kernel::Impl::reach(const std::vector<Node*>& roots) {
+// The nodes a loop (registers false) or a store statement (true) computes for `roots`, in
+// topological order. A loop's are the listed nodes that read no register, reached without
+// entering REDUCE bodies; a statement's those that read a register, reached through such nodes
+// only (their other sources are its loops' business).
+std::vector<Kernel::Impl::Node*> Kernel::Impl::reach(const std::vector<Node*>& roots, bool registers) {
   std::vector<Node*> out, stack(roots.begin(), roots.end());
   std::set<Node*> seen;
   while (!stack.empty()) {
@@ -199,33 +202,12 @@ std::vector<Kernel::Impl::Node*> Kernel::Impl::reach(const std::vector<Node*>& r
     Ops op = n->u->op;
     if (op == Ops::RANGE || op == Ops::CONST || op == Ops::DEFINE_VAR || op == Ops::DEFINE_GLOBAL) continue;
     if (op == Ops::INDEX) {
-      stack.push_back(n->lin);
-      stack.push_back(n->gate);
-      continue;
-    }
-    if (!n->reads_reg) out.push_back(n);  // a statement computes those (register_reads)
-    if (op == Ops::REDUCE) continue;
-    for (Node* s : n->s) stack.push_back(s);
-  }
-  std::sort(out.begin(), out.end(), [](Node* a, Node* b) { return a->order < b->order; });
-  return out;
-}
-
-// The nodes reading registers that a statement with these roots computes, in topological order:
-// those reachable through such nodes only (their other sources are its loops' business).
-std::vector<Kernel::Impl::Node*> Kernel::Impl::register_reads(const std::vector<Node*>& roots) {
-  std::vector<Node*> out, stack(roots.begin(), roots.end());
-  std::set<Node*> seen;
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    if (!n || !seen.insert(n).second) continue;
-    if (n->u->op == Ops::INDEX) {
       stack.insert(stack.end(), {n->lin, n->gate});
       continue;
     }
-    if (!n->reads_reg) continue;
-    out.push_back(n);
+    if (registers && !n->reads_reg) continue;  // a statement stops at what its loops compute
+    if (n->reads_reg == registers) out.push_back(n);
+    if (op == Ops::REDUCE) continue;
     for (Node* s : n->s) stack.push_back(s);
   }
   std::sort(out.begin(), out.end(), [](Node* a, Node* b) { return a->order < b->order; });
@@ -313,7 +295,7 @@ int Kernel::Impl::compile_store(UOp u) {
   s.gate = ix.gate;
   s.value = &node(u->src[1]);
   s.index = p;
-  s.locals = register_reads({s.lin, s.gate, s.value});
+  s.locals = reach({s.lin, s.gate, s.value}, true);
   if (s.slot >= 0) stored.insert(s.slot);
   s.store = dispatch(u->src[1]->dtype, [&](auto tag) -> StoreFn { return &Eval::store<typename decltype(tag)::type>; });
   stmts.push_back(s);

@@ -196,8 +196,7 @@ struct Kernel::Impl {
   void compile_load(Node& n);
   void compile_reduce(Node& n);
   void compile_alu(Node& n);
-  std::vector<Node*> reach(const std::vector<Node*>& roots);
-  std::vector<Node*> register_reads(const std::vector<Node*>& roots);
+  std::vector<Node*> reach(const std::vector<Node*>& roots, bool registers = false);
   int make_loop(const std::vector<UOp>& ranges, const std::vector<Node*>& roots, UOp at);
   int loop_stmt(int loop);
   std::vector<int> compile_stmt(UOp u);

@@ -85,17 +85,12 @@ UOp blocked(UOp end, const std::vector<UOp>& reds, int block, int64_t& reg) {
 
 UOp block_columns(const Match& m) {
   const Options& o = m.context<Options>();
-  UOp k = m.node, ast = k->src[0];
+  UOp ast = m.node->src[0];
   int64_t reg = next_register(ast);
-  std::vector<UOp> stmts;
-  for (UOp s : ast->src) {
+  return with_statements(m.node, [&](UOp s) {
     auto [reds, block] = column_reduces(ast, s, o);
-    stmts.push_back(reds.empty() ? s : blocked(s, reds, block, reg));
-  }
-  if (stmts == ast->src) return UOp();
-  std::vector<UOp> src = k->src;
-  src[0] = ast.replace_src(std::move(stmts));
-  return k.replace_src(std::move(src));
+    return reds.empty() ? s : blocked(s, reds, block, reg);
+  });
 }
 
 }  // namespace

@@ -28,6 +28,16 @@ const std::vector<Pass>& passes() {
   return list;
 }
 
+UOp with_statements(UOp k, const std::function<UOp(UOp)>& f) {
+  UOp ast = k->src[0];
+  std::vector<UOp> stmts;
+  for (UOp s : ast->src) stmts.push_back(f(s));
+  if (stmts == ast->src) return UOp();
+  std::vector<UOp> src = k->src;
+  src[0] = ast.replace_src(std::move(stmts));
+  return k.replace_src(std::move(src));
+}
+
 UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire) {
   RewriteOptions ro;
   ro.name = p.name;

@@ -49,6 +49,10 @@ UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void
 // Every pass for o.target not in o.skip, in order, over every KERNEL of `root`.
 UOp optimize(UOp root, const Options& o);
 
+// A rule's result for KERNEL k: k with each top-level statement s of its ast replaced by
+// f(s), or null (no change) when f changes none.
+UOp with_statements(UOp k, const std::function<UOp(UOp)>& f);
+
 // The pass rule tables (one file each).
 const PatternMatcher& threads_rules();
 const PatternMatcher& transposes_rules();

@@ -72,13 +72,8 @@ UOp blocked(UOp ast, UOp end, const Options& o) {
 
 UOp block_transposes(const Match& m) {
   const Options& o = m.context<Options>();
-  UOp k = m.node, ast = k->src[0];
-  std::vector<UOp> stmts;
-  for (UOp s : ast->src) stmts.push_back(blocked(ast, s, o));
-  if (stmts == ast->src) return UOp();
-  std::vector<UOp> src = k->src;
-  src[0] = ast.replace_src(std::move(stmts));
-  return k.replace_src(std::move(src));
+  UOp ast = m.node->src[0];
+  return with_statements(m.node, [&](UOp s) { return blocked(ast, s, o); });
 }
 
 }  // namespace
