@@ -55,13 +55,17 @@ UOp group(std::vector<UOp> stmts) { return UOp::make(Ops::GROUP, dtypes::void_, 
 UOp blocked(UOp end, const std::vector<UOp>& reds, int block, int64_t& reg) {
   UOp j = end->src.back(), jb = block_range(j, block), st = end->src[0];
   auto column = [&](int u) { return u ? jb * block + u : jb * block; };
-  std::vector<UOp> body, stores;
-  std::vector<std::pair<UOp, UOp>> slot_of;  // REDUCE copy -> its register element
+  std::vector<UOp> body;
+  // Per column u: j -> B*jb + u, and each REDUCE -> its register element for u.
+  std::vector<std::vector<std::pair<UOp, UOp>>> at_column(static_cast<size_t>(block));
+  for (int u = 0; u < block; ++u) at_column[static_cast<size_t>(u)].push_back({j, column(u)});
   for (UOp r : reds) {
-    std::vector<UOp> copies;
+    std::vector<UOp> copies, element;  // the distinct copies; each column's index into them
     for (int u = 0; u < block; ++u) {
-      UOp c = substitute(r, {{j, column(u)}});
-      if (std::find(copies.begin(), copies.end(), c) == copies.end()) copies.push_back(c);
+      UOp c = substitute_range(r, j, column(u));
+      size_t e = static_cast<size_t>(std::find(copies.begin(), copies.end(), c) - copies.begin());
+      if (e == copies.size()) copies.push_back(c);
+      element.push_back(UOp::index(static_cast<int64_t>(e)));
     }
     UOp acc = UOp::make(Ops::DEFINE_REG, DType(r->dtype.scalar, true, static_cast<int64_t>(copies.size())), {}, Arg(reg++));
     Ops op = *r->arg.get_if<Ops>();
@@ -70,13 +74,13 @@ UOp blocked(UOp end, const std::vector<UOp>& reds, int block, int64_t& reg) {
       UOp at = acc.index({UOp::index(static_cast<int64_t>(e))});
       body.push_back(at.store(reduce_identity(op, r->dtype)));
       folds.push_back(at.store(UOp::make(op, r->dtype, {at.load(), copies[e]->src[0]})));
-      slot_of.push_back({copies[e], at.load()});
     }
+    for (int u = 0; u < block; ++u) at_column[static_cast<size_t>(u)].push_back({r, acc.index({element[static_cast<size_t>(u)]}).load()});
     std::vector<UOp> loop{group(std::move(folds))};
     loop.insert(loop.end(), r->src.begin() + 1, r->src.end());
     body.push_back(UOp::make(Ops::END, dtypes::void_, std::move(loop)));
   }
-  for (int u = 0; u < block; ++u) body.push_back(substitute(substitute(st, {{j, column(u)}}), slot_of));
+  for (const auto& at : at_column) body.push_back(substitute(st, at));
   std::vector<UOp> src(end->src.begin(), end->src.end() - 1);
   src[0] = group(std::move(body));
   src.push_back(jb);

@@ -272,4 +272,29 @@ UOp substitute(UOp root, const std::vector<std::pair<UOp, UOp>>& map) {
   return repl.at(root.get());
 }
 
+UOp substitute_range(UOp root, UOp r, UOp v) {
+  auto depends = [&](UOp u) { return std::find(u->free.begin(), u->free.end(), r.get()) != u->free.end(); };
+  if (!depends(root)) return root;
+  if (root == r) return v;
+  std::unordered_map<const UOpNode*, UOp> copy{{r.get(), v}};
+  std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [u, next] = stack.back();
+    if (next < u->src.size()) {
+      UOp s = u->src[next++];
+      if (depends(s) && !copy.count(s.get())) stack.emplace_back(s, 0);
+      continue;
+    }
+    std::vector<UOp> src;
+    src.reserve(u->src.size());
+    for (UOp s : u->src) {
+      auto it = copy.find(s.get());
+      src.push_back(it == copy.end() ? s : it->second);
+    }
+    copy[u.get()] = u.replace_src(std::move(src));
+    stack.pop_back();
+  }
+  return copy.at(root.get());
+}
+
 }  // namespace ow

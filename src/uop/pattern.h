@@ -97,4 +97,9 @@ UOp graph_rewrite(UOp root, const PatternMatcher& pm, const RewriteOptions& opts
 // Replaces nodes by identity (no rules): every occurrence of a key becomes its value.
 UOp substitute(UOp root, const std::vector<std::pair<UOp, UOp>>& map);
 
+// root with range r replaced by v where r is free: only the nodes that depend on r are visited
+// and rebuilt (a copy of a loop body for one value of its range costs what changes, not the
+// whole body), and a REDUCE or END that binds r keeps it.
+UOp substitute_range(UOp root, UOp r, UOp v);
+
 }  // namespace ow
