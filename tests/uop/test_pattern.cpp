@@ -376,3 +376,18 @@ TEST_CASE("substitute does not rewrite inside a replacement", "[pattern][substit
   // a -> a+b must not recurse into the new a
   CHECK(substitute(a * 2, {{a, a + b}}) == (a + b) * 2);
 }
+
+// substitute_range (the copies of a loop body per value of its range, opt::columns): only where
+// the range is free; a REDUCE that binds it keeps it; the range itself becomes the value.
+TEST_CASE("substitute_range replaces a range where it is free, not where a REDUCE binds it", "[pattern][substitute]") {
+  UOp j = UOp::range(8, 1), k = UOp::range(4, 2, AxisType::REDUCE), i = UOp::range(3, 0);
+  UOp v = i * 8 + 3;
+  UOp sum_over_j = (j * 2).reduce({j}, Ops::ADD);  // j bound: unchanged
+  UOp e = (j * 5 + k).reduce({k}, Ops::ADD) + sum_over_j + i;
+  CHECK(substitute_range(e, j, v) == (v * 5 + k).reduce({k}, Ops::ADD) + sum_over_j + i);
+  CHECK(substitute_range(j, j, v) == v);
+  CHECK(substitute_range(i * 2, j, v) == i * 2);  // j not free: the same node
+  // Equal to substitute where every occurrence of j is free.
+  UOp f = (j + i) * (j * 7);
+  CHECK(substitute_range(f, j, v) == substitute(f, {{j, v}}));
+}
