@@ -72,6 +72,7 @@ class KernelRenderer {
   std::map<int64_t, UOp> regs_;
   std::unordered_set<const UOpNode*> reads_reg_;
   std::vector<const UOpNode*> stmt_named_;
+  int stores_ = 0;  // stores rendered so far: names a register value's local per statement
   static constexpr int kTileRows = 14;  // rows of cc's register tiles (tiles.cpp): 14 x 2 vectors
   bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
 

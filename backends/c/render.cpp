@@ -197,7 +197,7 @@ std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
   // (A value read from a register is inlined: its uses may lie in other statements, which read
   // other contents.)
   if (!force_name && (uses_[u.get()] <= 1 || reads_reg) && lv == user_level) return e;
-  std::string name = "v" + num(u);
+  std::string name = "v" + num(u) + (reads_reg ? "_" + std::to_string(stores_) : "");  // one per statement
   emit(lv, ctype(u->dtype, u) + " " + name + " = " + e + ";");
   named_[u.get()] = {name, stack_[static_cast<size_t>(lv)].id};
   if (reads_reg) stmt_named_.push_back(u.get());
@@ -317,7 +317,7 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   bool proven = li.is_const() && li.vmin() >= 0 && li.vmin() < g->dtype.size;
   if (auto it = checked_.find(idx.get()); it != checked_.end() && scope_level(it->second) >= 0) proven = true;
   if (check && !proven) {
-    checked_[idx.get()] = stack_[static_cast<size_t>(lv)].id;
+    if (!reads_reg_.count(idx.get())) checked_[idx.get()] = stack_[static_cast<size_t>(lv)].id;  // (another statement reads other contents)
     if (g->dtype.size < 0) fail(g, "bounds_check needs the buffer size in the pointer dtype (float32*N)");
     std::string cond = lin + " < 0 || " + lin + " >= " + std::to_string(g->dtype.size);
     if (!gate.empty()) cond = gate + " && (" + cond + ")";
@@ -376,6 +376,7 @@ void KernelRenderer::store(UOp st) {
   else emit(depth(), "if (" + a.substr(0, sep) + ") " + a.substr(sep + 1) + " = " + v + ";");
   for (const UOpNode* n : stmt_named_) named_.erase(n);  // the next statement may see other contents
   stmt_named_.clear();
+  ++stores_;
 }
 
 std::string KernelRenderer::expr(UOp u, int lv) {

@@ -357,6 +357,30 @@ TEST_CASE("render: a register is zero at each launch and read in statement order
     }
 }
 
+// An index read from a register differs between statements: its bounds check is made by each
+// one (a check made once per INDEX node would let the second, out-of-range access through).
+TEST_CASE("render: an access indexed by a register's contents is checked in every statement", "[render][tcc]") {
+  UOp out = global(0, 2), a = global(1, 4);
+  UOp at = UOp::make(Ops::DEFINE_REG, dtypes::int32.pointer(1), {}, Arg(int64_t{0})).index({UOp::index(0)});
+  UOp gather = a.index({at.load().cast(dtypes::index)}).load();
+  std::vector<UOp> stmts{at.store(UOp::int_const(dtypes::int32, 3)), out.index({UOp::index(0)}).store(gather),
+                         at.store(UOp::int_const(dtypes::int32, 7)), out.index({UOp::index(1)}).store(gather)};
+  UOp kern = kernel("gather", stmts, {buffer("out", 2), buffer("a", 4)});
+  using Fn = int (*)(void**, const long long*, long long*);
+  for (const char* tier : {"tcc", "cc"}) {
+    RenderedKernel k = render_kernel(kern, for_tier(tier, true));
+    INFO(tier << "\n" << k.source);
+    auto fn = reinterpret_cast<Fn>(make_compiler(tier)->compile(k.source)->symbol(k.name));
+    std::vector<float> o(2, -1.0f), av{10, 11, 12, 13};
+    void* bufs[2] = {o.data(), av.data()};
+    long long err[3] = {};
+    CHECK(fn(bufs, nullptr, err) == abi::kOutOfBounds);
+    CHECK(err[2] == 7);  // the index of the second access
+    CHECK(o[0] == 13.0f);
+    CHECK(o[1] == -1.0f);
+  }
+}
+
 TEST_CASE("render: column blocking of dot products (a times b transposed, pass columns), exact on tcc and cc", "[render][tcc]") {
   // out[i][j] = sum_k a[i*7+k] * b[j*7+k], 3 rows; columns: 8 -> blocks of 8, 12 -> 4, 6 -> 2,
   // 5 -> none. The kernel-opt pass columns (src/opt/columns.cpp) blocks them into registers; its
