@@ -56,9 +56,8 @@ UOp blocked(UOp end, const std::vector<UOp>& reds, int block, int64_t& reg) {
   UOp j = end->src.back(), jb = block_range(j, block), st = end->src[0];
   auto column = [&](int u) { return u ? jb * block + u : jb * block; };
   std::vector<UOp> body;
-  // Per column u: j -> B*jb + u, and each REDUCE -> its register element for u.
+  // Per column u: each REDUCE -> its register element for u (and j -> B*jb + u).
   std::vector<std::vector<std::pair<UOp, UOp>>> at_column(static_cast<size_t>(block));
-  for (int u = 0; u < block; ++u) at_column[static_cast<size_t>(u)].push_back({j, column(u)});
   for (UOp r : reds) {
     std::vector<UOp> copies, element;  // the distinct copies; each column's index into them
     for (int u = 0; u < block; ++u) {
@@ -80,7 +79,7 @@ UOp blocked(UOp end, const std::vector<UOp>& reds, int block, int64_t& reg) {
     loop.insert(loop.end(), r->src.begin() + 1, r->src.end());
     body.push_back(UOp::make(Ops::END, dtypes::void_, std::move(loop)));
   }
-  for (const auto& at : at_column) body.push_back(substitute(st, at));
+  for (int u = 0; u < block; ++u) body.push_back(substitute_range(st, j, column(u), at_column[static_cast<size_t>(u)]));
   std::vector<UOp> src(end->src.begin(), end->src.end() - 1);
   src[0] = group(std::move(body));
   src.push_back(jb);

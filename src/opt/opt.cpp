@@ -2,11 +2,17 @@
 #include "opt/opt.h"
 
 #include <algorithm>
+#include <unordered_map>
 
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/verify.h"
 
 namespace ow::opt {
+
+namespace {
+constexpr int kMaxFirings = 100;  // rewrites of one kernel by one pass: each pass needs one
+}  // namespace
 
 std::string_view target_name(Target t) { return t == Target::tcc ? "tcc" : "cc"; }
 
@@ -38,19 +44,34 @@ UOp with_statements(UOp k, const std::function<UOp(UOp)>& f) {
   return k.replace_src(std::move(src));
 }
 
+// The rules match KERNELs only (each kernel is optimized by itself), so instead of a rewrite of
+// the whole program: each KERNEL, its sources updated first, rewritten to a fixed point, then
+// verified when the pass changed it (the grammar the renderer relies on).
 UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire) {
-  RewriteOptions ro;
-  ro.name = p.name;
-  ro.ctx = const_cast<Options*>(&o);  // the rules only read it
-  ro.on_fire = on_fire;
-  UOp out = graph_rewrite(root, p.rules(), ro);
-  if (out == root) return out;
-  std::set<const UOpNode*> before;  // kernelize verified these; only the pass's own are new
-  for (UOp u : toposort(root))
-    if (u->op == Ops::KERNEL) before.insert(u.get());
-  for (UOp u : toposort(out))
-    if (u->op == Ops::KERNEL && !before.count(u.get())) verify_kernel(u);  // the grammar the renderer relies on
-  return out;
+  const PatternMatcher& rules = p.rules();
+  void* ctx = const_cast<Options*>(&o);  // the rules only read it
+  std::unordered_map<const UOpNode*, UOp> now;  // node -> its version after the pass, where changed
+  for (UOp u : toposort(root)) {
+    std::vector<UOp> src;
+    src.reserve(u->src.size());
+    for (UOp s : u->src) {
+      auto it = now.find(s.get());
+      src.push_back(it == now.end() ? s : it->second);
+    }
+    UOp v = u.replace_src(std::move(src));
+    if (v->op == Ops::KERNEL) {
+      UOp before = v;
+      for (int step = 0; auto f = rules.rewrite(v, ctx); ++step) {
+        if (step == kMaxFirings) throw InternalError("kernel-opt pass " + p.name + " does not reach a fixed point on kernel " + kernel_name(before));
+        if (on_fire) on_fire(*f->rule, v, f->result);
+        v = f->result;
+      }
+      if (v != before) verify_kernel(v);
+    }
+    if (v != u) now[u.get()] = v;
+  }
+  auto it = now.find(root.get());
+  return it == now.end() ? root : it->second;
 }
 
 UOp optimize(UOp root, const Options& o) {

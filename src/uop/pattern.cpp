@@ -272,11 +272,12 @@ UOp substitute(UOp root, const std::vector<std::pair<UOp, UOp>>& map) {
   return repl.at(root.get());
 }
 
-UOp substitute_range(UOp root, UOp r, UOp v) {
+UOp substitute_range(UOp root, UOp r, UOp v, const std::vector<std::pair<UOp, UOp>>& also) {
   auto depends = [&](UOp u) { return std::find(u->free.begin(), u->free.end(), r.get()) != u->free.end(); };
   if (!depends(root)) return root;
-  if (root == r) return v;
   std::unordered_map<const UOpNode*, UOp> copy{{r.get(), v}};
+  for (auto& [k, x] : also) copy[k.get()] = x;
+  if (auto it = copy.find(root.get()); it != copy.end()) return it->second;
   std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
   while (!stack.empty()) {
     auto& [u, next] = stack.back();

@@ -99,7 +99,8 @@ UOp substitute(UOp root, const std::vector<std::pair<UOp, UOp>>& map);
 
 // root with range r replaced by v where r is free: only the nodes that depend on r are visited
 // and rebuilt (a copy of a loop body for one value of its range costs what changes, not the
-// whole body), and a REDUCE or END that binds r keeps it.
-UOp substitute_range(UOp root, UOp r, UOp v);
+// whole body), and a REDUCE or END that binds r keeps it. `also`: more replacements, of nodes
+// that depend on r (others are not visited, so not replaced).
+UOp substitute_range(UOp root, UOp r, UOp v, const std::vector<std::pair<UOp, UOp>>& also = {});
 
 }  // namespace ow

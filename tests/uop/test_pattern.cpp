@@ -391,3 +391,10 @@ TEST_CASE("substitute_range replaces a range where it is free, not where a REDUC
   UOp f = (j + i) * (j * 7);
   CHECK(substitute_range(f, j, v) == substitute(f, {{j, v}}));
 }
+
+TEST_CASE("substitute_range also replaces nodes that depend on the range, without visiting below them", "[pattern][substitute]") {
+  UOp j = UOp::range(8, 1), k = UOp::range(4, 2, AxisType::REDUCE), c = UOp::variable("c", 0, 9);
+  UOp red = (j * 5 + k).reduce({k}, Ops::ADD), e = red * 2 + j;
+  CHECK(substitute_range(e, j, c * 3, {{red, c}}) == c * 2 + c * 3);
+  CHECK(substitute_range(red, j, c, {{red, k}}) == k);
+}
