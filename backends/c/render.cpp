@@ -65,20 +65,12 @@ void KernelRenderer::analyze(UOp ast) {
   for (UOp u : fresh_nodes(ast, [&](const UOpNode* n) { return free_.count(n) > 0; })) analyze_node(u);
 }
 
-// Free ranges, uses, touchiness and buffer slots of u (its sources analyzed already).
+// Free ranges, uses, touchiness and buffer slots of u (its sources analyzed already). Its free
+// ranges are the node's own (UOpNode::free, sorted by address: a kernel's nodes are scalars, so
+// only REDUCE and END close ranges).
 void KernelRenderer::analyze_node(UOp u) {
-  std::vector<const UOpNode*> fr;
-  for (UOp s : u->src) {
-    ++uses_[s.get()];
-    const auto& f = free_.at(s.get());
-    fr.insert(fr.end(), f.begin(), f.end());
-  }
-  if (u->op == Ops::RANGE) fr.push_back(u.get());
-  if (u->op == Ops::REDUCE || u->op == Ops::END)
-    for (size_t i = 1; i < u->src.size(); ++i) fr.erase(std::remove(fr.begin(), fr.end(), u->src[i].get()), fr.end());
-  std::sort(fr.begin(), fr.end());
-  fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
-  free_[u.get()] = std::move(fr);
+  for (UOp s : u->src) ++uses_[s.get()];
+  free_[u.get()] = &u->free;
   bool touchy = u->op == Ops::LOAD || may_fail(u, opts_.bounds_check);
   bool reads_reg = u->op == Ops::LOAD && u->src.at(0)->src.at(0)->op == Ops::DEFINE_REG;
   for (UOp s : u->src) {
@@ -108,7 +100,7 @@ void KernelRenderer::analyze_node(UOp u) {
 // Position in the scope stack of the innermost range u depends on (0: the function body).
 int KernelRenderer::level(UOp u) const {
   int lv = 0;
-  for (const UOpNode* r : free_.at(u.get())) {
+  for (const UOpNode* r : *free_.at(u.get())) {
     int at = -1;
     for (size_t i = 1; i < stack_.size(); ++i)
       if (stack_[i].range.get() == r) at = static_cast<int>(i);
@@ -205,7 +197,7 @@ std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
 }
 
 bool KernelRenderer::placeable(UOp u) const {
-  for (const UOpNode* r : free_.at(u.get()))
+  for (const UOpNode* r : *free_.at(u.get()))
     if (std::none_of(stack_.begin() + 1, stack_.end(), [&](const Scope& s) { return s.range.get() == r; })) return false;
   return true;
 }
