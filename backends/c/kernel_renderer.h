@@ -23,6 +23,7 @@
 #include "uop/error.h"
 #include "uop/may_fail.h"
 #include "uop/text.h"
+#include "uop/verify.h"
 
 namespace ow::backend::detail {
 
@@ -52,7 +53,7 @@ class KernelRenderer {
   size_t own_nodes_ = 0;  // the kernel's own nodes come first in printed_ (adopt adds more)
   std::map<long long, std::string> fail_nodes_;  // RenderedKernel::fail_nodes
   std::unordered_map<const UOpNode*, int> uses_;
-  std::unordered_map<const UOpNode*, const std::vector<const UOpNode*>*> free_;  // analyzed: its free ranges, sorted
+  std::unordered_set<const UOpNode*> analyzed_;  // analyze_node has seen it
   std::vector<Scope> stack_;
   int next_scope_ = 0;
   std::unordered_map<const UOpNode*, std::pair<std::string, int>> named_;  // name, scope id
@@ -109,7 +110,6 @@ class KernelRenderer {
   std::string use_var(UOp v);
   void open(UOp r);
   void close(bool unroll = false);
-  bool depends(UOp u, UOp r) const { return std::binary_search(free_.at(u.get())->begin(), free_.at(u.get())->end(), r.get()); }
   std::string identity(UOp u, Ops op) const;
   std::string reduce(UOp u, int level);
   void interchange(UOp end, const std::vector<UOp>& reds);

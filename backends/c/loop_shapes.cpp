@@ -250,8 +250,8 @@ std::vector<std::pair<UOp, UOp>> KernelRenderer::axpy_terms(const std::vector<UO
     DType d = a->dtype;
     UOp x = a->src[0];
     if (!(d.scalar == Scalar::Float32 || d.scalar == Scalar::Float64) || x->op != Ops::MUL || x->dtype != d) return {};
-    UOp ld = depends(x->src[0], j) ? x->src[0] : x->src[1], s = ld == x->src[0] ? x->src[1] : x->src[0];
-    if (depends(s, j) || ld->op != Ops::LOAD || ld->dtype != d || ld->src.size() != 1) return {};
+    UOp ld = has_free_range(x->src[0], j) ? x->src[0] : x->src[1], s = ld == x->src[0] ? x->src[1] : x->src[0];
+    if (has_free_range(s, j) || ld->op != Ops::LOAD || ld->dtype != d || ld->src.size() != 1) return {};
     UOp idx = ld->src[0];
     if (idx->op != Ops::INDEX || idx->src.size() != 2 || idx->src[0]->op != Ops::DEFINE_GLOBAL || coefficient(idx->src[1], j) != 1) return {};
     terms.push_back({s, idx});

@@ -62,15 +62,15 @@ std::string KernelRenderer::ctype(DType d, UOp at) const {
 }
 
 void KernelRenderer::analyze(UOp ast) {
-  for (UOp u : fresh_nodes(ast, [&](const UOpNode* n) { return free_.count(n) > 0; })) analyze_node(u);
+  for (UOp u : fresh_nodes(ast, [&](const UOpNode* n) { return analyzed_.count(n) > 0; })) analyze_node(u);
 }
 
-// Free ranges, uses, touchiness and buffer slots of u (its sources analyzed already). Its free
-// ranges are the node's own (UOpNode::free, sorted by address: a kernel's nodes are scalars, so
-// only REDUCE and END close ranges).
+// Uses, touchiness, registers and buffer slots of u (its sources analyzed already). Its free
+// ranges are the node's own (UOpNode::free: a kernel's nodes are scalars, so only REDUCE and END
+// close ranges).
 void KernelRenderer::analyze_node(UOp u) {
   for (UOp s : u->src) ++uses_[s.get()];
-  free_[u.get()] = &u->free;
+  analyzed_.insert(u.get());
   bool touchy = u->op == Ops::LOAD || may_fail(u, opts_.bounds_check);
   bool reads_reg = u->op == Ops::LOAD && u->src.at(0)->src.at(0)->op == Ops::DEFINE_REG;
   for (UOp s : u->src) {
@@ -100,7 +100,7 @@ void KernelRenderer::analyze_node(UOp u) {
 // Position in the scope stack of the innermost range u depends on (0: the function body).
 int KernelRenderer::level(UOp u) const {
   int lv = 0;
-  for (const UOpNode* r : *free_.at(u.get())) {
+  for (const UOpNode* r : u->free) {
     int at = -1;
     for (size_t i = 1; i < stack_.size(); ++i)
       if (stack_[i].range.get() == r) at = static_cast<int>(i);
@@ -197,7 +197,7 @@ std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
 }
 
 bool KernelRenderer::placeable(UOp u) const {
-  for (const UOpNode* r : *free_.at(u.get()))
+  for (const UOpNode* r : u->free)
     if (std::none_of(stack_.begin() + 1, stack_.end(), [&](const Scope& s) { return s.range.get() == r; })) return false;
   return true;
 }
@@ -400,7 +400,7 @@ RenderedKernel KernelRenderer::run() {
   out.name = name_.empty() ? c_identifier(*nm) : name_;
   UOp ast = kernel_->src[0];
   uses_.reserve(4 * own_nodes_);  // blocking adds copies of rows: fewer rehashes
-  free_.reserve(4 * own_nodes_);
+  analyzed_.reserve(4 * own_nodes_);
   analyze(ast);
   stack_.push_back({UOp(), next_scope_++, "", {}});
   for (UOp st : ast->src) {

@@ -17,7 +17,7 @@ UOp KernelRenderer::substituted(UOp x, UOp r, UOp v) {
   c.keep = {r, v};
   c.of[r.get()] = v;
   std::vector<std::pair<UOp, size_t>> stack{{x, 0}};
-  auto ready = [&](UOp u) { return c.of.count(u.get()) || !depends(u, r); };
+  auto ready = [&](UOp u) { return c.of.count(u.get()) || !has_free_range(u, r); };
   if (ready(x)) stack.clear();
   while (!stack.empty()) {
     auto& [u, next] = stack.back();
@@ -35,7 +35,7 @@ UOp KernelRenderer::substituted(UOp x, UOp r, UOp v) {
     c.of[u.get()] = u.replace_src(std::move(src));
     stack.pop_back();
   }
-  return depends(x, r) ? c.of.at(x.get()) : x;
+  return has_free_range(x, r) ? c.of.at(x.get()) : x;
 }
 
 // x for each iteration of the block: r -> start + u. New nodes are analyzed and numbered.
@@ -88,7 +88,7 @@ UOp KernelRenderer::simplified_at(UOp x, const At& at) {
 // own, in one walk: nodes analyzed before are numbered too, and numbered ones not analyzed are
 // only the kernel's nodes outside its ast (which rendering reaches only as copies' leaves).
 void KernelRenderer::adopt(UOp root) {
-  for (UOp u : fresh_nodes(root, [&](const UOpNode* n) { return free_.count(n) > 0; })) {
+  for (UOp u : fresh_nodes(root, [&](const UOpNode* n) { return analyzed_.count(n) > 0; })) {
     analyze_node(u);
     if (printed_.number.emplace(u.get(), printed_.order.size()).second) printed_.order.push_back(u);
   }

@@ -38,9 +38,9 @@ std::vector<KernelRenderer::TileTerm> KernelRenderer::tile_terms(const std::vect
     DType d = a->dtype;
     UOp x = a->src[0];
     if (!(d.scalar == Scalar::Float32 || d.scalar == Scalar::Float64) || x->op != Ops::MUL || x->dtype != d) return {};
-    bool first = depends(x->src[0], j);
+    bool first = has_free_range(x->src[0], j);
     UOp ld = x->src[first ? 0 : 1], s = x->src[first ? 1 : 0];
-    if (depends(s, j) || ld->op != Ops::LOAD || ld->dtype != d || ld->src.size() != 1) return {};
+    if (has_free_range(s, j) || ld->op != Ops::LOAD || ld->dtype != d || ld->src.size() != 1) return {};
     UOp idx = ld->src[0];
     if (idx->op != Ops::INDEX || idx->src.size() != 2 || idx->src[0]->op != Ops::DEFINE_GLOBAL || coefficient(idx->src[1], j) != 1) return {};
     terms.push_back({s, idx, first, ""});
@@ -73,7 +73,7 @@ std::vector<KernelRenderer::TileTerm> KernelRenderer::scalars_ahead(UOp r, const
   UOp k = r->src[1];
   std::vector<size_t> costly;
   for (size_t u = 0; u < terms.size(); ++u)
-    if (terms[u].s->op != Ops::LOAD && depends(terms[u].s, k)) costly.push_back(u);
+    if (terms[u].s->op != Ops::LOAD && has_free_range(terms[u].s, k)) costly.push_back(u);
   if (costly.empty()) return terms;
   for (size_t u : costly) {
     terms[u].ahead = "s" + num(accs[u]);

@@ -9,14 +9,11 @@
 #include "uop/args.h"
 #include "uop/may_fail.h"
 #include "uop/symbolic.h"
+#include "uop/verify.h"
 
 namespace ow::opt {
 
 const int64_t* const_extent(UOp r) { return r->src.at(0).is_const() ? r->src[0]->arg.get_if<int64_t>() : nullptr; }
-
-namespace {
-bool depends(UOp u, UOp r) { return std::find(u->free.begin(), u->free.end(), r.get()) != u->free.end(); }
-}  // namespace
 
 int block_size(UOp ast, UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides, bool bounds_check) {
   UOp r = end->src[pos], st = end->src[0], idx = st->src[0];
@@ -29,7 +26,7 @@ int block_size(UOp ast, UOp end, size_t pos, const std::vector<UOp>& reds, int m
   if (block == 1 || idx->op != Ops::INDEX || idx->src.size() != 2) return 1;
   for (UOp red : reds)
     for (size_t s = 1; s < red->src.size(); ++s)
-      if (depends(red->src[s], r)) return 1;
+      if (has_free_range(red->src[s], r)) return 1;
   auto c = coefficient(idx->src[1], r);
   if (!c || *c == 0 || *c == INT64_MIN) return 1;
   int64_t spread = 0;  // how far the ranges inside r move the index
@@ -66,7 +63,7 @@ std::vector<UOp> reduces_over(UOp value, UOp j) {
   while (!todo.empty()) {
     UOp u = todo.back();
     todo.pop_back();
-    if (!seen.insert(u.get()).second || !depends(u, j)) continue;
+    if (!seen.insert(u.get()).second || !has_free_range(u, j)) continue;
     if (u->op == Ops::REDUCE) {
       reds.push_back(u);
       continue;
@@ -89,11 +86,11 @@ std::vector<UOp> interchange_reduces(UOp end, bool bounds_check) {
     if (!r->arg.get_if<Ops>() || r->src.size() < 2 || r->dtype.ptr) return {};
     bytes += *n * static_cast<int64_t>(r->dtype.itemsize());
     for (size_t s = 1; s < r->src.size(); ++s)
-      if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || depends(r->src[s]->src[0], j)) return {};
+      if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || has_free_range(r->src[s]->src[0], j)) return {};
     for (UOp u : toposort(r->src[0])) {
       if (u->op == Ops::REDUCE || may_fail(u, bounds_check)) return {};
       if (u->op == Ops::LOAD && u->src.size() == 1 && u->src[0]->op == Ops::INDEX && u->src[0]->src.size() >= 2 &&
-          depends(u->src[0]->src[1], j) && coefficient(u->src[0]->src[1], j) != 1)
+          has_free_range(u->src[0]->src[1], j) && coefficient(u->src[0]->src[1], j) != 1)
         return {};
     }
   }

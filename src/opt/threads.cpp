@@ -40,8 +40,6 @@ bool plain_op(Ops op) {
   }
 }
 
-bool depends(UOp u, UOp r) { return std::find(u->free.begin(), u->free.end(), r.get()) != u->free.end(); }
-
 int64_t slot_of(UOp idx) { return idx->src.at(0)->arg.as<int64_t>(); }
 
 // The STORE's index c*r + f, 0 <= f < c: records c for its buffer (false when not of that form
@@ -86,7 +84,7 @@ std::optional<UOp> parallel_range(UOp kernel, bool bounds_check) {
   std::vector<UOp> nodes = toposort(ast);
   for (UOp u : nodes) {
     if (!plain_op(u->op) || may_fail(u, bounds_check)) return std::nullopt;
-    if (u->op == Ops::RANGE && u != r && depends(u->src.at(0), r)) return std::nullopt;
+    if (u->op == Ops::RANGE && u != r && has_free_range(u->src.at(0), r)) return std::nullopt;
     if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), r) != u->src.end()) return std::nullopt;
     if (u->op == Ops::END && std::find(u->src.begin() + 2, u->src.end(), r) != u->src.end()) return std::nullopt;
     if (u->op == Ops::STORE && !owns_row(u, r, rows)) return std::nullopt;

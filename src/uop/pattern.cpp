@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "uop/error.h"
+#include "uop/verify.h"
 
 namespace ow {
 
@@ -273,8 +274,7 @@ UOp substitute(UOp root, const std::vector<std::pair<UOp, UOp>>& map) {
 }
 
 UOp substitute_range(UOp root, UOp r, UOp v, const std::vector<std::pair<UOp, UOp>>& also) {
-  auto depends = [&](UOp u) { return std::find(u->free.begin(), u->free.end(), r.get()) != u->free.end(); };
-  if (!depends(root)) return root;
+  if (!has_free_range(root, r)) return root;
   std::unordered_map<const UOpNode*, UOp> copy{{r.get(), v}};
   for (auto& [k, x] : also) copy[k.get()] = x;
   if (auto it = copy.find(root.get()); it != copy.end()) return it->second;
@@ -283,7 +283,7 @@ UOp substitute_range(UOp root, UOp r, UOp v, const std::vector<std::pair<UOp, UO
     auto& [u, next] = stack.back();
     if (next < u->src.size()) {
       UOp s = u->src[next++];
-      if (depends(s) && !copy.count(s.get())) stack.emplace_back(s, 0);
+      if (has_free_range(s, r) && !copy.count(s.get())) stack.emplace_back(s, 0);
       continue;
     }
     std::vector<UOp> src;
