@@ -27,10 +27,9 @@ constexpr int kColumns = 8;
 // The REDUCEs over j of `end` this pass folds in registers and the number of columns B, or none
 // when it does not apply.
 std::pair<std::vector<UOp>, int> column_reduces(UOp ast, UOp end, const Options& o) {
-  if (end->op != Ops::END || end->src.size() < 2 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return {};
-  if (!interchange_reduces(end, o.bounds_check).empty()) return {};  // the renderer's interchange takes it
-  UOp j = end->src.back();
-  std::vector<UOp> reds = reduces_over(end->src[0]->src[1], j);
+  if (!store_nest(end)) return {};
+  std::vector<UOp> reds = reduces_over(end->src[0]->src[1], end->src.back());
+  if (interchangeable(end, reds, o.bounds_check)) return {};  // the renderer's interchange takes it
   for (UOp r : reds) {
     if (!r->arg.get_if<Ops>() || r->src.size() < 2 || r->dtype.ptr || r->dtype.is_bool()) return {};
     for (UOp u : toposort(r->src[0]))
@@ -89,10 +88,12 @@ UOp blocked(UOp end, const std::vector<UOp>& reds, int block, int64_t& reg) {
 UOp block_columns(const Match& m) {
   const Options& o = m.context<Options>();
   UOp ast = m.node->src[0];
-  int64_t reg = next_register(ast);
+  int64_t reg = -1;  // the next register number, found when a first nest is blocked
   return with_statements(m.node, [&](UOp s) {
     auto [reds, block] = column_reduces(ast, s, o);
-    return reds.empty() ? s : blocked(s, reds, block, reg);
+    if (reds.empty()) return s;
+    if (reg < 0) reg = next_register(ast);
+    return blocked(s, reds, block, reg);
   });
 }
 

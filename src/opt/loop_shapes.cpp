@@ -73,29 +73,36 @@ std::vector<UOp> reduces_over(UOp value, UOp j) {
   return reds;
 }
 
-std::vector<UOp> interchange_reduces(UOp end, bool bounds_check) {
-  if (end->op != Ops::END || end->src.size() < 2 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return {};
+bool store_nest(UOp end) {
+  return end->op == Ops::END && end->src.size() >= 2 && end->src[0]->op == Ops::STORE && end->src[0]->src.size() == 2;
+}
+
+bool interchangeable(UOp end, const std::vector<UOp>& reds, bool bounds_check) {
   UOp j = end->src.back();
   const int64_t* n = j->op == Ops::RANGE ? const_extent(j) : nullptr;
-  if (!n || *n < 1 || *n > kMaxAccElems) return {};
+  if (reds.empty() || !n || *n < 1 || *n > kMaxAccElems) return false;
   for (size_t i = 1; i + 1 < end->src.size(); ++i)
-    if (end->src[i] == j) return {};
-  std::vector<UOp> reds = reduces_over(end->src[0]->src[1], j);
+    if (end->src[i] == j) return false;
   int64_t bytes = 0;
   for (UOp r : reds) {
-    if (!r->arg.get_if<Ops>() || r->src.size() < 2 || r->dtype.ptr) return {};
+    if (!r->arg.get_if<Ops>() || r->src.size() < 2 || r->dtype.ptr) return false;
     bytes += *n * static_cast<int64_t>(r->dtype.itemsize());
     for (size_t s = 1; s < r->src.size(); ++s)
-      if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || has_free_range(r->src[s]->src[0], j)) return {};
+      if (r->src[s]->op != Ops::RANGE || r->src[s] == j || r->src[s]->src.empty() || has_free_range(r->src[s]->src[0], j)) return false;
     for (UOp u : toposort(r->src[0])) {
-      if (u->op == Ops::REDUCE || may_fail(u, bounds_check)) return {};
+      if (u->op == Ops::REDUCE || may_fail(u, bounds_check)) return false;
       if (u->op == Ops::LOAD && u->src.size() == 1 && u->src[0]->op == Ops::INDEX && u->src[0]->src.size() >= 2 &&
           has_free_range(u->src[0]->src[1], j) && coefficient(u->src[0]->src[1], j) != 1)
-        return {};
+        return false;
     }
   }
-  if (bytes > kMaxAccBytes) return {};
-  return reds;
+  return bytes <= kMaxAccBytes;
+}
+
+std::vector<UOp> interchange_reduces(UOp end, bool bounds_check) {
+  if (!store_nest(end)) return {};
+  std::vector<UOp> reds = reduces_over(end->src[0]->src[1], end->src.back());
+  return interchangeable(end, reds, bounds_check) ? reds : std::vector<UOp>{};
 }
 
 }  // namespace ow::opt

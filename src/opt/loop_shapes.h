@@ -49,4 +49,10 @@ constexpr int64_t kMaxAccElems = 4096;
 constexpr int64_t kMaxAccBytes = 64 * 1024;
 std::vector<UOp> interchange_reduces(UOp end, bool bounds_check);
 
+// The pieces of interchange_reduces, for a pass that needs the REDUCEs either way: is `end`
+// END(STORE(ptr, value), range...); are `reds` (reduces_over(value, j), j its innermost range)
+// to fold as arrays of accumulators.
+bool store_nest(UOp end);
+bool interchangeable(UOp end, const std::vector<UOp>& reds, bool bounds_check);
+
 }  // namespace ow::opt
