@@ -5,6 +5,7 @@
 #include "interp/kernel_eval.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "interp/dispatch.h"
@@ -153,9 +154,16 @@ void Kernel::Impl::bind_vars(const KernelArgs& args) {
 }
 
 // Each launch starts with its registers zero (and never poison: a store of poison marks them).
+// Their memory is made by the first launch and cleared by the next ones.
 void Kernel::Impl::bind_registers() {
-  reg_data.clear();
-  reg_slots.clear();
+  if (reg_data.size() == regs.size()) {
+    for (BufferData& d : reg_data) {
+      std::memset(d.data->bytes.data(), 0, d.data->bytes.size());
+      std::memset(d.poison->bytes.data(), 0, d.poison->bytes.size());
+      d.poison->set_nonzero(0);
+    }
+    return;
+  }
   for (UOp r : regs) {
     BufferData d{r->dtype.base(), std::make_shared<Storage>(r->dtype.base(), r->dtype.size), std::make_shared<Storage>(dtypes::bool_, r->dtype.size)};
     d.poison->set_nonzero(0);

@@ -157,7 +157,7 @@ struct Kernel::Impl {
 
   // ---- run state ----
   std::vector<Slot> slots;
-  std::vector<Slot> reg_slots;           // this run's registers, zeroed
+  std::vector<Slot> reg_slots;           // the registers, made by the first run, zeroed by each
   std::vector<BufferData> reg_data;
   std::vector<std::unique_ptr<LaunchSnapshot>> snaps;  // per buffer both loaded and stored, this run
   std::vector<Node*> active;
