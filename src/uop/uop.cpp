@@ -9,6 +9,7 @@
 
 #include "uop/error.h"
 #include "uop/floats.h"
+#include "uop/node_set.h"
 #include "uop/shape.h"
 #include "uop/symbolic.h"
 #include "uop/verify.h"
@@ -190,25 +191,20 @@ namespace {
 
 std::vector<UOp> postorder(const std::vector<UOp>& roots, bool after_deps_first) {
   std::vector<UOp> order;
-  std::unordered_map<const UOpNode*, bool> seen;  // false: on the stack, true: emitted
+  NodeSet seen;  // on the stack or emitted
   std::vector<std::pair<UOp, size_t>> stack;
   for (UOp r : roots) {
-    if (seen.count(r.get())) continue;
+    if (!seen.insert(r.get())) continue;
     stack.emplace_back(r, 0);
-    seen[r.get()] = false;
     while (!stack.empty()) {
       auto& [u, next] = stack.back();
       if (next < u->src.size()) {
         size_t i = next++;
         if (after_deps_first && u->op == Ops::AFTER) i = (i + 1) % u->src.size();  // deps, then the value
         UOp c = u->src[i];
-        if (!seen.count(c.get())) {
-          seen[c.get()] = false;
-          stack.emplace_back(c, 0);
-        }
+        if (seen.insert(c.get())) stack.emplace_back(c, 0);
         continue;
       }
-      seen[u.get()] = true;
       order.push_back(u);
       stack.pop_back();
     }
