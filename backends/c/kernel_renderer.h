@@ -1,10 +1,10 @@
 // The kernel renderer's class, shared by its source files (not part of the API: render.h):
 //   render.cpp       values, statements, placement of each statement in the loop nest;
 //   ops.cpp          the C of each value op in its dtype;
-//   loop_shapes.cpp  the loop shapes chosen for speed: the reduce interchange, row blocking and
-//                    tcc's unrolled inner loops (backends/README.md);
-//   tiles.cpp        cc's register tiles for an interchanged matmul-like nest;
-//   row_copies.cpp   the copies of a nest's values per row or column of a block;
+//   unroll.cpp       tcc's unrolled inner loops (backends/README.md);
+//   folds.cpp        the fold GROUPs the pass interchange marks, as tcc's vector calls;
+//   tiles.cpp        ... and as cc's register tiles;
+//   offsets.cpp      the index arithmetic those two make, simplified and numbered;
 //   transposes.cpp   a transpose8 GROUP (kernel-opt pass transposes) as one ow_transpose8_u32;
 //   parallel.cpp     cc's two-thread kernels: the safety analysis and the split.
 #pragma once
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernel_abi.h"
+#include "opt/loop_shapes.h"
 #include "render.h"
 #include "uop/args.h"
 #include "uop/error.h"
@@ -53,7 +54,9 @@ class KernelRenderer {
   size_t own_nodes_ = 0;  // the kernel's own nodes come first in printed_ (adopt adds more)
   std::map<long long, std::string> fail_nodes_;  // RenderedKernel::fail_nodes
   std::unordered_map<const UOpNode*, int> uses_;
-  std::unordered_set<const UOpNode*> analyzed_;  // analyze_node has seen it
+  // Nodes analyze_node has seen, with the height of their chain of inlinable nodes (an upper
+  // bound on name_deep_chains's depth: names given while rendering only shorten chains).
+  std::unordered_map<const UOpNode*, int> analyzed_;
   std::vector<Scope> stack_;
   int next_scope_ = 0;
   std::unordered_map<const UOpNode*, std::pair<std::string, int>> named_;  // name, scope id
@@ -74,8 +77,7 @@ class KernelRenderer {
   std::unordered_set<const UOpNode*> reads_reg_;
   std::vector<const UOpNode*> stmt_named_;
   int stores_ = 0;  // stores rendered so far: names a register value's local per statement
-  static constexpr int kTileRows = 14;  // rows of cc's register tiles (tiles.cpp): 14 x 2 vectors
-  bool jam_rows_ = false;  // row blocking was used: ask GCC to unroll-and-jam this kernel
+  bool jam_rows_ = false;  // a "jam" fold (rows blocked without tiles): ask GCC to unroll-and-jam this kernel
 
   [[noreturn]] void fail(UOp u, const std::string& msg) const {
     throw Error(msg + " (at " + printed_.line(u) + ")");
@@ -112,33 +114,26 @@ class KernelRenderer {
   void close(bool unroll = false);
   std::string identity(UOp u, Ops op) const;
   std::string reduce(UOp u, int level);
-  void interchange(UOp end, const std::vector<UOp>& reds);
-  void fold_rows(UOp r, const std::vector<UOp>& accs, UOp j);
-  // One accumulator's fold term x = s * b[idx] (load_first: b[idx] * s), s fixed in j (tiles.cpp).
-  struct TileTerm {
-    UOp s, idx;
-    bool load_first;
+  // A fold GROUP marked tiles, axpy or gemv (args.h) in its loops END(END(GROUP, j), k...): its
+  // registers and each one's term; fold_at checks the form (InternalError) or gives none for
+  // other statements and under bounds checks (the vector code does not check).
+  struct FoldTerm : opt::AxpyTerm {
     std::string ahead;  // the array holding s for each k, when fill_tiles computes it ahead
   };
-  std::vector<TileTerm> tile_terms(const std::vector<UOp>& accs, Ops op, UOp j) const;
-  void fill_tiles(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms);
-  std::vector<TileTerm> scalars_ahead(UOp r, const std::vector<UOp>& accs, std::vector<TileTerm> terms);
-  void tile_loop(UOp r, const std::vector<UOp>& accs, UOp j, const std::vector<TileTerm>& terms, int64_t start, int64_t count, int nvec);
-  std::vector<std::string> axpy_calls(const std::vector<UOp>& accs, Ops op, UOp j);
-  std::vector<std::pair<UOp, UOp>> axpy_terms(const std::vector<UOp>& accs, Ops op, UOp j);
-  std::string offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at);
-  void fold_row(const std::vector<UOp>& accs, const std::vector<std::string>& at, UOp r, Ops op, UOp j, bool unroll);
-  bool gemv_loop(UOp r, UOp acc, Ops op, UOp j);
-  int block_size(UOp end, size_t pos, const std::vector<UOp>& reds, int most, bool divides) const;
-  UOp open_block(UOp end, size_t pos, int block);
-  std::vector<UOp> in_block(UOp x, UOp r, UOp start, int block);
-  // row_copies.cpp: the copies of a nest's nodes for one binding of a range, kept per (range, value).
-  struct Copies {
-    std::pair<UOp, UOp> keep;  // the range and its value, alive while they key copies_
-    std::unordered_map<const UOpNode*, UOp> of;
+  struct Fold {
+    FoldForm form;
+    UOp j;
+    std::vector<UOp> ks, regs;
+    std::vector<FoldTerm> terms;
   };
-  std::map<std::pair<const UOpNode*, const UOpNode*>, Copies> copies_;
-  UOp substituted(UOp x, UOp r, UOp v);
+  std::optional<Fold> fold_at(UOp end) const;
+  void vector_fold(const Fold& f);
+  void gemv(const Fold& f);
+  std::string offset_at(UOp idx, UOp j, std::vector<std::pair<UOp, UOp>> at);
+  void fill_tiles(const Fold& f);  // tiles.cpp
+  std::vector<FoldTerm> scalars_ahead(const Fold& f);
+  void tile_loop(const Fold& f, int64_t start, int64_t count, int nvec);
+  std::string reg_name(UOp define_reg) const { return "reg" + std::to_string(define_reg->arg.as<int64_t>()); }
   std::map<std::vector<const UOpNode*>, std::pair<UOp, std::vector<UOp>>> simplified_;  // key -> (result, key's nodes)
   using At = std::vector<std::pair<UOp, UOp>>;  // a substitution: node -> node
   UOp simplified_at(UOp x, const At& at);
@@ -165,9 +160,6 @@ class KernelRenderer {
     }
     return order;
   }
-  std::vector<std::vector<UOp>> rows_of(const std::vector<UOp>& reds, UOp i, UOp start, int count);
-  void rows_in_blocks(UOp end, const std::vector<UOp>& reds, int block, bool jam);
-  void fill_and_store(UOp end, const std::vector<UOp>& reds, const std::vector<UOp>& stores, std::vector<std::vector<UOp>> rows);
   void statement(UOp top);
   void transpose8(UOp group);  // transposes.cpp
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted

@@ -9,7 +9,9 @@
 //
 // Placement: a statement goes in the outermost loop where all ranges it depends on are bound
 // (the Scope stack, kernel_renderer.h); a value used once at its own loop level is inlined into
-// its user. The faster loop shapes (interchange, blocking, tcc unrolling) are in loop_shapes.cpp.
+// its user. The loop shapes chosen for speed are the kernel-opt passes' (src/opt); what is left
+// here is how some of their forms are written: tcc's unrolled loops (unroll.cpp), vector folds
+// (folds.cpp, tiles.cpp) and transposes (transposes.cpp).
 #include "render.h"
 #include "kernel_renderer.h"
 #include "prelude.h"
@@ -23,7 +25,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "opt/loop_shapes.h"
 #include "uop/error.h"
 #include "uop/floats.h"
 #include "uop/pattern.h"
@@ -38,6 +39,11 @@ std::string word_chars(const std::string& s) {
   std::string out;
   for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   return out;
+}
+
+// What val spells by itself rather than as an expression of its sources: the end of an inlined chain.
+bool spelled(UOp n) {
+  return n->op == Ops::CONST || n->op == Ops::DEFINE_VAR || n->op == Ops::RANGE || n->op == Ops::BIND || n->dtype.ptr || n->dtype.is_void();
 }
 
 }  // namespace
@@ -69,8 +75,12 @@ void KernelRenderer::analyze(UOp ast) {
 // ranges are the node's own (UOpNode::free: a kernel's nodes are scalars, so only REDUCE and END
 // close ranges).
 void KernelRenderer::analyze_node(UOp u) {
-  for (UOp s : u->src) ++uses_[s.get()];
-  analyzed_.insert(u.get());
+  int height = 0;
+  for (UOp s : u->src) {
+    ++uses_[s.get()];
+    if (auto it = analyzed_.find(s.get()); it != analyzed_.end()) height = std::max(height, it->second);
+  }
+  analyzed_[u.get()] = spelled(u) ? 0 : height + 1;
   bool touchy = u->op == Ops::LOAD || may_fail(u, opts_.bounds_check);
   bool reads_reg = u->op == Ops::LOAD && u->src.at(0)->src.at(0)->op == Ops::DEFINE_REG;
   for (UOp s : u->src) {
@@ -146,6 +156,8 @@ void KernelRenderer::name_ranges() {
   std::stable_sort(ranges.begin(), ranges.end(), [](UOp a, UOp b) { return a->arg.tuple()->at(0).as<int64_t>() < b->arg.tuple()->at(0).as<int64_t>(); });
   for (size_t i = 0; i < ranges.size(); ++i) {
     std::string n = i < std::size(kLetters) ? kLetters[i] : "r" + std::to_string(i);
+    const ArgTuple& arg = *ranges[i]->arg.tuple();  // (id, sub-id..., axis): a block range's last sub-id is -B
+    if (const int64_t* b = arg.size() > 2 ? arg[arg.size() - 2].get_if<int64_t>() : nullptr; b && *b < 0 && *b > -1000) n += "_" + std::to_string(-*b);
     taken_range_names_.insert(n);
     range_names_[ranges[i].get()] = n;
   }
@@ -202,18 +214,17 @@ bool KernelRenderer::placeable(UOp u) const {
   return true;
 }
 
-// Inline depth: 0 for what val names or spells by itself, else 1 + its deepest source's. Only
-// kernels larger than kInlineDepth nodes can need it, so other kernels' C is untouched.
+// Inline depth: 0 for what val names or spells by itself, else 1 + its deepest source's. Only a
+// value whose chain is that deep without the names given so far can need it (analyze_node's
+// height), so other values' C is untouched and costs no walk.
 void KernelRenderer::name_deep_chains(UOp u, int user_level) {
-  if (own_nodes_ < static_cast<size_t>(kInlineDepth)) return;
+  if (auto it = analyzed_.find(u.get()); it != analyzed_.end() && it->second < kInlineDepth) return;
   std::unordered_map<const UOpNode*, int> inline_depth;
   for (UOp n : toposort(u)) {
     int d = 0;
     for (UOp s : n->src)
       if (auto it = inline_depth.find(s.get()); it != inline_depth.end()) d = std::max(d, it->second);
-    bool spelled = n->op == Ops::CONST || n->op == Ops::DEFINE_VAR || n->op == Ops::RANGE || n->op == Ops::BIND || n->dtype.ptr ||
-                   n->dtype.is_void() || named_.count(n.get());
-    int here = spelled ? 0 : d + 1;
+    int here = spelled(n) || named_.count(n.get()) ? 0 : d + 1;
     if (here >= kInlineDepth && n != u && placeable(n)) {
       val(n, user_level, true);
       here = 0;
@@ -306,7 +317,8 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   std::string lin = val(idx->src[1], lv, check);
   std::string gate = idx->src.size() == 3 ? val(idx->src[2], lv, check) : "";
   UOp li = idx->src[1];
-  bool proven = li.is_const() && li.vmin() >= 0 && li.vmin() < g->dtype.size;
+  // (a register's index is in bounds when its range says so: the passes index them by ranges)
+  bool proven = (li.is_const() || reg) && li.vmin() >= 0 && li.vmax() < g->dtype.size;
   if (auto it = checked_.find(idx.get()); it != checked_.end() && scope_level(it->second) >= 0) proven = true;
   if (check && !proven) {
     if (!reads_reg_.count(idx.get())) checked_[idx.get()] = stack_[static_cast<size_t>(lv)].id;  // (another statement reads other contents)
@@ -321,18 +333,24 @@ std::string KernelRenderer::access(UOp idx, int lv) {
 
 namespace {
 
-// A STORE, or a GROUP of at most 8 (a column-blocked fold): a body tcc's unrolling may copy.
+// A register set to a constant (an interchange's identities).
+bool fills_register(UOp st) { return st->src.at(0)->src.at(0)->op == Ops::DEFINE_REG && st->src.at(1)->op == Ops::CONST; }
+
+// A STORE, or a GROUP of at most 8 (a blocked fold): a body tcc's unrolling may copy; not a loop
+// that only fills registers with constants (nothing for unrolling to save).
 bool few_stores(UOp s) {
-  if (s->op == Ops::STORE) return true;
+  if (s->op == Ops::STORE) return !fills_register(s);
   return s->op == Ops::GROUP && s->arg.none() && s->src.size() <= 8 &&
-         std::all_of(s->src.begin(), s->src.end(), [](UOp x) { return x->op == Ops::STORE; });
+         std::all_of(s->src.begin(), s->src.end(), [](UOp x) { return x->op == Ops::STORE; }) &&
+         !std::all_of(s->src.begin(), s->src.end(), fills_register);
 }
 
 }  // namespace
 
 // A statement of the kernel grammar (verify_kernel): STORE; END, its loops (the innermost unrolled
-// for tcc when it holds few stores); GROUP, its statements in order (transpose8's as one call,
-// transposes.cpp). Walked with a stack: nesting costs no C++ recursion.
+// for tcc when it holds few stores; a marked fold's as vector code, folds.cpp); GROUP, its
+// statements in order (transpose8's as one call, transposes.cpp). Walked with a stack: nesting
+// costs no C++ recursion.
 void KernelRenderer::statement(UOp top) {
   std::vector<std::pair<UOp, size_t>> todo{{top, 0}};  // (statement, next source to render)
   while (!todo.empty()) {
@@ -344,6 +362,9 @@ void KernelRenderer::statement(UOp top) {
     } else if (is_transpose8(u) && !opts_.bounds_check) {
       transpose8(u);
       todo.pop_back();
+    } else if (std::optional<Fold> f = next == 0 ? fold_at(u) : std::nullopt) {
+      vector_fold(*f);
+      todo.pop_back();
     } else if (u->op == Ops::END && next == 0) {
       for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i]);
       todo.push_back({u->src.at(0), 0});
@@ -351,6 +372,7 @@ void KernelRenderer::statement(UOp top) {
       for (size_t i = 1; i < u->src.size(); ++i) close(i == 1 && few_stores(u->src[0]));
       todo.pop_back();
     } else if (u->op == Ops::GROUP) {
+      jam_rows_ = jam_rows_ || fold_form(u) == FoldForm::jam;
       if (next < u->src.size()) todo.push_back({u->src[next], 0});
       else todo.pop_back();
     } else {
@@ -403,10 +425,7 @@ RenderedKernel KernelRenderer::run() {
   analyzed_.reserve(4 * own_nodes_);
   analyze(ast);
   stack_.push_back({UOp(), next_scope_++, "", {}});
-  for (UOp st : ast->src) {
-    if (std::vector<UOp> reds = opt::interchange_reduces(st, opts_.bounds_check); !reds.empty()) interchange(st, reds);
-    else statement(st);
-  }
+  for (UOp st : ast->src) statement(st);
   std::string src;
   // GCC's loop unroll-and-jam (an -O3 pass) takes a row-blocked matmul from 3.3 to 1.9 ms at
   // 512^3; for the whole program (-O3) it makes vector-times-matrix kernels ten times slower, so
@@ -421,7 +440,7 @@ RenderedKernel KernelRenderer::run() {
   for (size_t j = 0; j < vars_.size(); ++j)
     src += "  " + ctype(vars_[j]->dtype, vars_[j]) + " " + c_var(vars_[j]) + " = vars[" + std::to_string(j) + "];\n";
   for (auto& [n, r] : regs_)  // zero at each launch (LOWERING.md)
-    src += "  " + ctype(r->dtype.base(), r) + " reg" + std::to_string(n) + "[" + std::to_string(r->dtype.size) + "] = {0};\n";
+    src += "  " + ctype(r->dtype.base(), r) + " " + reg_name(r) + "[" + std::to_string(r->dtype.size) + "] = {0};\n";
   src += "  (void)bufs;\n  (void)vars;\n  (void)err;\n";
   for (const std::string& l : stack_[0].lines) src += "  " + l + "\n";
   src += "  return 0;\n}\n";

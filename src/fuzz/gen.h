@@ -154,7 +154,8 @@ class Gen {
   Tensor cumsum_window(const Shape& s, DType d, int depth);
 
   // x @ w with x (..., k) and w (k, n) or, as in a Linear layer, the transpose of a (n, k) one:
-  // the reductions the renderer interchanges, blocks and (for tcc) hands to the axpy loops.
+  // the reductions the kernel-opt passes interchange (rows blocked, folds marked for tcc's
+  // vector calls and cc's tiles) or block by columns.
   Tensor matmul(const Shape& s, DType d, int depth);
 
   // ---- range forms (pure) ----

@@ -29,7 +29,7 @@ constexpr int kColumns = 8;
 std::pair<std::vector<UOp>, int> column_reduces(UOp ast, UOp end, const Options& o) {
   if (!store_nest(end)) return {};
   std::vector<UOp> reds = reduces_over(end->src[0]->src[1], end->src.back());
-  if (interchangeable(end, reds, o.bounds_check)) return {};  // the renderer's interchange takes it
+  if (interchangeable(end, reds, o.bounds_check)) return {};  // the pass interchange takes it
   for (UOp r : reds) {
     if (!r->arg.get_if<Ops>() || r->src.size() < 2 || r->dtype.ptr || r->dtype.is_bool()) return {};
     for (UOp u : toposort(r->src[0]))

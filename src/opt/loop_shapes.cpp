@@ -73,6 +73,17 @@ std::vector<UOp> reduces_over(UOp value, UOp j) {
   return reds;
 }
 
+std::optional<AxpyTerm> axpy_term(Ops op, DType d, UOp x, UOp j, bool bounds_check) {
+  if (op != Ops::ADD || bounds_check) return std::nullopt;
+  if (!(d.scalar == Scalar::Float32 || d.scalar == Scalar::Float64) || x->op != Ops::MUL || x->dtype != d) return std::nullopt;
+  bool first = has_free_range(x->src[0], j);
+  UOp ld = x->src[first ? 0 : 1], s = x->src[first ? 1 : 0];
+  if (has_free_range(s, j) || ld->op != Ops::LOAD || ld->dtype != d || ld->src.size() != 1) return std::nullopt;
+  UOp idx = ld->src[0];
+  if (idx->op != Ops::INDEX || idx->src.size() != 2 || idx->src[0]->op != Ops::DEFINE_GLOBAL || coefficient(idx->src[1], j) != 1) return std::nullopt;
+  return AxpyTerm{s, idx, first};
+}
+
 bool store_nest(UOp end) {
   return end->op == Ops::END && end->src.size() >= 2 && end->src[0]->op == Ops::STORE && end->src[0]->src.size() == 2;
 }

@@ -1,13 +1,14 @@
 // The loop shapes of a store nest END(STORE, range...) that keep its results bit-identical, one
-// rule each for the kernel-opt passes and the renderer's loop shapes that still decide for
-// themselves (the reduce interchange, row blocking, register tiles):
+// rule each, for the kernel-opt passes:
 //  - blocking: iterations r = B*rb + u, u < B, run side by side inside one iteration of the block
 //    range rb (passes transposes, columns);
 //  - the reduce interchange: the innermost store range j moves inside the REDUCEs' loops, each
-//    REDUCE an array of accumulators over j.
+//    REDUCE an array of accumulators over j (pass interchange), and the form of its folds that
+//    vector loops take.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "uop/uop.h"
@@ -48,6 +49,17 @@ std::vector<UOp> reduces_over(UOp value, UOp j);
 constexpr int64_t kMaxAccElems = 4096;
 constexpr int64_t kMaxAccBytes = 64 * 1024;
 std::vector<UOp> interchange_reduces(UOp end, bool bounds_check);
+
+// One fold acc[j] = acc[j] OP x of an interchanged nest in the form tcc's vector calls and cc's
+// register tiles take: OP is ADD and x = s * b[off + j] (the factors in either order: load_first
+// when b's load comes first), s not depending on j, b a buffer of the accumulator's float dtype
+// read contiguously in j (a matmul's fold); not under bounds checks (the vector loops do not
+// check). Else none.
+struct AxpyTerm {
+  UOp s, idx;  // the factor fixed in j; the INDEX of b[off + j]
+  bool load_first;
+};
+std::optional<AxpyTerm> axpy_term(Ops op, DType d, UOp x, UOp j, bool bounds_check);
 
 // The pieces of interchange_reduces, for a pass that needs the REDUCEs either way: is `end`
 // END(STORE(ptr, value), range...); are `reds` (reduces_over(value, j), j its innermost range)

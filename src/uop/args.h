@@ -2,6 +2,7 @@
 // forms: BUFFER ("name", size)).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "uop/uop.h"
@@ -54,6 +55,28 @@ inline const Arg& transpose8_arg() {
   return arg;
 }
 inline bool is_transpose8(UOp u) { return u->op == Ops::GROUP && u->arg == transpose8_arg(); }
+
+// A kernel's GROUP of STOREs that fold registers over the j loop around it (kernel-opt pass
+// `interchange`: acc[j] = acc[j] OP x, one STORE per accumulator), marked with how the C backend
+// writes it: "tiles" (cc's register tiles), "axpy" (tcc: an ow_axpy call per accumulator),
+// "gemv" (tcc: the whole fold over its one range as one ow_gemv call), "jam" (cc: plain loops in
+// a kernel GCC is asked to unroll-and-jam). Run in order, the STOREs are the fold in every form.
+enum class FoldForm { tiles, axpy, gemv, jam };
+inline const char* fold_form_name(FoldForm f) {
+  switch (f) {
+    case FoldForm::tiles: return "tiles";
+    case FoldForm::axpy: return "axpy";
+    case FoldForm::gemv: return "gemv";
+    default: return "jam";
+  }
+}
+inline Arg fold_arg(FoldForm f) { return Arg(std::string(fold_form_name(f))); }
+inline std::optional<FoldForm> fold_form(UOp u) {
+  if (u->op != Ops::GROUP) return std::nullopt;
+  for (FoldForm f : {FoldForm::tiles, FoldForm::axpy, FoldForm::gemv, FoldForm::jam})
+    if (u->arg == fold_arg(f)) return f;
+  return std::nullopt;
+}
 
 // Buffers whose names start with '_' are a program's own temporaries (made by lowering or by
 // reverse mode): never a caller's input or output, and private to one run.

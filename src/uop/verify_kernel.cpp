@@ -81,7 +81,7 @@ class KernelGrammar {
   }
 
   // A statement: STORE(ptr, value); END(statement, range...), a loop; GROUP(statement...), in
-  // order, with no arg or transpose8's (64 STOREs, args.h). Walked without recursion.
+  // order, with no arg, transpose8's (64 STOREs) or a fold's (STOREs to registers, args.h). Walked without recursion.
   std::pair<UOp, std::string> store(UOp top) {
     std::vector<UOp> todo{top};
     while (!todo.empty()) {
@@ -96,10 +96,14 @@ class KernelGrammar {
         continue;
       }
       if (s->op == Ops::GROUP) {
-        if (!s->arg.none() && !(is_transpose8(s) && s->src.size() == 64))
-          return {s, "a GROUP in a kernel has no arg, or is transpose8's 64 STOREs"};
+        bool folds = fold_form(s).has_value();
+        if (!s->arg.none() && !(is_transpose8(s) && s->src.size() == 64) && !folds)
+          return {s, "a GROUP in a kernel has no arg, is transpose8's 64 STOREs or a fold's (tiles, axpy, gemv, jam)"};
         for (size_t i = s->src.size(); i-- > 0;) {
           if (is_transpose8(s) && s->src[i]->op != Ops::STORE) return {s, "a transpose8 GROUP holds STOREs"};
+          UOp x = s->src[i];
+          if (folds && (x->op != Ops::STORE || x->src.empty() || x->src[0]->src.empty() || x->src[0]->src[0]->op != Ops::DEFINE_REG))
+            return {s, "a fold GROUP holds STOREs to registers"};
           todo.push_back(s->src[i]);
         }
         continue;

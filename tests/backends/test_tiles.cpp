@@ -15,10 +15,13 @@
 #include "lower/lower.h"
 #include "uop/text.h"
 
+#include "render_support.h"
+
 #include "matmul_support.h"
 
 using namespace ow;
 using namespace ow::test_matmul;
+using ow::test::render_optimized;
 
 namespace {
 
@@ -57,7 +60,7 @@ TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as
   // 16 rows: two blocks of 8 (as even as blocks of at most 14 can be). 56 columns: one tile of 48
   // (three vectors of 16 floats per row: 24 registers), then 8 single columns. The tiles are cc's
   // alone; the C for tcc has its rows 4 at a time, each a call to ow_axpy_f32.
-  backend::RenderedKernel k = backend::render_kernel(matmul_kernel(16, 7, 56));
+  backend::RenderedKernel k = render_optimized(matmul_kernel(16, 7, 56));
   std::string src = k.source.substr(k.source.find("\nint mm("));
   INFO(src);
   CHECK(src.find("for (long long i_8 = 0; i_8 < 2LL; i_8++) {") != std::string::npos);
@@ -67,11 +70,11 @@ TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as
   CHECK(tile < cols);
   CHECK(cols != std::string::npos);
   CHECK(src.find("ow_vload_f32(b2 + ", tile) < cols);
-  CHECK(src.find("ow_vstore_f32(acc", tile) < cols);
+  CHECK(src.find("ow_vstore_f32(reg", tile) < cols);
   CHECK(src.find("ow_axpy_f32") == std::string::npos);
   backend::RenderOptions for_tcc;
   for_tcc.target = backend::Target::tcc;
-  std::string tsrc = backend::render_kernel(matmul_kernel(16, 7, 56), for_tcc).function;
+  std::string tsrc = render_optimized(matmul_kernel(16, 7, 56), for_tcc).function;
   INFO(tsrc);
   CHECK(tsrc.find("for (long long i_4 = 0; i_4 < 4LL; i_4++) {") != std::string::npos);  // tcc's rows,
   CHECK(tsrc.find("ow_axpy_f32(56LL, ") != std::string::npos);                           // 4 at a time
@@ -79,16 +82,20 @@ TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as
   CHECK(tsrc.find("ow_vf32") == std::string::npos);
   CHECK(src.find("loop-unroll-and-jam") == std::string::npos);        // it would spill the tiles
   // 37 rows: two blocks of 13 in a loop, then the 11 rows left over, unrolled in the function
-  // body; 512 rows: 36 blocks of 14 and 8 rows left over, in tiles of 3 vectors (24 registers).
-  backend::RenderedKernel odd = backend::render_kernel(matmul_kernel(37, 5, 40));
+  // body, in the first 11 of the block's 13 registers; 512 rows: 36 blocks of 14 and 8 rows left
+  // over, in tiles of 3 vectors (24 registers).
+  backend::RenderedKernel odd = render_optimized(matmul_kernel(37, 5, 40));
   INFO(odd.source);
-  CHECK(odd.source.find("for (long long i_13 = 0; i_13 < 2LL; i_13++) {") != std::string::npos);
-  CHECK(odd.source.find("\n  float acc") != std::string::npos);  // the last 11 rows' arrays
-  backend::RenderedKernel big = backend::render_kernel(matmul_kernel(512, 512, 512));
+  size_t block = odd.source.find("for (long long i_13 = 0; i_13 < 2LL; i_13++) {");
+  CHECK(block != std::string::npos);
+  CHECK(odd.source.find("float reg12[40] = {0};") != std::string::npos);
+  CHECK(odd.source.find("float reg13[") == std::string::npos);
+  CHECK(odd.source.find("\n  for (long long j_t32 = 0;", block) != std::string::npos);  // the 11 rows' tiles, outside the block loop
+  backend::RenderedKernel big = render_optimized(matmul_kernel(512, 512, 512));
   CHECK(big.source.find("for (long long i_14 = 0; i_14 < 36LL; i_14++) {") != std::string::npos);
   CHECK(big.source.find("for (long long j_t48 = 0; j_t48 < 10LL; j_t48++) {") != std::string::npos);
   // Under --bounds-check the loads must be checked: no tiles.
-  backend::RenderedKernel checked = backend::render_kernel(matmul_kernel(16, 7, 56), {true});
+  backend::RenderedKernel checked = render_optimized(matmul_kernel(16, 7, 56), {true});
   CHECK(checked.source.find("ow_vload_f32(b") == std::string::npos);
   CHECK(checked.source.find("j_t48") == std::string::npos);
 }
@@ -117,7 +124,7 @@ TEST_CASE("tiles: matrix products of odd and tile-sized shapes equal the interpr
 // per k into an array (s<acc>[k]) and the tiles read it back. The values must not change.
 TEST_CASE("tiles: a row factor that is more than a load is computed once per k, the same bits", "[tiles]") {
   UOp root = parse_graph(matmul_text(11, 40, 96, "float32", true), "mm.uop").root;
-  std::string c = backend::show_c(lower::lower(root), {}, true);
+  std::string c = backend::show_c(ow::test::optimized(lower::lower(root)), {}, true);
   INFO(c);
   CHECK(c.find("[40];") != std::string::npos);  // an array of 40 factors per row
   CHECK(c.find("[i] * l") != std::string::npos);  // read back inside the tiles (the reduce range is named i here)
