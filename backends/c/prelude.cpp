@@ -159,7 +159,7 @@ static inline void ow_vstore_f32(float* p, ow_vf32 v) { __builtin_memcpy(p, &v, 
 static inline void ow_vstore_f64(double* p, ow_vf64 v) { __builtin_memcpy(p, &v, sizeof v); }
 static inline ow_vf32 ow_vsplat_f32(float x) { ow_vf32 v; for (int l = 0; l < 16; l++) v[l] = x; return v; }
 static inline ow_vf64 ow_vsplat_f64(double x) { ow_vf64 v; for (int l = 0; l < 8; l++) v[l] = x; return v; }
-/* cc's transposed copies (render: loop_shapes.cpp): 8 rows of 8 4-byte elements, s + k*ss, become
+/* cc's transposed copies (render: transposes.cpp): 8 rows of 8 4-byte elements, s + k*ss, become
    the 8 columns of d + k*ds, moved as bits through three rounds of pairwise interleaves */
 typedef unsigned int ow_vu32x8 __attribute__((vector_size(32)));
 typedef int ow_vi32x8 __attribute__((vector_size(32)));
