@@ -77,7 +77,7 @@ void KernelRenderer::gemv(const Fold& f) {
   emit(depth(), ctype(acc->dtype.base(), acc) + " " + sv + "[" + std::to_string(m) + "];");
   open(k);
   emit(depth(), sv + "[" + kv + "] = " + val(f.terms[0].s, depth()) + ";");
-  close();
+  close(true);
   std::string o = offset_at(idx, f.j, {{k, UOp::index(0)}});
   std::string b = "b" + std::to_string(idx->src[0]->arg.as<int64_t>()), n = std::to_string(*opt::const_extent(f.j));
   emit(depth(), std::string("ow_gemv_") + (is32(acc->dtype) ? "f32(" : "f64(") + std::to_string(m) + "LL, " + n + "LL, " + sv + ", " + b + " + " + o + ", " +

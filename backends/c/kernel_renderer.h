@@ -1,10 +1,10 @@
 // The kernel renderer's class, shared by its source files (not part of the API: render.h):
 //   render.cpp       values, statements, placement of each statement in the loop nest;
 //   ops.cpp          the C of each value op in its dtype;
+//   unroll.cpp       tcc's unrolled inner loops (backends/README.md);
 //   folds.cpp        the fold GROUPs the pass interchange marks, as tcc's vector calls;
 //   tiles.cpp        ... and as cc's register tiles;
 //   offsets.cpp      the index arithmetic those two make, simplified and numbered;
-//   pointers.cpp     tcc's accesses through a pointer to a shared base;
 //   transposes.cpp   a transpose8 GROUP (kernel-opt pass transposes) as one ow_transpose8_u32;
 //   parallel.cpp     cc's two-thread kernels: the safety analysis and the split.
 #pragma once
@@ -111,7 +111,7 @@ class KernelRenderer {
   std::string c_var(UOp v) const { return "var_" + c_identifier(var_name(v)); }  // the C local holding a variable
   std::string use_var(UOp v);
   void open(UOp r);
-  void close();
+  void close(bool unroll = false);
   std::string identity(UOp u, Ops op) const;
   std::string reduce(UOp u, int level);
   // A fold GROUP marked tiles, axpy or gemv (args.h) in its loops END(END(GROUP, j), k...): its
@@ -163,11 +163,6 @@ class KernelRenderer {
   void statement(UOp top);
   void transpose8(UOp group);  // transposes.cpp
   std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
-  // pointers.cpp: tcc's accesses b[x + c] through a pointer b + x when x is a shared base.
-  static std::optional<std::pair<UOp, int64_t>> base_of(UOp idx);  // (x, c) of INDEX(global, x + c)
-  std::optional<std::string> based_access(UOp idx, int level);
-  std::map<std::pair<const UOpNode*, const UOpNode*>, int> bases_;  // (buffer, x) -> accesses
-  std::map<std::pair<const UOpNode*, const UOpNode*>, std::pair<std::string, int>> pointers_;  // -> (name, scope id)
   void store(UOp st);
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);
   std::string alu(UOp u, int level);

@@ -10,8 +10,8 @@
 // Placement: a statement goes in the outermost loop where all ranges it depends on are bound
 // (the Scope stack, kernel_renderer.h); a value used once at its own loop level is inlined into
 // its user. The loop shapes chosen for speed are the kernel-opt passes' (src/opt); what is left
-// here is how some of their forms are written: vector folds (folds.cpp, tiles.cpp) and
-// transposes (transposes.cpp).
+// here is how some of their forms are written: tcc's unrolled loops (unroll.cpp), vector folds
+// (folds.cpp, tiles.cpp) and transposes (transposes.cpp).
 #include "render.h"
 #include "kernel_renderer.h"
 #include "prelude.h"
@@ -95,7 +95,6 @@ void KernelRenderer::analyze_node(UOp u) {
     ctype(u->dtype.base(), u);
     if (!regs_.emplace(*n, u).second && regs_.at(*n) != u) fail(u, "two registers are numbered " + std::to_string(*n));
   }
-  if (auto b = base_of(u)) ++bases_[{u->src[0].get(), b->first.get()}];
   if (u->op == Ops::DEFINE_GLOBAL) {
     const int64_t* slot = u->arg.get_if<int64_t>();
     if (!slot || *slot < 0 || !u->dtype.ptr) fail(u, "DEFINE_GLOBAL needs a pointer dtype and a slot >= 0");
@@ -155,24 +154,12 @@ void KernelRenderer::name_ranges() {
   for (UOp u : toposort(kernel_->src[0]))
     if (u->op == Ops::RANGE) ranges.push_back(u);
   std::stable_sort(ranges.begin(), ranges.end(), [](UOp a, UOp b) { return a->arg.tuple()->at(0).as<int64_t>() < b->arg.tuple()->at(0).as<int64_t>(); });
-  // The ranges a kernel-opt pass made from one range (its blocks, the iterations an unrolled loop
-  // leaves over: the range's arg with a last sub-id -B, or -1) share its letter, suffixed.
-  std::map<std::string, std::string> letter;  // the arg without that sub-id, printed -> its letter
-  size_t next = 0;
-  for (UOp r : ranges) {
-    ArgTuple key = *r->arg.tuple();  // (id, sub-id..., axis)
-    std::string suffix;
-    if (const int64_t* b = key.size() > 2 ? key[key.size() - 2].get_if<int64_t>() : nullptr; b && *b < 0 && *b > -1000) {
-      suffix = *b == -1 ? "_rest" : "_" + std::to_string(-*b);
-      key.erase(key.end() - 2);
-    }
-    auto fresh = [&] { return next < std::size(kLetters) ? std::string(kLetters[next]) : "r" + std::to_string(next); };
-    auto [it, added] = letter.try_emplace(to_string(Arg(key)), "");
-    if (added) it->second = fresh(), ++next;
-    std::string n = it->second + suffix;
-    while (taken_range_names_.count(n)) n = fresh() + suffix, ++next;  // (two ranges of one name: a new letter)
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    std::string n = i < std::size(kLetters) ? kLetters[i] : "r" + std::to_string(i);
+    const ArgTuple& arg = *ranges[i]->arg.tuple();  // (id, sub-id..., axis): a block range's last sub-id is -B
+    if (const int64_t* b = arg.size() > 2 ? arg[arg.size() - 2].get_if<int64_t>() : nullptr; b && *b < 0 && *b > -1000) n += "_" + std::to_string(-*b);
     taken_range_names_.insert(n);
-    range_names_[r.get()] = n;
+    range_names_[ranges[i].get()] = n;
   }
 }
 
@@ -271,15 +258,6 @@ std::string KernelRenderer::literal(UOp u) const {
   return paren(f32 ? format_float32(v) + "f" : format_double(v));
 }
 
-// Closes the innermost loop: its header, its lines, its brace.
-void KernelRenderer::close() {
-  Scope s = std::move(stack_.back());
-  stack_.pop_back();
-  emit(depth(), s.header);
-  for (std::string& l : s.lines) emit(depth(), "  " + l);
-  emit(depth(), "}");
-}
-
 void KernelRenderer::open(UOp r) {
   if (r->op != Ops::RANGE) fail(r, "loops run over RANGEs only");
   for (const Scope& s : stack_)
@@ -333,7 +311,6 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   bool reg = idx->op == Ops::INDEX && idx->src.size() == 2 && idx->src[0]->op == Ops::DEFINE_REG;
   if (!reg && (idx->op != Ops::INDEX || idx->src.size() < 2 || idx->src.size() > 3 || idx->src[0]->op != Ops::DEFINE_GLOBAL))
     fail(idx, "LOAD/STORE need INDEX(DEFINE_GLOBAL, linear[, gate]) or INDEX(DEFINE_REG, linear)");
-  if (std::optional<std::string> p = based_access(idx, lv)) return *p;
   UOp g = idx->src[0];
   std::string ptr = (reg ? "reg" : "b") + std::to_string(g->arg.as<int64_t>());
   bool check = opts_.bounds_check;
@@ -354,9 +331,26 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   return gate.empty() ? at : gate + "\x1f" + at;  // the caller splits gate and access
 }
 
-// A statement of the kernel grammar (verify_kernel): STORE; END, its loops (a marked fold's as
-// vector code, folds.cpp); GROUP, its statements in order (transpose8's as one call,
-// transposes.cpp). Walked with a stack: nesting costs no C++ recursion.
+namespace {
+
+// A register set to a constant (an interchange's identities).
+bool fills_register(UOp st) { return st->src.at(0)->src.at(0)->op == Ops::DEFINE_REG && st->src.at(1)->op == Ops::CONST; }
+
+// A STORE, or a GROUP of at most 8 (a blocked fold): a body tcc's unrolling may copy; not a loop
+// that only fills registers with constants (nothing for unrolling to save).
+bool few_stores(UOp s) {
+  if (s->op == Ops::STORE) return !fills_register(s);
+  return s->op == Ops::GROUP && s->arg.none() && s->src.size() <= 8 &&
+         std::all_of(s->src.begin(), s->src.end(), [](UOp x) { return x->op == Ops::STORE; }) &&
+         !std::all_of(s->src.begin(), s->src.end(), fills_register);
+}
+
+}  // namespace
+
+// A statement of the kernel grammar (verify_kernel): STORE; END, its loops (the innermost unrolled
+// for tcc when it holds few stores; a marked fold's as vector code, folds.cpp); GROUP, its
+// statements in order (transpose8's as one call, transposes.cpp). Walked with a stack: nesting
+// costs no C++ recursion.
 void KernelRenderer::statement(UOp top) {
   std::vector<std::pair<UOp, size_t>> todo{{top, 0}};  // (statement, next source to render)
   while (!todo.empty()) {
@@ -375,7 +369,7 @@ void KernelRenderer::statement(UOp top) {
       for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i]);
       todo.push_back({u->src.at(0), 0});
     } else if (u->op == Ops::END) {
-      for (size_t i = 1; i < u->src.size(); ++i) close();
+      for (size_t i = 1; i < u->src.size(); ++i) close(i == 1 && few_stores(u->src[0]));
       todo.pop_back();
     } else if (u->op == Ops::GROUP) {
       jam_rows_ = jam_rows_ || fold_form(u) == FoldForm::jam;

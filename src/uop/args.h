@@ -56,13 +56,6 @@ inline const Arg& transpose8_arg() {
 }
 inline bool is_transpose8(UOp u) { return u->op == Ops::GROUP && u->arg == transpose8_arg(); }
 
-// A kernel's GROUP with arg "unrolled": the 8 copies of a loop body the kernel-opt pass `unroll`
-// made, one per iteration of the block (run in order, they are the 8 iterations).
-inline const Arg& unrolled_arg() {
-  static const Arg arg(std::string("unrolled"));
-  return arg;
-}
-
 // A kernel's GROUP of STOREs that fold registers over the j loop around it (kernel-opt pass
 // `interchange`: acc[j] = acc[j] OP x, one STORE per accumulator), marked with how the C backend
 // writes it: "tiles" (cc's register tiles), "axpy" (tcc: an ow_axpy call per accumulator),

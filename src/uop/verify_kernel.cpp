@@ -81,8 +81,7 @@ class KernelGrammar {
   }
 
   // A statement: STORE(ptr, value); END(statement, range...), a loop; GROUP(statement...), in
-  // order, with no arg, transpose8's (64 STOREs), a fold's (STOREs to registers) or "unrolled"
-  // (args.h). Walked without recursion.
+  // order, with no arg, transpose8's (64 STOREs) or a fold's (STOREs to registers, args.h). Walked without recursion.
   std::pair<UOp, std::string> store(UOp top) {
     std::vector<UOp> todo{top};
     while (!todo.empty()) {
@@ -98,8 +97,8 @@ class KernelGrammar {
       }
       if (s->op == Ops::GROUP) {
         bool folds = fold_form(s).has_value();
-        if (!s->arg.none() && !(is_transpose8(s) && s->src.size() == 64) && !folds && s->arg != unrolled_arg())
-          return {s, "a GROUP in a kernel has no arg, is transpose8's 64 STOREs, a fold's (tiles, axpy, gemv, jam) or unrolled copies"};
+        if (!s->arg.none() && !(is_transpose8(s) && s->src.size() == 64) && !folds)
+          return {s, "a GROUP in a kernel has no arg, is transpose8's 64 STOREs or a fold's (tiles, axpy, gemv, jam)"};
         for (size_t i = s->src.size(); i-- > 0;) {
           if (is_transpose8(s) && s->src[i]->op != Ops::STORE) return {s, "a transpose8 GROUP holds STOREs"};
           UOp x = s->src[i];

@@ -71,7 +71,6 @@ void check_transpose(const Case& k, bool tiles_on_cc, bool blocked) {
   UOp root = parse_graph(transpose_text(k), "t.uop").root;
   for (opt::Target t : {opt::Target::cc, opt::Target::tcc}) {
     lower::Context ctx = lower::through_kernel_opt(t);
-    ctx.skip.insert("unroll");  // (tcc's unrolled loops are blocks of 8 too: _m8)
     backend::RenderOptions ro;
     ro.target = t;
     std::string c = backend::show_c(lower::lower(root, ctx), ro, true);
