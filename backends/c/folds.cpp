@@ -15,12 +15,6 @@
 
 namespace ow::backend::detail {
 
-namespace {
-
-constexpr int64_t kMaxGemvFactors = 1024;  // the array of factors lives on the stack
-
-}  // namespace
-
 std::optional<KernelRenderer::Fold> KernelRenderer::fold_at(UOp end) const {
   if (opts_.bounds_check || end->op != Ops::END || end->src.size() < 2 || end->src[0]->op != Ops::END || end->src[0]->src.size() != 2) return std::nullopt;
   UOp g = end->src[0]->src[0];
@@ -40,8 +34,8 @@ std::optional<KernelRenderer::Fold> KernelRenderer::fold_at(UOp end) const {
   }
   if (*form == FoldForm::gemv) {
     const int64_t* m = f.ks.size() == 1 ? opt::const_extent(f.ks[0]) : nullptr;
-    if (f.regs.size() != 1 || !m || *m < 1 || *m > kMaxGemvFactors || !coefficient(f.terms[0].idx->src[1], f.ks[0]))
-      throw bad("is not one accumulator over one range of 1.." + std::to_string(kMaxGemvFactors) + " steps moving b by a constant stride");
+    if (f.regs.size() != 1 || !m || *m < 1 || *m > opt::kMaxGemvFactors || !coefficient(f.terms[0].idx->src[1], f.ks[0]))
+      throw bad("is not one accumulator over one range of 1.." + std::to_string(opt::kMaxGemvFactors) + " steps moving b by a constant stride");
   }
   return f;
 }

@@ -421,8 +421,8 @@ RenderedKernel KernelRenderer::run() {
   if (!nm || nm->empty()) fail(kernel_, "KERNEL needs a name arg (\"k1\",)");
   out.name = name_.empty() ? c_identifier(*nm) : name_;
   UOp ast = kernel_->src[0];
-  uses_.reserve(4 * own_nodes_);  // blocking adds copies of rows: fewer rehashes
-  analyzed_.reserve(4 * own_nodes_);
+  uses_.reserve(own_nodes_);  // (the vector folds add only their offsets' few nodes)
+  analyzed_.reserve(own_nodes_);
   analyze(ast);
   stack_.push_back({UOp(), next_scope_++, "", {}});
   for (UOp st : ast->src) statement(st);

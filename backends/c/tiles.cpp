@@ -16,7 +16,6 @@
 #include <algorithm>
 
 #include "kernel_renderer.h"
-#include "uop/pattern.h"
 
 namespace ow::backend::detail {
 

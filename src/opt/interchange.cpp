@@ -35,7 +35,6 @@ namespace {
 constexpr int kRows = 4;                        // rows blocked to share loads
 constexpr int kTileRows = 14;                   // rows of cc's register tiles: 14 x 2 vectors
 constexpr int64_t kMaxBlockBytes = 128 * 1024;  // the accumulators of a block of tiled rows
-constexpr int64_t kMaxGemvFactors = 1024;       // tcc's ow_gemv takes its factors from the stack
 
 UOp group(std::vector<UOp> stmts, Arg mark = Arg()) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(stmts), std::move(mark)); }
 

@@ -61,6 +61,10 @@ struct AxpyTerm {
 };
 std::optional<AxpyTerm> axpy_term(Ops op, DType d, UOp x, UOp j, bool bounds_check);
 
+// The most steps of the one range of a fold tcc writes as one ow_gemv call (pass interchange's
+// "gemv" mark): the call takes the fold's factors from an array on the stack.
+constexpr int64_t kMaxGemvFactors = 1024;
+
 // The pieces of interchange_reduces, for a pass that needs the REDUCEs either way: is `end`
 // END(STORE(ptr, value), range...); are `reds` (reduces_over(value, j), j its innermost range)
 // to fold as arrays of accumulators.

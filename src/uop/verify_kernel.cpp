@@ -100,11 +100,11 @@ class KernelGrammar {
         if (!s->arg.none() && !(is_transpose8(s) && s->src.size() == 64) && !folds)
           return {s, "a GROUP in a kernel has no arg, is transpose8's 64 STOREs or a fold's (tiles, axpy, gemv, jam)"};
         for (size_t i = s->src.size(); i-- > 0;) {
-          if (is_transpose8(s) && s->src[i]->op != Ops::STORE) return {s, "a transpose8 GROUP holds STOREs"};
           UOp x = s->src[i];
+          if (is_transpose8(s) && x->op != Ops::STORE) return {s, "a transpose8 GROUP holds STOREs"};
           if (folds && (x->op != Ops::STORE || x->src.empty() || x->src[0]->src.empty() || x->src[0]->src[0]->op != Ops::DEFINE_REG))
             return {s, "a fold GROUP holds STOREs to registers"};
-          todo.push_back(s->src[i]);
+          todo.push_back(x);
         }
         continue;
       }
