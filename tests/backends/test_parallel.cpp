@@ -4,7 +4,6 @@
 // stay serial.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "uop/text.h"
 
 #include "matmul_support.h"
+#include "opt_support.h"
 #include "test_support.h"
 
 using namespace ow;
@@ -197,7 +197,7 @@ TEST_CASE("opt pass threads: the split in the graph, its halves' ranges and valu
   UOp serial = matmul_kernel(m, kn, n);
   opt::Options o;
   o.threads = 2;
-  const opt::Pass& threads = *std::find_if(opt::passes().begin(), opt::passes().end(), [](const opt::Pass& p) { return p.name == "threads"; });
+  const opt::Pass& threads = test::kernel_opt_pass("threads");
   UOp k = opt::run_pass(threads, serial, o);
   REQUIRE(kernel_threads(k) == 2);
   CHECK(kernel_name(k) == "mm");

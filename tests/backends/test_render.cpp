@@ -15,6 +15,7 @@
 #include "backends/c/render.h"
 #include "backends/compiler.h"
 #include "opt/opt.h"
+#include "opt_support.h"
 #include "render_support.h"
 #include "uop/error.h"
 #include "uop/text.h"
@@ -91,22 +92,6 @@ size_t line_index(const std::vector<std::string>& ls, const std::string& needle)
 
 // The function's body (after the prelude).
 std::string body(const RenderedKernel& k) { return k.source.substr(k.source.find("\nint " + k.name + "(")); }
-
-// c = a @ b (b_t: a @ b transposed, b stored n x kn) as the kernels compute it: each element a
-// sum from 0.0f over k ascending, one rounding per product and per addition.
-std::vector<float> matmul_in_order(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t kn, int64_t n, bool b_t) {
-  std::vector<float> c(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      float acc = 0.0f;
-      for (int64_t k = 0; k < kn; ++k) {
-        volatile float p = a[static_cast<size_t>(i * kn + k)] * b[static_cast<size_t>(b_t ? j * kn + k : k * n + j)];
-        acc = acc + p;
-      }
-      c[static_cast<size_t>(i * n + j)] = acc;
-    }
-  return c;
-}
 
 // The options of a kernel rendered for one compiler ("tcc" or "cc"), bounds checked or not.
 RenderOptions for_tier(const std::string& tier, bool check = false) {
@@ -241,7 +226,7 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
     std::vector<float> a(static_cast<size_t>(m * kn)), b(static_cast<size_t>(kn * n));
     for (size_t q = 0; q < a.size(); ++q) a[q] = 0.31f * float(q) - 2.7f;
     for (size_t q = 0; q < b.size(); ++q) b[q] = 1.0f / float(q + 2);
-    std::vector<float> want = matmul_in_order(a, b, m, kn, n, false);
+    std::vector<float> want = test_matmul::matmul_in_order(a, b, m, kn, n, false);
     for (bool check : {false, true}) {
       for (const char* tier : {"tcc", "cc"}) {
         RenderedKernel k = render_optimized(matmul_kernel(m, kn, n), for_tier(tier, check));
@@ -404,9 +389,8 @@ TEST_CASE("render: column blocking of dot products (a times b transposed, pass c
     std::vector<float> av(static_cast<size_t>(m * kn)), bv(static_cast<size_t>(n * kn));
     for (size_t q = 0; q < av.size(); ++q) av[q] = 0.29f * float(q) - 1.9f;
     for (size_t q = 0; q < bv.size(); ++q) bv[q] = 1.0f / float(q + 3);
-    std::vector<float> want = matmul_in_order(av, bv, m, kn, n, true);
-    const std::vector<opt::Pass>& passes = opt::passes();
-    const opt::Pass& columns = *std::find_if(passes.begin(), passes.end(), [](const opt::Pass& p) { return p.name == "columns"; });
+    std::vector<float> want = test_matmul::matmul_in_order(av, bv, m, kn, n, true);
+    const opt::Pass& columns = ow::test::kernel_opt_pass("columns");
     for (bool check : {false, true}) {
       opt::Options o;
       o.bounds_check = check;

@@ -30,15 +30,7 @@ UOp columns(UOp kernel, bool bounds_check = false) {
   return opt::run_pass(kernel_opt_pass("columns"), kernel, opt_options(opt::Target::tcc, 1, bounds_check));
 }
 
-// The kernel evaluator's out for a and b of data() (an infinity and a -0.0 among them).
-std::vector<float> run(UOp kernel, int64_t n) {
-  interp::BufferData out = data(dtypes::float32, M * n, 0), a = data(dtypes::float32, M * K, 1), b = data(dtypes::float32, n * K, 2);
-  interp::KernelArgs args;
-  args.buffers = {&out, &a, &b};
-  interp::run_kernel(kernel->src[0], args);
-  const float* o = out.data->as<float>();
-  return {o, o + M * n};
-}
+std::vector<float> run(UOp kernel, int64_t n) { return run_out_a_b(kernel, M * n, M * K, n * K); }
 
 }  // namespace
 
@@ -65,17 +57,7 @@ TEST_CASE("opt columns: 8 dot products of a row fold side by side in one registe
   CHECK(after->src[0]->src[0] == UOp::make(Ops::GROUP, dtypes::void_, body).end({i, jb}));
   CHECK(columns(after) == after);  // once
   // Each out[i][j] is a[i] . b[j] summed from 0 over k ascending, one rounding per step.
-  interp::BufferData a_ = data(dtypes::float32, M * K, 1), b_ = data(dtypes::float32, n * K, 2);
-  std::vector<float> want;
-  for (int64_t r = 0; r < M; ++r)
-    for (int64_t c = 0; c < n; ++c) {
-      float s = 0.0f;
-      for (int64_t q = 0; q < K; ++q) {
-        volatile float p = a_.data->as<float>()[r * K + q] * b_.data->as<float>()[c * K + q];
-        s = s + p;
-      }
-      want.push_back(s);
-    }
+  std::vector<float> want = matmul_in_order(floats_of(data(dtypes::float32, M * K, 1)), floats_of(data(dtypes::float32, n * K, 2)), M, K, n, true);
   std::vector<float> got = run(after, n), plain = run(before, n);
   for (size_t q = 0; q < want.size(); ++q) {
     INFO("element " << q << ": " << got[q] << " (plain kernel " << plain[q] << "), want " << want[q]);

@@ -35,32 +35,17 @@ UOp interchange(UOp kernel, opt::Target t = opt::Target::tcc, bool bounds_check 
 
 UOp group(std::vector<UOp> stmts, Arg mark = Arg()) { return UOp::make(Ops::GROUP, dtypes::void_, std::move(stmts), std::move(mark)); }
 
-// The kernel evaluator's out for a and b of data() (an infinity and a -0.0 among them).
-std::vector<float> run(UOp kernel, int64_t m, int64_t n) {
-  interp::BufferData out = data(dtypes::float32, m * n, 0), a = data(dtypes::float32, m * K, 1), b = data(dtypes::float32, K * n, 2);
-  interp::KernelArgs args;
-  args.buffers = {&out, &a, &b};
-  interp::run_kernel(kernel->src[0], args);
-  const float* o = out.data->as<float>();
-  return {o, o + m * n};
-}
+std::vector<float> run(UOp kernel, int64_t m, int64_t n) { return run_out_a_b(kernel, m * n, m * K, K * n); }
 
 // Each out[i][j] is sum_k a[i][k] * b[k][j], from 0 over k ascending, one rounding per step.
 void check_values(UOp before, UOp after, int64_t m, int64_t n) {
-  interp::BufferData a = data(dtypes::float32, m * K, 1), b = data(dtypes::float32, K * n, 2);
+  std::vector<float> want = matmul_in_order(floats_of(data(dtypes::float32, m * K, 1)), floats_of(data(dtypes::float32, K * n, 2)), m, K, n, false);
   std::vector<float> got = run(after, m, n), plain = run(before, m, n);
-  for (int64_t r = 0; r < m; ++r)
-    for (int64_t c = 0; c < n; ++c) {
-      float s = 0.0f;
-      for (int64_t q = 0; q < K; ++q) {
-        volatile float p = a.data->as<float>()[r * K + q] * b.data->as<float>()[q * n + c];
-        s = s + p;
-      }
-      size_t e = static_cast<size_t>(r * n + c);
-      INFO("out[" << r << "][" << c << "] = " << got[e] << " (plain kernel " << plain[e] << "), want " << s);
-      CHECK(same_bits(got[e], s));
-      CHECK(same_bits(plain[e], s));
-    }
+  for (size_t e = 0; e < want.size(); ++e) {
+    INFO("out[" << e / static_cast<size_t>(n) << "][" << e % static_cast<size_t>(n) << "] = " << got[e] << " (plain kernel " << plain[e] << "), want " << want[e]);
+    CHECK(same_bits(got[e], want[e]));
+    CHECK(same_bits(plain[e], want[e]));
+  }
 }
 
 }  // namespace

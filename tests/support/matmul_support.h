@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "interp/interp.h"
 #include "uop/uop.h"
@@ -50,6 +51,25 @@ inline interp::BufferData data(DType d, int64_t size, int salt) {
   }
   return interp::BufferData{d, s, nullptr};
 }
+
+// c = a @ b (b_t: a @ b transposed, b stored n x kn) as the kernels compute it: each element a
+// sum from 0.0f over k ascending, one rounding per product and per addition.
+inline std::vector<float> matmul_in_order(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t kn, int64_t n, bool b_t) {
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < kn; ++k) {
+        volatile float p = a[static_cast<size_t>(i * kn + k)] * b[static_cast<size_t>(b_t ? j * kn + k : k * n + j)];
+        acc = acc + p;
+      }
+      c[static_cast<size_t>(i * n + j)] = acc;
+    }
+  return c;
+}
+
+// The float32 values of `d` (data()'s, say), to compare a kernel's output with.
+inline std::vector<float> floats_of(const interp::BufferData& d) { return {d.data->as<float>(), d.data->as<float>() + d.data->size}; }
 
 inline bool same_bits(double x, double y) { return (x != x && y != y) || (x == y && std::signbit(x) == std::signbit(y)); }
 
