@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "backends/backend.h"
 #include "lowering/trace_lowering.h"
 #include "lowering/validate.h"
 
@@ -41,20 +42,21 @@ void explain_firings(const PassTrace& t, size_t examples) {
 int cmd_explain(const Args& args) {
   po::options_description opts("options");
   opts.add_options()("file", po::value<std::string>()->required(), "graph file (.uop)")(
-      "examples", po::value<size_t>()->default_value(3), "firings shown per rule");
+      "examples", po::value<size_t>()->default_value(3), "firings shown per rule")(
+      "compiler", po::value<std::string>()->default_value("cc"), "the kernel-opt stage for this compiler: cc or tcc");
   add_input_options(opts);
   add_budget_options(opts, false);
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse_options("explain", "FILE [--in NAME=PATH.npy]... [--random-inputs [SEED]] [--examples N]", opts, pos, args, vm)) return 0;
+  if (!parse_options("explain", "FILE [--in NAME=PATH.npy]... [--random-inputs [SEED]] [--examples N] [--compiler cc|tcc]", opts, pos, args, vm)) return 0;
   UOp root = load_graph(vm["file"].as<std::string>()).root;
   apply_budgets(vm);
   interp::BufferMap inputs = load_inputs(vm, root, "explain").buffers;
   std::vector<interp::Output> want = evaluate(root, inputs);
   std::cout << "input graph: " << toposort(root).size() << " nodes, " << want.size() << " output(s) evaluated by the interpreter\n";
   int status = 0;
-  for (const PassTrace& t : trace_lowering(root)) {
+  for (const PassTrace& t : trace_lowering(root, backend::target_named(vm["compiler"].as<std::string>(), "--compiler"))) {
     std::cout << "\n== pass " << t.pass->name << ": " << t.pass->what << "\n";
     std::cout << "  nodes: " << toposort(t.before).size() << " -> " << toposort(t.after).size() << "\n";
     explain_firings(t, vm["examples"].as<size_t>());

@@ -69,9 +69,9 @@ void KernelRenderer::gemv(const Fold& f) {
   int64_t m = *opt::const_extent(k), stride = *coefficient(idx->src[1], k);
   std::string sv = "s" + num(acc), kv = range_var(k);
   emit(depth(), ctype(acc->dtype.base(), acc) + " " + sv + "[" + std::to_string(m) + "];");
-  open(k);
+  open(k, m >= kUnroll ? std::optional(LoopForm::unroll) : std::nullopt);  // tcc's form: unrolled by 8
   emit(depth(), sv + "[" + kv + "] = " + val(f.terms[0].s, depth()) + ";");
-  close(true);
+  close();
   std::string o = offset_at(idx, f.j, {{k, UOp::index(0)}});
   std::string b = "b" + std::to_string(idx->src[0]->arg.as<int64_t>()), n = std::to_string(*opt::const_extent(f.j));
   emit(depth(), std::string("ow_gemv_") + (is32(acc->dtype) ? "f32(" : "f64(") + std::to_string(m) + "LL, " + n + "LL, " + sv + ", " + b + " + " + o + ", " +

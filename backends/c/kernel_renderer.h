@@ -1,7 +1,7 @@
 // The kernel renderer's class, shared by its source files (not part of the API: render.h):
 //   render.cpp       values, statements, placement of each statement in the loop nest;
 //   ops.cpp          the C of each value op in its dtype;
-//   unroll.cpp       tcc's unrolled inner loops (backends/README.md);
+//   unroll.cpp       loops the pass unroll marks, unrolled (tcc);
 //   folds.cpp        the fold GROUPs the pass interchange marks, as tcc's vector calls;
 //   tiles.cpp        ... and as cc's register tiles;
 //   offsets.cpp      the index arithmetic those two make, simplified and numbered;
@@ -37,6 +37,8 @@ struct Scope {
   int id;
   std::string header;  // "for (...) {"
   std::vector<std::string> lines;
+  std::optional<LoopForm> form = std::nullopt;  // written unrolled (args.h)
+  std::set<int> pointers = {};                  // unroll-pointers: the buffers its accesses read through pointers
 };
 
 class KernelRenderer {
@@ -110,8 +112,10 @@ class KernelRenderer {
   std::string range_var(UOp r);
   std::string c_var(UOp v) const { return "var_" + c_identifier(var_name(v)); }  // the C local holding a variable
   std::string use_var(UOp v);
-  void open(UOp r);
-  void close(bool unroll = false);
+  void open(UOp r, std::optional<LoopForm> form = std::nullopt);
+  void close();
+  // The open loop over r when it is written unroll-pointers (its accesses b[r] are b_at[r_u]).
+  Scope* pointer_loop(UOp r);
   std::string identity(UOp u, Ops op) const;
   std::string reduce(UOp u, int level);
   // A fold GROUP marked tiles, axpy or gemv (args.h) in its loops END(END(GROUP, j), k...): its

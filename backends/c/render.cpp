@@ -178,6 +178,7 @@ std::string KernelRenderer::val(UOp u, int user_level, bool force_name) {
     case Ops::BIND: return val(u->src.at(1), user_level, force_name);  // a bound variable is its value
     case Ops::RANGE:
       level(u);  // fails unless its loop is open
+      if (pointer_loop(u)) throw InternalError("a loop marked unroll-pointers uses its range other than as an access's index (at " + printed_.line(u) + ")");
       return range_var(u);
     default: break;
   }
@@ -258,13 +259,13 @@ std::string KernelRenderer::literal(UOp u) const {
   return paren(f32 ? format_float32(v) + "f" : format_double(v));
 }
 
-void KernelRenderer::open(UOp r) {
+void KernelRenderer::open(UOp r, std::optional<LoopForm> form) {
   if (r->op != Ops::RANGE) fail(r, "loops run over RANGEs only");
   for (const Scope& s : stack_)
     if (s.range == r) fail(r, "range " + range_name(r) + " is bound twice");
   std::string ext = val(r->src.at(0), depth());
   std::string v = range_var(r);
-  stack_.push_back({r, next_scope_++, "for (long long " + v + " = 0; " + v + " < " + ext + "; " + v + "++) {  // range " + range_name(r), {}});
+  stack_.push_back({r, next_scope_++, "for (long long " + v + " = 0; " + v + " < " + ext + "; " + v + "++) {  // range " + range_name(r), {}, form});
 }
 
 // The C literal of the identity of REDUCE u's op (checked here).
@@ -314,13 +315,17 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   UOp g = idx->src[0];
   std::string ptr = (reg ? "reg" : "b") + std::to_string(g->arg.as<int64_t>());
   bool check = opts_.bounds_check;
-  std::string lin = val(idx->src[1], lv, check);
-  std::string gate = idx->src.size() == 3 ? val(idx->src[2], lv, check) : "";
   UOp li = idx->src[1];
+  Scope* unrolled = reg ? nullptr : pointer_loop(li);  // b[r] is b_at[r_u] (never under bounds checks)
+  std::string lin = unrolled ? range_var(li) + "_u" : val(li, lv, check);
+  std::string gate = idx->src.size() == 3 ? val(idx->src[2], lv, check) : "";
   // (a register's index is in bounds when its range says so: the passes index them by ranges)
   bool proven = (li.is_const() || reg) && li.vmin() >= 0 && li.vmax() < g->dtype.size;
   if (auto it = checked_.find(idx.get()); it != checked_.end() && scope_level(it->second) >= 0) proven = true;
-  if (check && !proven) {
+  if (unrolled) {
+    unrolled->pointers.insert(static_cast<int>(g->arg.as<int64_t>()));
+    ptr += "_at";
+  } else if (check && !proven) {
     if (!reads_reg_.count(idx.get())) checked_[idx.get()] = stack_[static_cast<size_t>(lv)].id;  // (another statement reads other contents)
     if (g->dtype.size < 0) fail(g, "bounds_check needs the buffer size in the pointer dtype (float32*N)");
     std::string cond = lin + " < 0 || " + lin + " >= " + std::to_string(g->dtype.size);
@@ -331,24 +336,8 @@ std::string KernelRenderer::access(UOp idx, int lv) {
   return gate.empty() ? at : gate + "\x1f" + at;  // the caller splits gate and access
 }
 
-namespace {
-
-// A register set to a constant (an interchange's identities).
-bool fills_register(UOp st) { return st->src.at(0)->src.at(0)->op == Ops::DEFINE_REG && st->src.at(1)->op == Ops::CONST; }
-
-// A STORE, or a GROUP of at most 8 (a blocked fold): a body tcc's unrolling may copy; not a loop
-// that only fills registers with constants (nothing for unrolling to save).
-bool few_stores(UOp s) {
-  if (s->op == Ops::STORE) return !fills_register(s);
-  return s->op == Ops::GROUP && s->arg.none() && s->src.size() <= 8 &&
-         std::all_of(s->src.begin(), s->src.end(), [](UOp x) { return x->op == Ops::STORE; }) &&
-         !std::all_of(s->src.begin(), s->src.end(), fills_register);
-}
-
-}  // namespace
-
-// A statement of the kernel grammar (verify_kernel): STORE; END, its loops (the innermost unrolled
-// for tcc when it holds few stores; a marked fold's as vector code, folds.cpp); GROUP, its
+// A statement of the kernel grammar (verify_kernel): STORE; END, its loops (the innermost
+// unrolled when marked, unroll.cpp; a marked fold's as vector code, folds.cpp); GROUP, its
 // statements in order (transpose8's as one call, transposes.cpp). Walked with a stack: nesting
 // costs no C++ recursion.
 void KernelRenderer::statement(UOp top) {
@@ -366,10 +355,10 @@ void KernelRenderer::statement(UOp top) {
       vector_fold(*f);
       todo.pop_back();
     } else if (u->op == Ops::END && next == 0) {
-      for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i]);
+      for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i], i + 1 == u->src.size() ? loop_form(u) : std::nullopt);
       todo.push_back({u->src.at(0), 0});
     } else if (u->op == Ops::END) {
-      for (size_t i = 1; i < u->src.size(); ++i) close(i == 1 && few_stores(u->src[0]));
+      for (size_t i = 1; i < u->src.size(); ++i) close();
       todo.pop_back();
     } else if (u->op == Ops::GROUP) {
       jam_rows_ = jam_rows_ || fold_form(u) == FoldForm::jam;

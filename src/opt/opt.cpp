@@ -31,6 +31,7 @@ const std::vector<Pass>& passes() {
       {"transposes", "a transposing copy is blocked: 16 rows per pass, or 8x8 tiles of 4-byte elements on cc", {Target::tcc, Target::cc}, transposes_rules},
       {"columns", "a store nest folding REDUCEs over its inner range folds 8 columns side by side in registers", {Target::tcc, Target::cc}, columns_rules},
       {"interchange", "a store nest folding REDUCEs over a contiguous inner range folds arrays of accumulators, rows blocked", {Target::tcc, Target::cc}, interchange_rules},
+      {"unroll", "a short innermost loop of 8 or more steps is written unrolled by 8, its direct accesses through pointers", {Target::tcc}, unroll_rules},
   };
   return list;
 }

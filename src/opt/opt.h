@@ -39,7 +39,7 @@ struct Pass {
   const PatternMatcher& (*rules)();  // its rules read the Options from the rewrite's context
 };
 
-// The passes, in order: threads, transposes, columns, interchange.
+// The passes, in order: threads, transposes, columns, interchange, unroll.
 const std::vector<Pass>& passes();
 
 // One pass over every KERNEL of `root` (a lowered program, or a lone KERNEL): the pass's rules
@@ -58,5 +58,6 @@ const PatternMatcher& threads_rules();
 const PatternMatcher& transposes_rules();
 const PatternMatcher& columns_rules();
 const PatternMatcher& interchange_rules();
+const PatternMatcher& unroll_rules();
 
 }  // namespace ow::opt

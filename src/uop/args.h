@@ -78,6 +78,22 @@ inline std::optional<FoldForm> fold_form(UOp u) {
   return std::nullopt;
 }
 
+// An innermost loop END(body, ..., r) marked with how the C backend writes it for tcc, which
+// never unrolls (kernel-opt pass `unroll`): "unroll", blocks of kUnroll copies of its body (r =
+// kUnroll*rb + u), then a remainder loop; "unroll-pointers", the same, with every access b[r] read
+// through a pointer b + kUnroll*rb set once per block. The iterations run in their order in
+// every form.
+enum class LoopForm { unroll, unroll_pointers };
+constexpr int kUnroll = 8;
+inline const char* loop_form_name(LoopForm f) { return f == LoopForm::unroll ? "unroll" : "unroll-pointers"; }
+inline Arg loop_arg(LoopForm f) { return Arg(std::string(loop_form_name(f))); }
+inline std::optional<LoopForm> loop_form(UOp u) {
+  if (u->op != Ops::END) return std::nullopt;
+  for (LoopForm f : {LoopForm::unroll, LoopForm::unroll_pointers})
+    if (u->arg == loop_arg(f)) return f;
+  return std::nullopt;
+}
+
 // Buffers whose names start with '_' are a program's own temporaries (made by lowering or by
 // reverse mode): never a caller's input or output, and private to one run.
 inline bool is_temporary(const std::string& name) { return name.rfind('_', 0) == 0; }

@@ -92,6 +92,7 @@ class KernelGrammar {
         for (size_t i = 1; i < s->src.size(); ++i)
           if (s->src[i]->op != Ops::RANGE) return {s, "an END in a kernel closes RANGEs"};
         if (s->src.empty()) return {s, "an END in a kernel holds a statement"};
+        if (!s->arg.none() && !loop_form(s)) return {s, "an END in a kernel has no arg or is marked unroll or unroll-pointers"};
         todo.push_back(s->src[0]);
         continue;
       }

@@ -17,6 +17,7 @@
 #include "opt/opt.h"
 #include "opt_support.h"
 #include "render_support.h"
+#include "uop/args.h"
 #include "uop/error.h"
 #include "uop/text.h"
 
@@ -695,6 +696,21 @@ TEST_CASE("render: tcc's unrolled elementwise loop, through pointers and with bo
       }
     }
   }
+}
+
+TEST_CASE("render: a loop marked unroll that cannot be written so is an internal error naming it", "[render][tcc]") {
+  // The pass unroll never marks these (tests/opt/test_unroll.cpp); a wrong mark must not become C.
+  UOp out = global(0, 16), a = global(1, 16);
+  auto marked = [&](UOp i, UOp index, LoopForm f) {
+    UOp st = out.index({index}).store(a.index({index}).load() + i.cast(dtypes::float32));
+    return kernel("m", {UOp::make(Ops::END, dtypes::void_, {st, i}, loop_arg(f))}, {buffer("out", 16), buffer("a", 16)});
+  };
+  UOp i = UOp::range(16, 0), short_i = UOp::range(4, 0);
+  CHECK_THROWS_AS(render_kernel(marked(i, i, LoopForm::unroll_pointers), for_tier("tcc", false)), InternalError);  // i is also a value
+  CHECK_THROWS_WITH(render_kernel(marked(short_i, short_i, LoopForm::unroll), for_tier("tcc", false)), Catch::Contains("needs a constant extent of at least 8"));
+  // With bounds checks the pointer form is written as copies (the checks name i), correctly.
+  CHECK_NOTHROW(render_kernel(marked(i, i, LoopForm::unroll_pointers), for_tier("tcc", true)));
+  CHECK_NOTHROW(render_kernel(marked(i, i, LoopForm::unroll), for_tier("tcc", false)));
 }
 
 TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc]") {

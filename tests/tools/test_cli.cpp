@@ -842,6 +842,12 @@ TEST_CASE("small warts: a rewrite that only changes a source says which; show-c 
     CHECK(before.substr(before.find(' ')) != " " + (*it)[2].str());  // never "X -> X"
   }
 
+  // tcc's kernel-opt stage, whose pass unroll cc's has not
+  Result t = run_ow({"explain", case_file("range_plus_1").string(), "--random-inputs", "--compiler", "tcc"});
+  REQUIRE(t.rc == 0);
+  CHECK_THAT(t.out, Catch::Contains("source: %16 END void (%15, %6, %5) -> %16 END void (%15, %6, %5) \"unroll\"\n"));
+  CHECK(e.out.find("== pass unroll") == std::string::npos);
+
   Result c = run_ow({"show-c", case_file("scan_with_assign").string(), "--compiler", "tcc"});
   REQUIRE(c.rc == 0);
   CHECK_THAT(c.out, Catch::Contains("  for (long long j = 0; j < 10LL; j++) {  // range 1006\n    reg0[j] = 0.0f;\n"));

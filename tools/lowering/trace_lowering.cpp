@@ -5,10 +5,10 @@
 
 namespace ow::cli {
 
-std::vector<PassTrace> trace_lowering(UOp root) {
+std::vector<PassTrace> trace_lowering(UOp root, opt::Target t) {
   std::vector<PassTrace> out;
   std::vector<Firing> current;
-  lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
+  lower::Context ctx = lower::through_kernel_opt(t);
   ctx.on_fire = [&](const Rule& r, UOp before, UOp after) { current.push_back({r.name, before, after}); };
   UOp before = root;
   lower::lower(root, ctx, [&](const lower::Pass& p, UOp g) {

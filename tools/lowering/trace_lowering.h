@@ -19,8 +19,8 @@ struct PassTrace {
   std::vector<Firing> firings;
 };
 
-// Lowers root; one entry per pass, in pipeline order.
-std::vector<PassTrace> trace_lowering(UOp root);
+// Lowers root, the kernel-opt stage for compiler t; one entry per pass, in pipeline order.
+std::vector<PassTrace> trace_lowering(UOp root, opt::Target t = opt::Target::cc);
 
 // The firings of one rule, in the order the rules first fired.
 struct RuleGroup {
