@@ -166,7 +166,10 @@ class KernelRenderer {
   }
   void statement(UOp top);
   void transpose8(UOp group);  // transposes.cpp
-  std::string access(UOp idx, int level);  // "b0[lin]" plus its gate, bounds check emitted
+  struct Access {
+    std::string gate, at;  // "" or the C of the gate; "b0[lin]"
+  };
+  Access access(UOp idx, int level);  // its bounds check emitted
   void store(UOp st);
   std::string binop(Ops op, DType d, const std::string& a, const std::string& b, bool may_wrap, UOp at);
   std::string alu(UOp u, int level);

@@ -308,7 +308,7 @@ std::string KernelRenderer::reduce(UOp u, int lv) {
   return acc;
 }
 
-std::string KernelRenderer::access(UOp idx, int lv) {
+KernelRenderer::Access KernelRenderer::access(UOp idx, int lv) {
   bool reg = idx->op == Ops::INDEX && idx->src.size() == 2 && idx->src[0]->op == Ops::DEFINE_REG;
   if (!reg && (idx->op != Ops::INDEX || idx->src.size() < 2 || idx->src.size() > 3 || idx->src[0]->op != Ops::DEFINE_GLOBAL))
     fail(idx, "LOAD/STORE need INDEX(DEFINE_GLOBAL, linear[, gate]) or INDEX(DEFINE_REG, linear)");
@@ -332,8 +332,7 @@ std::string KernelRenderer::access(UOp idx, int lv) {
     if (!gate.empty()) cond = gate + " && (" + cond + ")";
     emit(lv, "if (" + cond + ") " + fail_at(abi::kOutOfBounds, idx, lin));
   }
-  std::string at = ptr + "[" + lin + "]";
-  return gate.empty() ? at : gate + "\x1f" + at;  // the caller splits gate and access
+  return {gate, ptr + "[" + lin + "]"};
 }
 
 // A statement of the kernel grammar (verify_kernel): STORE; END, its loops (the innermost
@@ -373,10 +372,8 @@ void KernelRenderer::statement(UOp top) {
 void KernelRenderer::store(UOp st) {
   if (st->op != Ops::STORE || st->src.size() != 2) fail(st, "a kernel ast stores with STORE(INDEX, value) (under END)");
   std::string v = val(st->src[1], depth());
-  std::string a = access(st->src[0], depth());
-  size_t sep = a.find('\x1f');
-  if (sep == std::string::npos) emit(depth(), a + " = " + v + ";");
-  else emit(depth(), "if (" + a.substr(0, sep) + ") " + a.substr(sep + 1) + " = " + v + ";");
+  Access a = access(st->src[0], depth());
+  emit(depth(), (a.gate.empty() ? "" : "if (" + a.gate + ") ") + a.at + " = " + v + ";");
   for (const UOpNode* n : stmt_named_) named_.erase(n);  // the next statement may see other contents
   stmt_named_.clear();
   ++stores_;
@@ -387,9 +384,8 @@ std::string KernelRenderer::expr(UOp u, int lv) {
     case Ops::LOAD: {
       if (u->src.size() != 1) fail(u, "LOAD needs one source");
       ctype(u->dtype, u);
-      std::string a = access(u->src[0], lv);
-      size_t sep = a.find('\x1f');
-      return sep == std::string::npos ? a : "(" + a.substr(0, sep) + " ? " + a.substr(sep + 1) + " : 0)";
+      Access a = access(u->src[0], lv);
+      return a.gate.empty() ? a.at : "(" + a.gate + " ? " + a.at + " : 0)";
     }
     case Ops::CAST: case Ops::BITCAST: return cast(u, val(u->src.at(0), lv));
     default:
