@@ -23,6 +23,9 @@ namespace {
 // 128 values compile in well under a millisecond; a matvec block's body has about 50, a fused
 // convolution's 90).
 constexpr size_t kMaxUnrolledValues = 128;
+// With bounds checks every access of a copy adds a test and an error exit, about three times the
+// C of the body's values: a third as many.
+constexpr size_t kMaxCheckedValues = kMaxUnrolledValues / 3;
 
 // A STORE, or an unmarked GROUP of at most 8 STOREs (a blocked nest): a body worth copying; not
 // one that only fills registers with constants (an interchange's identities: nothing to save).
@@ -44,7 +47,7 @@ std::optional<LoopForm> form_of(UOp end, bool bounds_check) {
   bool direct = !bounds_check;  // every use of r is the index of a global access
   for (UOp u : toposort(end->src[0])) {
     if (u->op == Ops::CONST || u->op == Ops::RANGE || !has_free_range(u, r)) continue;
-    if (++values > kMaxUnrolledValues) return std::nullopt;
+    if (++values > (bounds_check ? kMaxCheckedValues : kMaxUnrolledValues)) return std::nullopt;
     for (size_t i = 0; i < u->src.size(); ++i)
       if (u->src[i] == r && !(u->op == Ops::INDEX && i == 1 && u->src[0]->op == Ops::DEFINE_GLOBAL)) direct = false;
   }

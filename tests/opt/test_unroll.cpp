@@ -102,7 +102,7 @@ TEST_CASE("opt unroll: only the innermost loop of a nest, of 8 steps or more", "
   CHECK(marks(unroll(kernel_of(out.index({r}).store(a.index({r}).load()).end({r}), 64))) == std::vector<std::string>{""});  // not a constant extent
 }
 
-TEST_CASE("opt unroll: bodies it leaves: register fills, more than 8 stores, more than 128 values", "[opt][unroll]") {
+TEST_CASE("opt unroll: bodies it leaves: register fills, more than 8 stores, more than 128 values (42 checked)", "[opt][unroll]") {
   const int64_t n = 16;
   UOp out = global(0, n), a = global(1, n), i = UOp::range(n, 0);
   UOp reg = UOp::make(Ops::DEFINE_REG, dtypes::float32.pointer(n), {}, Arg(int64_t{0}));
@@ -119,6 +119,9 @@ TEST_CASE("opt unroll: bodies it leaves: register fills, more than 8 stores, mor
   };
   CHECK(marks(unroll(chain(124))) == std::vector<std::string>{"unroll-pointers"});
   CHECK(marks(unroll(chain(125))) == std::vector<std::string>{""});
+  // With bounds checks a third as many: 42.
+  CHECK(marks(unroll(chain(38), true)) == std::vector<std::string>{"unroll"});
+  CHECK(marks(unroll(chain(39), true)) == std::vector<std::string>{""});
 }
 
 TEST_CASE("opt unroll: the kernel grammar takes the two marks and no other END arg", "[opt][unroll]") {
