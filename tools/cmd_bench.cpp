@@ -20,6 +20,7 @@
 #include <regex>
 
 #include "backends/program.h"
+#include "backends/tcc/vector_loops.h"
 #include "bench/bench.h"
 #include "cli.h"
 #include "lower/lower.h"
@@ -425,6 +426,7 @@ int cmd_bench(const Args& args) {
   s.tmp = tmp.path();
 
   std::printf("ow bench: %s\n", load_line().c_str());
+  std::printf("tcc's vector loops: the %s build (OW_VECTOR_ISA picks another)\n", backend::vector_loops().isa);
   if (needs_numpy(s, mode)) std::printf("numpy's OpenBLAS kernel: %s (%s; bench_numpy.py says which ran)\n", core.name.empty() ? "not set" : core.name.c_str(), core.why.c_str());
   std::fflush(stdout);
   int rc = run_mode(mode, s, vm.count("init-outputs") > 0);

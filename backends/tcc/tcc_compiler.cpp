@@ -65,11 +65,6 @@ const Symbol symbols[] = {
     OW_MATH1(exp), OW_MATH1(exp2), OW_MATH1(log), OW_MATH1(log2), OW_MATH1(sin), OW_MATH1(cos), OW_MATH1(sqrt),
     OW_MATH1(fabs), OW_MATH1(floor), OW_MATH1(ceil), OW_MATH1(trunc),
     OW_MATH2(pow), OW_MATH2(fmax), OW_MATH2(fmin),
-    // Vectorized loops (vector_loops.h): the C written for tcc calls them.
-    {"ow_axpy_f32", fn(ow_axpy_f32)},
-    {"ow_axpy_f64", fn(ow_axpy_f64)},
-    {"ow_gemv_f32", fn(ow_gemv_f32)},
-    {"ow_gemv_f64", fn(ow_gemv_f64)},
 };
 
 #undef OW_MATH1
@@ -132,6 +127,11 @@ class TccCompiler final : public Compiler {
     };
     if (tcc_compile_string(s, src.c_str()) == -1) throw fail("cannot compile");
     for (const Symbol& sym : symbols) tcc_add_symbol(s, sym.name, sym.address);
+    // Vectorized loops (vector_loops.h), the build for this CPU: the C written for tcc calls them.
+    const VectorLoops& v = vector_loops();
+    for (Symbol sym : {Symbol{"ow_axpy_f32", fn(v.axpy_f32)}, Symbol{"ow_axpy_f64", fn(v.axpy_f64)}, Symbol{"ow_gemv_f32", fn(v.gemv_f32)},
+                       Symbol{"ow_gemv_f64", fn(v.gemv_f64)}})
+      tcc_add_symbol(s, sym.name, sym.address);
     if (tcc_relocate(s, TCC_RELOCATE_AUTO) < 0) throw fail("cannot link");
     // `errors` dies here: later messages (there should be none) are dropped, not sent to stderr.
     tcc_set_error_func(s, nullptr, ignore_error);
