@@ -2,10 +2,11 @@
 //   END(END(GROUP[form](STORE(acc[j], acc[j] + s * b[off + j]) per accumulator), j), k...)
 // (each accumulator a register, each term opt::axpy_term's) is
 //  - "axpy" (tcc): per step of k..., one ow_axpy call per accumulator;
-//  - "gemv" (tcc): one accumulator over one range k: the factors s(k) computed into an array
-//    first (nothing in an interchanged nest can fail, so computing them before the folds changes
-//    nothing), then one ow_gemv call for the whole loop (a scan step's 16 x 16 matvec: one call
-//    instead of 16);
+//  - "gemv" (tcc): accumulators (rows) over one range k reading one b: each row's factors s(k)
+//    computed into an array first (nothing in an interchanged nest can fail, so computing them
+//    before the folds changes nothing), then one ow_gemv call for the whole loop, every row's
+//    accumulators kept in vector registers while k runs (a scan step's 16 x 16 matvec: one call
+//    instead of 16; a matmul's block of rows: each vector of b loaded once for all rows);
 //  - "tiles" (cc): register tiles (tiles.cpp).
 // The helpers (backends/tcc/vector_loops.h, the prelude) do the same roundings in the same order
 // per element: results are bit-identical. Under bounds checks every form is written as its plain
@@ -34,8 +35,9 @@ std::optional<KernelRenderer::Fold> KernelRenderer::fold_at(UOp end) const {
   }
   if (*form == FoldForm::gemv) {
     const int64_t* m = f.ks.size() == 1 ? opt::const_extent(f.ks[0]) : nullptr;
-    if (f.regs.size() != 1 || !m || *m < 1 || *m > opt::kMaxGemvFactors || !coefficient(f.terms[0].idx->src[1], f.ks[0]))
-      throw bad("is not one accumulator over one range of 1.." + std::to_string(opt::kMaxGemvFactors) + " steps moving b by a constant stride");
+    bool shared = std::all_of(f.terms.begin(), f.terms.end(), [&](const FoldTerm& t) { return t.idx == f.terms[0].idx; });
+    if (!shared || !m || *m < 1 || *m * static_cast<int64_t>(f.regs.size()) > opt::kMaxGemvFactors || !coefficient(f.terms[0].idx->src[1], f.ks[0]))
+      throw bad("is not accumulators over one range with at most " + std::to_string(opt::kMaxGemvFactors) + " factors, one b moving by a constant stride");
   }
   return f;
 }
@@ -67,15 +69,19 @@ std::string KernelRenderer::offset_at(UOp idx, UOp j, std::vector<std::pair<UOp,
 void KernelRenderer::gemv(const Fold& f) {
   UOp k = f.ks[0], acc = f.regs[0], idx = f.terms[0].idx;
   int64_t m = *opt::const_extent(k), stride = *coefficient(idx->src[1], k);
-  std::string sv = "s" + num(acc), kv = range_var(k);
-  emit(depth(), ctype(acc->dtype.base(), acc) + " " + sv + "[" + std::to_string(m) + "];");
+  std::string ty = ctype(acc->dtype.base(), acc), sv = "s" + num(acc), av = "acc" + num(acc), kv = range_var(k), ms = std::to_string(m);
+  size_t rows = f.regs.size();
+  emit(depth(), ty + " " + sv + "[" + std::to_string(m * static_cast<int64_t>(rows)) + "];");  // row r's factors from r*m
   open(k, m >= kUnroll ? std::optional(LoopForm::unroll) : std::nullopt);  // tcc's form: unrolled by 8
-  emit(depth(), sv + "[" + kv + "] = " + val(f.terms[0].s, depth()) + ";");
+  for (size_t r = 0; r < rows; ++r) emit(depth(), sv + "[" + (r ? std::to_string(r) + " * " + ms + "LL + " : "") + kv + "] = " + val(f.terms[r].s, depth()) + ";");
   close();
+  std::string regs;
+  for (UOp reg : f.regs) regs += (regs.empty() ? "" : ", ") + reg_name(reg);
+  emit(depth(), ty + "* " + av + "[" + std::to_string(rows) + "] = {" + regs + "};");
   std::string o = offset_at(idx, f.j, {{k, UOp::index(0)}});
   std::string b = "b" + std::to_string(idx->src[0]->arg.as<int64_t>()), n = std::to_string(*opt::const_extent(f.j));
-  emit(depth(), std::string("ow_gemv_") + (is32(acc->dtype) ? "f32(" : "f64(") + std::to_string(m) + "LL, " + n + "LL, " + sv + ", " + b + " + " + o + ", " +
-                    std::to_string(stride) + "LL, " + reg_name(acc) + ");");
+  emit(depth(), std::string("ow_gemv_") + (is32(acc->dtype) ? "f32(" : "f64(") + std::to_string(rows) + "LL, " + ms + "LL, " + n + "LL, " + sv + ", " + b + " + " + o +
+                    ", " + std::to_string(stride) + "LL, " + av + ");");
 }
 
 }  // namespace ow::backend::detail

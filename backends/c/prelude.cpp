@@ -188,8 +188,9 @@ int pthread_join(ow_pthread_t, void**);
 const char* const kPreludeTcc = R"C(/* vectorized loops handed to TCC (backends/tcc/vector_loops.h): acc[i] = acc[i] + s * x[i] */
 void ow_axpy_f32(long long n, float s, const float* x, float* acc);
 void ow_axpy_f64(long long n, double s, const double* x, double* acc);
-void ow_gemv_f32(long long m, long long n, const float* s, const float* x, long long stride, float* acc);
-void ow_gemv_f64(long long m, long long n, const double* s, const double* x, long long stride, double* acc);
+void ow_gemv_f32(long long rows, long long m, long long n, const float* s, const float* x, long long stride, float* const* acc);
+void ow_gemv_f64(long long rows, long long m, long long n, const double* s, const double* x, long long stride, double* const* acc);
+void ow_transpose8_u32(const unsigned int* s, long long ss, unsigned int* d, long long ds);
 )C";
 
 }  // namespace ow::backend::detail

@@ -130,7 +130,7 @@ class TccCompiler final : public Compiler {
     // Vectorized loops (vector_loops.h), the build for this CPU: the C written for tcc calls them.
     const VectorLoops& v = vector_loops();
     for (Symbol sym : {Symbol{"ow_axpy_f32", fn(v.axpy_f32)}, Symbol{"ow_axpy_f64", fn(v.axpy_f64)}, Symbol{"ow_gemv_f32", fn(v.gemv_f32)},
-                       Symbol{"ow_gemv_f64", fn(v.gemv_f64)}})
+                       Symbol{"ow_gemv_f64", fn(v.gemv_f64)}, Symbol{"ow_transpose8_u32", fn(v.transpose8_u32)}})
       tcc_add_symbol(s, sym.name, sym.address);
     if (tcc_relocate(s, TCC_RELOCATE_AUTO) < 0) throw fail("cannot link");
     // `errors` dies here: later messages (there should be none) are dropped, not sent to stderr.

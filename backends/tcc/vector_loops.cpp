@@ -58,54 +58,98 @@ void axpy(long long n, T s, const T* x, T* acc) {
   axpy_tail<T, W>(i, n, s, x, acc);
 }
 
-// gemv's columns i.. of n, one vector of W lanes at a time (it stays in a register for the whole
-// of k), then halves of them down to single columns.
-template <class T, int W>
-void gemv_tail(long long m, long long i, long long n, const T* s, const T* x, long long stride, T* acc) {
-  for (; i + W <= n; i += W) {
-    Vec<T, W> a = load<T, W>(acc + i);
-    for (long long k = 0; k < m; ++k) a = a + splat<T, W>(s[k]) * load<T, W>(x + k * stride + i);
-    store<T, W>(acc + i, a);
+// Rows R of gemv from column i on, V vectors of W lanes per row at a time: every accumulator
+// stays in a register while k runs; each row still folds k = 0, 1, ... in turn, one rounded
+// product and one rounded sum a step. Then the columns left, by halves of W down to single ones.
+template <class T, int W, int R, int V>
+void gemv_rows(long long m, long long i, long long n, const T* s, const T* x, long long stride, T* const* acc) {
+  for (; i + V * W <= n; i += V * W) {
+    Vec<T, W> a[R][V];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int v = 0; v < V; ++v) a[r][v] = load<T, W>(acc[r] + i + v * W);
+    for (long long k = 0; k < m; ++k) {
+      const T* row = x + k * stride + i;
+      Vec<T, W> b[V];
+#pragma GCC unroll 16
+      for (int v = 0; v < V; ++v) b[v] = load<T, W>(row + v * W);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        Vec<T, W> sv = splat<T, W>(s[r * m + k]);
+#pragma GCC unroll 16
+        for (int v = 0; v < V; ++v) a[r][v] = a[r][v] + sv * b[v];
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int v = 0; v < V; ++v) store<T, W>(acc[r] + i + v * W, a[r][v]);
   }
-  if constexpr (W > 1) gemv_tail<T, W / 2>(m, i, n, s, x, stride, acc);
+  if constexpr (V > 1) gemv_rows<T, W, R, 1>(m, i, n, s, x, stride, acc);
+  else if constexpr (W > 1) gemv_rows<T, W / 2, R, 1>(m, i, n, s, x, stride, acc);
 }
 
-// The k loop inside: a block of 4 vectors of acc stays in registers for the whole of k instead of
-// a store and a load per k (the latency chain of a 16-wide matvec). Each element still folds
-// k = 0, 1, ... in turn, one rounded product and one rounded sum a step.
+// Up to 4 rows at a time: one row keeps 4 vectors of accumulators (4 independent chains of
+// additions), more rows 2 vectors each (8 accumulators and 2 vectors of x in SSE's and AVX2's 16
+// registers) or 4 with AVX-512's 32 registers (16 and 4).
+constexpr int kRowVectors = OW_VECTOR_BYTES == 64 ? 4 : 2;
+
 template <class T, int W>
-void gemv(long long m, long long n, const T* s, const T* x, long long stride, T* acc) {
-  long long i = 0;
-  for (; i + 4 * W <= n; i += 4 * W) {
-    Vec<T, W> a0 = load<T, W>(acc + i), a1 = load<T, W>(acc + i + W), a2 = load<T, W>(acc + i + 2 * W), a3 = load<T, W>(acc + i + 3 * W);
-    for (long long k = 0; k < m; ++k) {
-      Vec<T, W> sv = splat<T, W>(s[k]);
-      const T* row = x + k * stride + i;
-      a0 = a0 + sv * load<T, W>(row);
-      a1 = a1 + sv * load<T, W>(row + W);
-      a2 = a2 + sv * load<T, W>(row + 2 * W);
-      a3 = a3 + sv * load<T, W>(row + 3 * W);
+void gemv(long long rows, long long m, long long n, const T* s, const T* x, long long stride, T* const* acc) {
+  for (long long r = 0; r < rows; r += 4, s += 4 * m, acc += 4) {
+    switch (rows - r) {
+      case 1: gemv_rows<T, W, 1, 4>(m, 0, n, s, x, stride, acc); break;
+      case 2: gemv_rows<T, W, 2, kRowVectors>(m, 0, n, s, x, stride, acc); break;
+      case 3: gemv_rows<T, W, 3, kRowVectors>(m, 0, n, s, x, stride, acc); break;
+      default: gemv_rows<T, W, 4, kRowVectors>(m, 0, n, s, x, stride, acc); break;
     }
-    store<T, W>(acc + i, a0);
-    store<T, W>(acc + i + W, a1);
-    store<T, W>(acc + i + 2 * W, a2);
-    store<T, W>(acc + i + 3 * W, a3);
   }
-  gemv_tail<T, W>(m, i, n, s, x, stride, acc);
+}
+
+// Three rounds of pairwise interleaves of 8-lane rows (the same moves as the cc prelude's).
+void transpose8_u32(const unsigned* s, long long ss, unsigned* d, long long ds) {
+  typedef unsigned u32x8 __attribute__((vector_size(32)));
+  typedef int i32x8 __attribute__((vector_size(32)));
+  const i32x8 lo[3] = {{0, 8, 1, 9, 4, 12, 5, 13}, {0, 1, 8, 9, 4, 5, 12, 13}, {0, 1, 2, 3, 8, 9, 10, 11}};
+  const i32x8 hi[3] = {{2, 10, 3, 11, 6, 14, 7, 15}, {2, 3, 10, 11, 6, 7, 14, 15}, {4, 5, 6, 7, 12, 13, 14, 15}};
+  // Round q's pairs {x, y, p, q}: rows p and q interleave into row x (lanes lo[q]) and y (hi[q]).
+  static constexpr int pairs[3][4][4] = {{{0, 1, 0, 1}, {2, 3, 2, 3}, {4, 5, 4, 5}, {6, 7, 6, 7}},
+                                         {{0, 1, 0, 2}, {2, 3, 1, 3}, {4, 5, 4, 6}, {6, 7, 5, 7}},
+                                         {{0, 4, 0, 4}, {1, 5, 1, 5}, {2, 6, 2, 6}, {3, 7, 3, 7}}};
+  u32x8 r[8], t[8];
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) __builtin_memcpy(&r[k], s + k * ss, 32);
+#pragma GCC unroll 3
+  for (int q = 0; q < 3; ++q) {
+#pragma GCC unroll 4
+    for (const auto& p : pairs[q]) {
+      t[p[0]] = __builtin_shuffle(r[p[2]], r[p[3]], lo[q]);
+      t[p[1]] = __builtin_shuffle(r[p[2]], r[p[3]], hi[q]);
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) r[k] = t[k];
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) __builtin_memcpy(d + k * ds, &r[k], 32);
 }
 
 constexpr int kF32 = OW_VECTOR_BYTES / 4, kF64 = OW_VECTOR_BYTES / 8;
 
 void axpy_f32(long long n, float s, const float* x, float* acc) { axpy<float, kF32>(n, s, x, acc); }
 void axpy_f64(long long n, double s, const double* x, double* acc) { axpy<double, kF64>(n, s, x, acc); }
-void gemv_f32(long long m, long long n, const float* s, const float* x, long long stride, float* acc) { gemv<float, kF32>(m, n, s, x, stride, acc); }
-void gemv_f64(long long m, long long n, const double* s, const double* x, long long stride, double* acc) { gemv<double, kF64>(m, n, s, x, stride, acc); }
+void gemv_f32(long long rows, long long m, long long n, const float* s, const float* x, long long stride, float* const* acc) {
+  gemv<float, kF32>(rows, m, n, s, x, stride, acc);
+}
+void gemv_f64(long long rows, long long m, long long n, const double* s, const double* x, long long stride, double* const* acc) {
+  gemv<double, kF64>(rows, m, n, s, x, stride, acc);
+}
 
 }  // namespace
 
 namespace detail {
 extern const VectorLoops OW_CAT(vector_loops_, OW_VECTOR_ISA);
-const VectorLoops OW_CAT(vector_loops_, OW_VECTOR_ISA){OW_VECTOR_ISA_NAME, axpy_f32, axpy_f64, gemv_f32, gemv_f64};
+const VectorLoops OW_CAT(vector_loops_, OW_VECTOR_ISA){OW_VECTOR_ISA_NAME, axpy_f32, axpy_f64, gemv_f32, gemv_f64, transpose8_u32};
 }  // namespace detail
 
 }  // namespace ow::backend

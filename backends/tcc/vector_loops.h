@@ -20,11 +20,15 @@ struct VectorLoops {
   // acc[i] = acc[i] + s * x[i] for 0 <= i < n.
   void (*axpy_f32)(long long n, float s, const float* x, float* acc);
   void (*axpy_f64)(long long n, double s, const double* x, double* acc);
-  // For k = 0, 1, ..., m - 1 in turn, the axpy above with s[k] and x + k * stride: a matrix-vector
-  // product's whole interchanged loop in one call (a scan step's, where 16 calls of 16 elements
-  // each cost more in calling than in arithmetic).
-  void (*gemv_f32)(long long m, long long n, const float* s, const float* x, long long stride, float* acc);
-  void (*gemv_f64)(long long m, long long n, const double* s, const double* x, long long stride, double* acc);
+  // For each row r < rows and k = 0, 1, ..., m - 1 in turn, the axpy above into acc[r] with
+  // s[r*m + k] and x + k * stride: a matrix-vector product's whole interchanged loop in one call
+  // (a scan step's, where 16 calls of 16 elements each cost more in calling than in arithmetic),
+  // or a block of rows of a matrix product's, each vector of x loaded once for all rows.
+  void (*gemv_f32)(long long rows, long long m, long long n, const float* s, const float* x, long long stride, float* const* acc);
+  void (*gemv_f64)(long long rows, long long m, long long n, const double* s, const double* x, long long stride, double* const* acc);
+  // The 8 rows of 8 4-byte elements s + k*ss become the 8 columns of d + k*ds, moved as bits
+  // (a transpose8 GROUP of the kernel-opt pass transposes; cc's C has its own in its prelude).
+  void (*transpose8_u32)(const unsigned* s, long long ss, unsigned* d, long long ds);
 };
 
 // The builds this CPU runs, narrowest first (sse2 always: the x86-64 baseline).

@@ -211,9 +211,10 @@ class Interchange {
     if (!vector_folds(accs)) return jam_ ? fold_arg(FoldForm::jam) : Arg();
     if (o_.target == Target::cc) return fold_arg(FoldForm::tiles);
     const int64_t* m = ks.size() == 1 ? const_extent(ks[0]) : nullptr;
-    if (accs.size() == 1 && m && *m >= 1 && *m <= kMaxGemvFactors) {
-      auto term = axpy_term(*accs[0]->arg.get_if<Ops>(), accs[0]->dtype, accs[0]->src[0], j_, o_.bounds_check);
-      if (coefficient(term->idx->src[1], ks[0])) return fold_arg(FoldForm::gemv);
+    if (m && *m >= 1 && *m * static_cast<int64_t>(accs.size()) <= kMaxGemvFactors) {
+      auto term = [&](UOp a) { return axpy_term(*a->arg.get_if<Ops>(), a->dtype, a->src[0], j_, o_.bounds_check)->idx; };
+      bool shared = std::all_of(accs.begin(), accs.end(), [&](UOp a) { return term(a) == term(accs[0]); });  // one b for every row
+      if (shared && coefficient(term(accs[0])->src[1], ks[0])) return fold_arg(FoldForm::gemv);
     }
     return fold_arg(FoldForm::axpy);
   }

@@ -61,9 +61,9 @@ struct AxpyTerm {
 };
 std::optional<AxpyTerm> axpy_term(Ops op, DType d, UOp x, UOp j, bool bounds_check);
 
-// The most steps of the one range of a fold tcc writes as one ow_gemv call (pass interchange's
-// "gemv" mark): the call takes the fold's factors from an array on the stack.
-constexpr int64_t kMaxGemvFactors = 1024;
+// The most factors (rows x steps of the one range) of a fold tcc writes as one ow_gemv call (pass
+// interchange's "gemv" mark): the call takes them from an array on the stack (32 KiB of doubles).
+constexpr int64_t kMaxGemvFactors = 4096;
 
 // The pieces of interchange_reduces, for a pass that needs the REDUCEs either way: is `end`
 // END(STORE(ptr, value), range...); are `reds` (reduces_over(value, j), j its innermost range)

@@ -28,7 +28,7 @@ Options options_for(Target t, bool bounds_check, std::set<std::string> skip) {
 const std::vector<Pass>& passes() {
   static const std::vector<Pass> list{
       {"threads", "a big kernel whose outermost range is provably parallel runs its halves on two threads", {Target::cc}, threads_rules},
-      {"transposes", "a transposing copy is blocked: 16 rows per pass, or 8x8 tiles of 4-byte elements on cc", {Target::tcc, Target::cc}, transposes_rules},
+      {"transposes", "a transposing copy is blocked: 16 rows per pass, or 8x8 tiles of 4-byte elements", {Target::tcc, Target::cc}, transposes_rules},
       {"columns", "a store nest folding REDUCEs over its inner range folds 8 columns side by side in registers", {Target::tcc, Target::cc}, columns_rules},
       {"interchange", "a store nest folding REDUCEs over a contiguous inner range folds arrays of accumulators, rows blocked", {Target::tcc, Target::cc}, interchange_rules},
       {"unroll", "a short innermost loop of 8 or more steps is written unrolled by 8, its direct accesses through pointers", {Target::tcc}, unroll_rules},

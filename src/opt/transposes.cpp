@@ -4,11 +4,12 @@
 // lines 512 bytes apart, more than L1's sets hold (9.6 us); blocked, one pass of j reads a line
 // for several rows:
 //  - 16 rows at a time: END(STORE, ..., i, j) -> END(GROUP(STORE[i := 16*ib + u] for u < 16),
-//    ..., ib, j) (6 us, tcc's shape);
-//  - on cc, a pure copy of 4-byte elements with both extents multiples of 8 and unchecked accesses
+//    ..., ib, j) (6 us);
+//  - a pure copy of 4-byte elements with both extents multiples of 8 and unchecked accesses
 //    moves in 8x8 tiles: END(GROUP("transpose8", STORE[i := 8*ib + a, j := 8*jb + b] for a, b
-//    < 8), ..., ib, jb), which the renderer writes as the prelude's ow_transpose8_u32, a transpose
-//    in registers (1.8 us).
+//    < 8), ..., ib, jb), which the renderer writes as one ow_transpose8_u32 call, a transpose in
+//    registers (1.8 us on cc, from its prelude; tcc calls a build compiled ahead of time,
+//    backends/tcc/vector_loops.h).
 // A GROUP runs its stores in order, so the interpreter evaluates every form; the blocking
 // conditions (loop_shapes.h) make the order of the stores free: results are bit-identical.
 #include <cstdlib>
@@ -22,7 +23,7 @@ namespace ow::opt {
 
 namespace {
 
-// The one LOAD a transposing nest stores unchanged, when cc can move it in 8x8 tiles: 4-byte
+// The one LOAD a transposing nest stores unchanged, when it can move in 8x8 tiles: 4-byte
 // elements, the load ungated at index i + c*j + rest (rest free of i and j), both extents
 // multiples of 8 and no bounds checks (a tile's accesses are not checked one by one).
 bool tile_copy(UOp end, bool bounds_check) {
@@ -59,7 +60,7 @@ UOp blocked(UOp ast, UOp end, const Options& o) {
   int block = gathers ? block_size(ast, end, pos, {}, 16, true, o.bounds_check) : 1;
   if (block < 8) return end;
   std::vector<UOp> stores;
-  if (o.target == Target::cc && tile_copy(end, o.bounds_check)) {
+  if (tile_copy(end, o.bounds_check)) {
     UOp ib = block_range(i, 8), jb = block_range(j, 8);
     for (int a = 0; a < 8; ++a)
       for (int b = 0; b < 8; ++b) stores.push_back(substitute(st, {{i, a ? ib * 8 + a : ib * 8}, {j, b ? jb * 8 + b : jb * 8}}));
@@ -79,7 +80,7 @@ UOp block_transposes(const Match& m) {
 }  // namespace
 
 const PatternMatcher& transposes_rules() {
-  static const PatternMatcher pm({{"a transposing copy is blocked: 16 rows per pass, or 8x8 tiles of 4-byte elements on cc", Pat::ops({Ops::KERNEL}), block_transposes}});
+  static const PatternMatcher pm({{"a transposing copy is blocked: 16 rows per pass, or 8x8 tiles of 4-byte elements", Pat::ops({Ops::KERNEL}), block_transposes}});
   return pm;
 }
 

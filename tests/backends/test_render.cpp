@@ -219,8 +219,8 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
   using Fn = int (*)(void**, const long long*, long long*);
   // rows: 8 -> blocks of 8 (4 with bounds checks), 6 -> 6 (2), 5 -> 5 (none). Irregular inputs, compared bit for bit
   // with the same sums done here in the same order (k ascending from 0.0f). Without bounds
-  // checks tcc folds each row with ow_axpy_f32 (8 floats per step): 11 columns take one step
-  // and 3 one at a time, 3 columns only the latter, 16 two steps.
+  // checks tcc folds each block of rows with one ow_gemv_f32 call (tests/backends/
+  // test_vector_loops.cpp checks every width of its columns).
   for (int64_t m : {8, 6, 5})
   for (int64_t n : {11, 3, 16}) {
     const int64_t kn = 7;
@@ -242,9 +242,10 @@ TEST_CASE("render: row blocking of an interchanged matmul, exact on tcc and cc",
         CHECK(body(k).find(loop) != std::string::npos);
         // GCC's unroll-and-jam, asked for per kernel, only where rows are blocked without tiles
         CHECK((k.source.find("__attribute__((optimize(\"loop-unroll-and-jam\")))") != std::string::npos) == (m != 5 && check && std::string(tier) == "cc"));
-        // tcc: blocked rows call ow_axpy_f32 per row; unblocked rows (5) fold their whole k loop
-        // with one ow_gemv_f32 call each
-        std::string call = m == 5 ? "ow_gemv_f32(7LL, " + std::to_string(n) + "LL, " : "ow_axpy_f32(" + std::to_string(n) + "LL, ";
+        // tcc: each block of rows (4 or 2), or each row when unblocked (5), folds its whole k loop
+        // with one ow_gemv_f32 call
+        std::string rows = m == 8 ? "4" : m == 6 ? "2" : "1";
+        std::string call = "ow_gemv_f32(" + rows + "LL, 7LL, " + std::to_string(n) + "LL, ";
         CHECK((body(k).find(call) != std::string::npos) == (!check && std::string(tier) == "tcc"));
       }
       check_exact(matmul_kernel(m, kn, n), check, a, b, want);
@@ -299,7 +300,7 @@ TEST_CASE("render: tcc's vectorized axpy rows, float64 and factors in either ord
   UOp mm64 = kernel("mm64", {st}, {buffer("out", m * n), buffer("a", m * kn), buffer("b", kn * n)});
   RenderedKernel rk = render_optimized(mm64, for_tier("tcc"));
   INFO(rk.source);
-  CHECK(body(rk).find("ow_gemv_f64(5LL, 21LL, ") != std::string::npos);  // 3 rows are not blocked: a row's k loop is one call
+  CHECK(body(rk).find("ow_gemv_f64(1LL, 5LL, 21LL, ") != std::string::npos);  // 3 rows are not blocked: a row's k loop is one call
   std::vector<double> av(static_cast<size_t>(m * kn)), bv(static_cast<size_t>(kn * n)), want(static_cast<size_t>(m * n));
   for (size_t q = 0; q < av.size(); ++q) av[q] = 0.1 * double(q) - 0.7;
   for (size_t q = 0; q < bv.size(); ++q) bv[q] = 1.0 / double(q + 3);
@@ -724,7 +725,7 @@ TEST_CASE("render: interchanged reductions compute exactly (tcc)", "[render][tcc
     INFO(k.source);
     REQUIRE(interchanged(k));
     auto fn = reinterpret_cast<Fn>(cc->compile(k.source)->symbol(k.name));
-    CHECK(body(k).find(check ? "j_8 += 8" : "ow_gemv_f32(4LL, 9LL, ") != std::string::npos);
+    CHECK(body(k).find(check ? "j_8 += 8" : "ow_gemv_f32(1LL, 4LL, 9LL, ") != std::string::npos);
     float c[27] = {}, a[12], b[36];
     for (int q = 0; q < 12; ++q) a[q] = static_cast<float>(q + 1);
     for (int q = 0; q < 36; ++q) b[q] = static_cast<float>(q + 1);

@@ -77,7 +77,7 @@ TEST_CASE("tiles: cc renders a matmul as register tiles of up to 14 rows, tcc as
   std::string tsrc = render_optimized(matmul_kernel(16, 7, 56), for_tcc).function;
   INFO(tsrc);
   CHECK(tsrc.find("for (long long i_4 = 0; i_4 < 4LL; i_4++) {") != std::string::npos);  // tcc's rows,
-  CHECK(tsrc.find("ow_axpy_f32(56LL, ") != std::string::npos);                           // 4 at a time
+  CHECK(tsrc.find("ow_gemv_f32(4LL, 7LL, 56LL, ") != std::string::npos);                  // 4 at a time
   CHECK(tsrc.find("j_t48") == std::string::npos);
   CHECK(tsrc.find("ow_vf32") == std::string::npos);
   CHECK(src.find("loop-unroll-and-jam") == std::string::npos);        // it would spill the tiles

@@ -1,6 +1,7 @@
 // The vector loops tcc's kernels call (backends/tcc/vector_loops.h), every build this CPU runs
 // (SSE2, AVX2, AVX-512): bit for bit what the scalar loops compute, for lengths that exercise
-// every width of the tail (0..70 elements) and matrix-vector products with a stride. The inputs
+// every width of the tail (0..70 elements) and matrix-vector products of 1 to 9 rows with a stride;
+// the 8x8 transpose moves bits unchanged. The inputs
 // are irregular (an exact product or sum would hide a wrong lane) and include -0.0, subnormals and
 // an infinity.
 #include <catch2/catch.hpp>
@@ -50,18 +51,28 @@ void check_loops(Axpy axpy, Gemv gemv) {
       INFO("axpy n = " << n << ", element " << i);
       CHECK(same_bits(acc[static_cast<size_t>(i)], want[static_cast<size_t>(i)]));
     }
-    for (long long m : {1LL, 3LL, 17LL}) {
-      long long stride = n + 3;
-      std::vector<T> sk = irregular<T>(static_cast<size_t>(m), 3), mat = irregular<T>(static_cast<size_t>(m * stride), 4);
-      std::vector<T> a = irregular<T>(static_cast<size_t>(n), 5), w = a;
-      for (long long k = 0; k < m; ++k)
-        for (long long i = 0; i < n; ++i) w[static_cast<size_t>(i)] = step(w[static_cast<size_t>(i)], sk[static_cast<size_t>(k)], mat[static_cast<size_t>(k * stride + i)]);
-      gemv(m, n, sk.data(), mat.data(), stride, a.data());
-      for (long long i = 0; i < n; ++i) {
-        INFO("gemv m = " << m << ", n = " << n << ", element " << i);
-        CHECK(same_bits(a[static_cast<size_t>(i)], w[static_cast<size_t>(i)]));
+    for (long long m : {1LL, 3LL, 17LL})
+      for (long long rows : {1LL, 2LL, 3LL, 4LL, 7LL, 9LL}) {  // groups of 4 and each remainder
+        long long stride = n + 3;
+        std::vector<T> sk = irregular<T>(static_cast<size_t>(rows * m), 3), mat = irregular<T>(static_cast<size_t>(m * stride), 4);
+        std::vector<std::vector<T>> a, w;
+        std::vector<T*> ptrs;
+        for (long long r = 0; r < rows; ++r) a.push_back(irregular<T>(static_cast<size_t>(n), 5 + static_cast<int>(r)));
+        w = a;
+        for (auto& row : a) ptrs.push_back(row.data());
+        for (long long r = 0; r < rows; ++r)
+          for (long long k = 0; k < m; ++k)
+            for (long long i = 0; i < n; ++i) {
+              T& e = w[static_cast<size_t>(r)][static_cast<size_t>(i)];
+              e = step(e, sk[static_cast<size_t>(r * m + k)], mat[static_cast<size_t>(k * stride + i)]);
+            }
+        gemv(rows, m, n, sk.data(), mat.data(), stride, ptrs.data());
+        for (long long r = 0; r < rows; ++r)
+          for (long long i = 0; i < n; ++i) {
+            INFO("gemv rows = " << rows << ", m = " << m << ", n = " << n << ", row " << r << ", element " << i);
+            CHECK(same_bits(a[static_cast<size_t>(r)][static_cast<size_t>(i)], w[static_cast<size_t>(r)][static_cast<size_t>(i)]));
+          }
       }
-    }
   }
 }
 
@@ -75,6 +86,18 @@ TEST_CASE("vector loops: every build this CPU runs computes the scalar loops bit
     INFO("build " << v->isa);
     check_loops<float>(v->axpy_f32, v->gemv_f32);
     check_loops<double>(v->axpy_f64, v->gemv_f64);
+  }
+  // transpose8: rows of 8 at stride 11 become columns at stride 13, bits unchanged (NaN payloads).
+  for (const VectorLoops* v : all) {
+    INFO("build " << v->isa);
+    std::vector<unsigned> src(8 * 11), dst(8 * 13, 0xdeadbeefu);
+    for (size_t q = 0; q < src.size(); ++q) src[q] = 0x7fc00000u + static_cast<unsigned>(q) * 2654435761u % 4096u;
+    v->transpose8_u32(src.data(), 11, dst.data(), 13);
+    for (int a = 0; a < 8; ++a)
+      for (int b = 0; b < 13; ++b) {
+        INFO("row " << a << ", column " << b);
+        CHECK(dst[static_cast<size_t>(a * 13 + b)] == (b < 8 ? src[static_cast<size_t>(b * 11 + a)] : 0xdeadbeefu));  // nothing past the tile written
+      }
   }
   // tcc's kernels call the widest (OW_VECTOR_ISA unset in the test environment) or the one named.
   const char* want = std::getenv("OW_VECTOR_ISA");

@@ -70,9 +70,9 @@ UOp range_of(int64_t extent, int64_t id, std::vector<int64_t> sub = {}) { return
 
 }  // namespace
 
-TEST_CASE("opt transposes: tcc blocks the 16 rows of a transpose in one pass over the columns", "[opt][transposes]") {
+TEST_CASE("opt transposes: with checked accesses, the 16 rows of a transpose in one pass over the columns", "[opt][transposes]") {
   UOp before = graph_of(transpose16x8);
-  UOp after = opt::run_pass(transposes_pass(), before, for_target(opt::Target::tcc));
+  UOp after = opt::run_pass(transposes_pass(), before, for_target(opt::Target::tcc, true));
   // END(GROUP(STORE[i := 16*ib + u] for u < 16), ib, j): ib over 16/16 = 1 block, range 1000 with
   // sub-id -16; i's sixteen values in order.
   UOp ib = range_of(1, 1000, {-16}), j = range_of(8, 1001);
@@ -80,12 +80,14 @@ TEST_CASE("opt transposes: tcc blocks the 16 rows of a transpose in one pass ove
   for (int64_t u = 0; u < 16; ++u) rows.push_back(copy_at(u ? ib * 16 + u : ib * 16, j));
   CHECK(statement_of(after) == UOp::make(Ops::GROUP, dtypes::void_, rows).end({ib, j}));
   check_same_outputs(before, after);
-  CHECK(opt::run_pass(transposes_pass(), after, for_target(opt::Target::tcc)) == after);  // once
+  CHECK(opt::run_pass(transposes_pass(), after, for_target(opt::Target::tcc, true)) == after);  // once
+  CHECK(opt::run_pass(transposes_pass(), before, for_target(opt::Target::cc, true)) == after);  // the same on cc
 }
 
-TEST_CASE("opt transposes: cc moves a copy of 4-byte elements as 8x8 tiles, a transpose8 GROUP", "[opt][transposes]") {
+TEST_CASE("opt transposes: a copy of 4-byte elements moves as 8x8 tiles, a transpose8 GROUP", "[opt][transposes]") {
   UOp before = graph_of(transpose16x8);
   UOp after = opt::run_pass(transposes_pass(), before, for_target(opt::Target::cc));
+  CHECK(opt::run_pass(transposes_pass(), before, for_target(opt::Target::tcc)) == after);  // tcc's too
   // END(GROUP("transpose8", STORE[i := 8*ib + a, j := 8*jb + b] for a, b < 8, a-major), ib, jb)
   UOp ib = range_of(2, 1000, {-8}), jb = range_of(1, 1001, {-8});
   std::vector<UOp> tile;
@@ -95,7 +97,7 @@ TEST_CASE("opt transposes: cc moves a copy of 4-byte elements as 8x8 tiles, a tr
   CHECK(statement_of(after) == want);
   check_same_outputs(before, after);
   // With checked accesses there are no tiles (a tile's accesses are not checked one by one):
-  // 16 rows, as for tcc.
+  // 16 rows.
   UOp checked = opt::run_pass(transposes_pass(), before, for_target(opt::Target::cc, true));
   CHECK(statement_of(checked)->src[0]->src.size() == 16);
   CHECK(!is_transpose8(statement_of(checked)->src[0]));
