@@ -72,7 +72,9 @@ void KernelRenderer::gemv(const Fold& f) {
   std::string ty = ctype(acc->dtype.base(), acc), sv = "s" + num(acc), av = "acc" + num(acc), kv = range_var(k), ms = std::to_string(m);
   size_t rows = f.regs.size();
   emit(depth(), ty + " " + sv + "[" + std::to_string(m * static_cast<int64_t>(rows)) + "];");  // row r's factors from r*m
-  open(k, m >= kUnroll ? std::optional(LoopForm::unroll) : std::nullopt);  // tcc's form: unrolled by 8
+  // One row's factors (a scan step's matvec: as many as the products of the call) are filled by
+  // 8 at a time; a block of rows' are a small part of its work, not worth 8 copies of C.
+  open(k, rows == 1 && m >= kUnroll ? std::optional(LoopForm::unroll) : std::nullopt);
   for (size_t r = 0; r < rows; ++r) emit(depth(), sv + "[" + (r ? std::to_string(r) + " * " + ms + "LL + " : "") + kv + "] = " + val(f.terms[r].s, depth()) + ";");
   close();
   std::string regs;

@@ -1,7 +1,7 @@
 // A transpose8 GROUP (kernel-opt pass `transposes`, args.h): 64 STOREs that copy an 8x8 tile of
 // 4-byte elements, written as one call of the prelude's ow_transpose8_u32, a transpose in
 // registers. Store (a, b) of the group (a-major) writes dst + a*si + b and reads src + a + b*sj;
-// the call is made only when all 64 indices say so (else the pass is wrong: an InternalError).
+// the call is made only when all 64 stores say so (else the pass is wrong: an InternalError).
 #include "kernel_renderer.h"
 #include "uop/symbolic.h"
 
@@ -15,22 +15,30 @@ void KernelRenderer::transpose8(UOp group) {
     return v->op == Ops::LOAD && v->src.size() == 1 && dst(k)->src.size() == 2 && src(k)->op == Ops::INDEX && src(k)->src.size() == 2 &&
            dst(k)->src[0] == dst(0)->src[0] && src(k)->src[0] == src(0)->src[0] && v->dtype == dst(k)->dtype.base() && v->dtype.itemsize() == 4;
   };
-  // the constant c with index(k) == index(0) + c, if there is one
-  auto offset = [&](UOp idx, UOp idx0) -> std::optional<int64_t> {
-    UOp d = simplify(idx->src[1] - idx0->src[1]);
-    return d->op == Ops::CONST && d->arg.is<int64_t>() ? std::optional<int64_t>(d->arg.as<int64_t>()) : std::nullopt;
-  };
   auto refuse = [&](size_t k) {
     throw InternalError("a transpose8 GROUP is not an 8x8 transposing copy at its store " + std::to_string(k) + " (at " + printed_.line(group->src[k]) + ")");
   };
   for (size_t k = 0; k < 64; ++k)  // every store a plain copy first: src(k) is a LOAD's INDEX
     if (!plain_copy(k)) refuse(k);
-  std::optional<int64_t> si = offset(dst(8), dst(0)), sj = offset(src(1), src(0));
-  if (!si || !sj) throw InternalError("a transpose8 GROUP's strides are not constants (at " + printed_.line(group) + ")");
-  for (size_t k = 0; k < 64; ++k) {
+  // The group's loops END(GROUP, ..., ib, jb) are the two innermost open ones. Store (a, b) must be
+  // store 0 with ib*8 and jb*8 moved on by a and b (exactly: nodes are interned), and store 0's
+  // indices affine in ib and jb with the strides of a transpose.
+  if (stack_.size() < 3) refuse(0);
+  UOp ib = stack_[stack_.size() - 2].range, jb = stack_.back().range, i0 = ib * 8, j0 = jb * 8;
+  for (size_t k = 1; k < 64; ++k) {
     int64_t a = static_cast<int64_t>(k / 8), b = static_cast<int64_t>(k % 8);
-    if (offset(dst(k), dst(0)) != a * *si + b || offset(src(k), src(0)) != a + b * *sj) refuse(k);
+    if (group->src[k] != substitute(group->src[0], {{i0, a ? i0 + a : i0}, {j0, b ? j0 + b : j0}})) refuse(k);
   }
+  // The stride of r*8 (r0) in the index: its coefficient of r over 8, when r appears only as r0.
+  auto stride = [&](UOp idx, UOp r) {
+    UOp r0 = r == ib ? i0 : j0;
+    std::optional<int64_t> c = coefficient(idx->src[1], r);
+    bool only_r0 = !has_free_range(substitute(idx->src[1], {{r0, UOp::index(0)}}), r);
+    return c && *c % 8 == 0 && only_r0 ? std::optional<int64_t>(*c / 8) : std::nullopt;
+  };
+  std::optional<int64_t> si = stride(dst(0), ib), sj = stride(src(0), jb);
+  if (!si || !sj || stride(dst(0), jb) != 1 || stride(src(0), ib) != 1)
+    throw InternalError("a transpose8 GROUP's indices are not a transpose's, with constant strides (at " + printed_.line(group) + ")");
   auto base = [&](UOp idx) { return "b" + std::to_string(idx->src[0]->arg.as<int64_t>()) + " + " + val(simplified_at(idx->src[1], {}), depth()); };
   emit(depth(), "ow_transpose8_u32((const unsigned int*)(" + base(src(0)) + "), " + std::to_string(*sj) + "LL, (unsigned int*)(" + base(dst(0)) + "), " +
                     std::to_string(*si) + "LL);");

@@ -10,10 +10,6 @@
 
 namespace ow::opt {
 
-namespace {
-constexpr int kMaxFirings = 100;  // rewrites of one kernel by one pass: each pass needs one
-}  // namespace
-
 std::string_view target_name(Target t) { return t == Target::tcc ? "tcc" : "cc"; }
 
 Options options_for(Target t, bool bounds_check, std::set<std::string> skip) {
@@ -46,13 +42,29 @@ UOp with_statements(UOp k, const std::function<UOp(UOp)>& f) {
   return k.replace_src(std::move(src));
 }
 
-// The rules match KERNELs only (each kernel is optimized by itself), so instead of a rewrite of
-// the whole program: each KERNEL, its sources updated first, rewritten to a fixed point, then
-// verified when the pass changed it (the grammar the renderer relies on).
-UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire) {
-  const PatternMatcher& rules = p.rules();
+namespace {
+
+constexpr int kMaxFirings = 100;  // rewrites of one kernel by one pass: each pass needs one
+
+// One pass over KERNEL k: its rules to a fixed point, the result verified when they changed it
+// and `verify` (the grammar the renderer relies on).
+UOp run_on_kernel(const Pass& p, UOp k, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire, bool verify) {
   void* ctx = const_cast<Options*>(&o);  // the rules only read it
-  std::unordered_map<const UOpNode*, UOp> now;  // node -> its version after the pass, where changed
+  UOp v = k;
+  for (int step = 0; auto f = p.rules().rewrite(v, ctx); ++step) {
+    if (step == kMaxFirings) throw InternalError("kernel-opt pass " + p.name + " does not reach a fixed point on kernel " + kernel_name(k));
+    if (on_fire) on_fire(*f->rule, v, f->result);
+    v = f->result;
+  }
+  if (verify && v != k) verify_kernel(v);
+  return v;
+}
+
+// `root` with every KERNEL k replaced by f(k), its sources updated first. The rules match
+// KERNELs only (each kernel is optimized by itself), so this replaces a rewrite of the whole
+// program.
+UOp map_kernels(UOp root, const std::function<UOp(UOp)>& f) {
+  std::unordered_map<const UOpNode*, UOp> now;  // node -> its version after f, where changed
   for (UOp u : toposort(root)) {
     std::vector<UOp> src;
     src.reserve(u->src.size());
@@ -61,25 +73,31 @@ UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void
       src.push_back(it == now.end() ? s : it->second);
     }
     UOp v = u.replace_src(std::move(src));
-    if (v->op == Ops::KERNEL) {
-      UOp before = v;
-      for (int step = 0; auto f = rules.rewrite(v, ctx); ++step) {
-        if (step == kMaxFirings) throw InternalError("kernel-opt pass " + p.name + " does not reach a fixed point on kernel " + kernel_name(before));
-        if (on_fire) on_fire(*f->rule, v, f->result);
-        v = f->result;
-      }
-      if (v != before) verify_kernel(v);
-    }
+    if (v->op == Ops::KERNEL) v = f(v);
     if (v != u) now[u.get()] = v;
   }
   auto it = now.find(root.get());
   return it == now.end() ? root : it->second;
 }
 
+}  // namespace
+
+UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire) {
+  return map_kernels(root, [&](UOp k) { return run_on_kernel(p, k, o, on_fire, true); });
+}
+
+// Every pass in one walk of the program: each kernel goes through them all in turn and is
+// verified once at the end (ow check --passes and ow lower, through run_pass, verify after each).
 UOp optimize(UOp root, const Options& o) {
+  std::vector<const Pass*> chosen;
   for (const Pass& p : passes())
-    if (std::count(p.targets.begin(), p.targets.end(), o.target) && !o.skip.count(p.name)) root = run_pass(p, root, o);
-  return root;
+    if (std::count(p.targets.begin(), p.targets.end(), o.target) && !o.skip.count(p.name)) chosen.push_back(&p);
+  return map_kernels(root, [&](UOp k) {
+    UOp before = k;
+    for (const Pass* p : chosen) k = run_on_kernel(*p, k, o, {}, false);
+    if (k != before) verify_kernel(k);
+    return k;
+  });
 }
 
 }  // namespace ow::opt

@@ -43,10 +43,12 @@ struct Pass {
 const std::vector<Pass>& passes();
 
 // One pass over every KERNEL of `root` (a lowered program, or a lone KERNEL): the pass's rules
-// rewrite each kernel; `on_fire` sees every firing (ow explain).
+// rewrite each kernel, verified (verify_kernel) when they changed it; `on_fire` sees every firing
+// (ow explain).
 UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire = {});
 
-// Every pass for o.target not in o.skip, in order, over every KERNEL of `root`.
+// Every pass for o.target not in o.skip, in order, over every KERNEL of `root`, in one walk of
+// the program; each kernel the passes changed is verified once, after the last.
 UOp optimize(UOp root, const Options& o);
 
 // A rule's result for KERNEL k: k with each top-level statement s of its ast replaced by

@@ -9,6 +9,7 @@
 // The mark changes no node: the iterations run in their order in every form, so the interpreter
 // evaluates the marked kernel as it did before and results are bit-identical.
 #include <algorithm>
+#include <unordered_map>
 
 #include "opt/loop_shapes.h"
 #include "opt/opt.h"
@@ -54,15 +55,34 @@ std::optional<LoopForm> form_of(UOp end, bool bounds_check) {
   return direct ? LoopForm::unroll_pointers : LoopForm::unroll;
 }
 
+// Statement s (verify_kernel's grammar: STORE, END, GROUP) with each END that form_of marks
+// marked, rebuilt from the bottom up through statements only (their values are left alone).
+// Walked with a stack; `done` holds every statement already rebuilt (the ast may share them).
+UOp marked(UOp top, bool bounds_check) {
+  std::unordered_map<const UOpNode*, UOp> done;
+  std::vector<std::pair<UOp, bool>> todo{{top, false}};  // (statement, its parts are done)
+  while (!todo.empty()) {
+    auto [s, parts_done] = todo.back();
+    todo.pop_back();
+    if (done.count(s.get())) continue;
+    size_t parts = s->op == Ops::GROUP ? s->src.size() : s->op == Ops::END ? 1 : 0;
+    if (!parts_done) {
+      todo.push_back({s, true});
+      for (size_t i = 0; i < parts; ++i) todo.push_back({s->src[i], false});
+      continue;
+    }
+    std::vector<UOp> src = s->src;
+    for (size_t i = 0; i < parts; ++i) src[i] = done.at(s->src[i].get());
+    UOp v = s.replace_src(std::move(src));
+    if (std::optional<LoopForm> f = form_of(v, bounds_check)) v = UOp::make(Ops::END, v->dtype, v->src, loop_arg(*f));
+    done[s.get()] = v;
+  }
+  return done.at(top.get());
+}
+
 UOp mark_loops(const Match& m) {
   const Options& o = m.context<Options>();
-  std::vector<std::pair<UOp, UOp>> marked;
-  for (UOp u : toposort(m.node->src[0]))
-    if (std::optional<LoopForm> f = form_of(u, o.bounds_check)) marked.push_back({u, UOp::make(Ops::END, u->dtype, u->src, loop_arg(*f))});
-  if (marked.empty()) return UOp();
-  std::vector<UOp> src = m.node->src;
-  src[0] = substitute(src[0], marked);
-  return m.node.replace_src(std::move(src));
+  return with_statements(m.node, [&](UOp s) { return marked(s, o.bounds_check); });
 }
 
 }  // namespace
