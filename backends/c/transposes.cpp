@@ -25,9 +25,28 @@ void KernelRenderer::transpose8(UOp group) {
   // indices affine in ib and jb with the strides of a transpose.
   if (stack_.size() < 3) refuse(0);
   UOp ib = stack_[stack_.size() - 2].range, jb = stack_.back().range, i0 = ib * 8, j0 = jb * 8;
-  for (size_t k = 1; k < 64; ++k) {
+  // Is x the index y with i0 -> i0 + a and j0 -> j0 + b (as the pass built it: ADD(r0, a), or
+  // r0 itself for 0)? Compared node by node, nothing built (a walk with a stack).
+  auto shifted = [&](UOp x, UOp y, int64_t a, int64_t b) {
+    std::vector<std::pair<UOp, UOp>> todo{{x, y}};
+    while (!todo.empty()) {
+      auto [p, q] = todo.back();
+      todo.pop_back();
+      if (q == i0 || q == j0) {
+        int64_t by = q == i0 ? a : b;
+        bool ok = by == 0 ? p == q : p->op == Ops::ADD && p->src.size() == 2 && p->src[0] == q && p->src[1].is_const() && p->src[1]->arg == Arg(by);
+        if (!ok) return false;
+        continue;
+      }
+      if (p == q) continue;
+      if (p->op != q->op || p->dtype != q->dtype || !(p->arg == q->arg) || p->src.size() != q->src.size()) return false;
+      for (size_t s = 0; s < p->src.size(); ++s) todo.push_back({p->src[s], q->src[s]});
+    }
+    return true;
+  };
+  for (size_t k = 1; k < 64; ++k) {  // (plain copies: their indices say it all)
     int64_t a = static_cast<int64_t>(k / 8), b = static_cast<int64_t>(k % 8);
-    if (group->src[k] != substitute(group->src[0], {{i0, a ? i0 + a : i0}, {j0, b ? j0 + b : j0}})) refuse(k);
+    if (!shifted(dst(k)->src[1], dst(0)->src[1], a, b) || !shifted(src(k)->src[1], src(0)->src[1], a, b)) refuse(k);
   }
   // The stride of r*8 (r0) in the index: its coefficient of r over 8, when r appears only as r0.
   auto stride = [&](UOp idx, UOp r) {

@@ -260,17 +260,26 @@ UOp graph_rewrite(UOp root, const PatternMatcher& pm, const RewriteOptions& opts
   return Rewriter(pm, opts).run(root);
 }
 
+// Only the nodes above a replaced one are rebuilt (the others stay themselves: a node made again
+// from the same sources is the same interned node, so skipping them changes nothing).
 UOp substitute(UOp root, const std::vector<std::pair<UOp, UOp>>& map) {
-  std::unordered_map<const UOpNode*, UOp> repl;
+  std::unordered_map<const UOpNode*, UOp> repl;  // replaced and rebuilt nodes only
   for (auto& [k, v] : map) repl[k.get()] = v;
+  if (repl.empty()) return root;
   for (UOp u : toposort(root)) {
-    if (repl.count(u.get())) continue;  // an explicit replacement (or already rebuilt)
+    if (repl.count(u.get())) continue;  // an explicit replacement
+    bool above = std::any_of(u->src.begin(), u->src.end(), [&](const UOp& s) { return repl.count(s.get()) > 0; });
+    if (!above) continue;
     std::vector<UOp> src;
     src.reserve(u->src.size());
-    for (UOp s : u->src) src.push_back(repl.at(s.get()));
+    for (UOp s : u->src) {
+      auto it = repl.find(s.get());
+      src.push_back(it == repl.end() ? s : it->second);
+    }
     repl[u.get()] = u.replace_src(std::move(src));
   }
-  return repl.at(root.get());
+  auto it = repl.find(root.get());
+  return it == repl.end() ? root : it->second;
 }
 
 UOp substitute_range(UOp root, UOp r, UOp v, const std::vector<std::pair<UOp, UOp>>& also) {
