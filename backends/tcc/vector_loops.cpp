@@ -108,31 +108,31 @@ void gemv(long long rows, long long m, long long n, const T* s, const T* x, long
 }
 
 // Three rounds of pairwise interleaves of 8-lane rows (the same moves as the cc prelude's).
+// __builtin_shufflevector (GCC 12 and clang) takes its lanes as constants, hence the macros.
+#define OW_LO1(x, y) __builtin_shufflevector(x, y, 0, 8, 1, 9, 4, 12, 5, 13)
+#define OW_HI1(x, y) __builtin_shufflevector(x, y, 2, 10, 3, 11, 6, 14, 7, 15)
+#define OW_LO2(x, y) __builtin_shufflevector(x, y, 0, 1, 8, 9, 4, 5, 12, 13)
+#define OW_HI2(x, y) __builtin_shufflevector(x, y, 2, 3, 10, 11, 6, 7, 14, 15)
+#define OW_LO3(x, y) __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11)
+#define OW_HI3(x, y) __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15)
 void transpose8_u32(const unsigned* s, long long ss, unsigned* d, long long ds) {
   typedef unsigned u32x8 __attribute__((vector_size(32)));
-  typedef int i32x8 __attribute__((vector_size(32)));
-  const i32x8 lo[3] = {{0, 8, 1, 9, 4, 12, 5, 13}, {0, 1, 8, 9, 4, 5, 12, 13}, {0, 1, 2, 3, 8, 9, 10, 11}};
-  const i32x8 hi[3] = {{2, 10, 3, 11, 6, 14, 7, 15}, {2, 3, 10, 11, 6, 7, 14, 15}, {4, 5, 6, 7, 12, 13, 14, 15}};
-  // Round q's pairs {x, y, p, q}: rows p and q interleave into row x (lanes lo[q]) and y (hi[q]).
-  static constexpr int pairs[3][4][4] = {{{0, 1, 0, 1}, {2, 3, 2, 3}, {4, 5, 4, 5}, {6, 7, 6, 7}},
-                                         {{0, 1, 0, 2}, {2, 3, 1, 3}, {4, 5, 4, 6}, {6, 7, 5, 7}},
-                                         {{0, 4, 0, 4}, {1, 5, 1, 5}, {2, 6, 2, 6}, {3, 7, 3, 7}}};
   u32x8 r[8], t[8];
-#pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) __builtin_memcpy(&r[k], s + k * ss, 32);
-#pragma GCC unroll 3
-  for (int q = 0; q < 3; ++q) {
-#pragma GCC unroll 4
-    for (const auto& p : pairs[q]) {
-      t[p[0]] = __builtin_shuffle(r[p[2]], r[p[3]], lo[q]);
-      t[p[1]] = __builtin_shuffle(r[p[2]], r[p[3]], hi[q]);
-    }
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) r[k] = t[k];
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) __builtin_memcpy(d + k * ds, &r[k], 32);
+  t[0] = OW_LO1(r[0], r[1]), t[1] = OW_HI1(r[0], r[1]), t[2] = OW_LO1(r[2], r[3]), t[3] = OW_HI1(r[2], r[3]);
+  t[4] = OW_LO1(r[4], r[5]), t[5] = OW_HI1(r[4], r[5]), t[6] = OW_LO1(r[6], r[7]), t[7] = OW_HI1(r[6], r[7]);
+  r[0] = OW_LO2(t[0], t[2]), r[1] = OW_HI2(t[0], t[2]), r[2] = OW_LO2(t[1], t[3]), r[3] = OW_HI2(t[1], t[3]);
+  r[4] = OW_LO2(t[4], t[6]), r[5] = OW_HI2(t[4], t[6]), r[6] = OW_LO2(t[5], t[7]), r[7] = OW_HI2(t[5], t[7]);
+  t[0] = OW_LO3(r[0], r[4]), t[4] = OW_HI3(r[0], r[4]), t[1] = OW_LO3(r[1], r[5]), t[5] = OW_HI3(r[1], r[5]);
+  t[2] = OW_LO3(r[2], r[6]), t[6] = OW_HI3(r[2], r[6]), t[3] = OW_LO3(r[3], r[7]), t[7] = OW_HI3(r[3], r[7]);
+  for (int k = 0; k < 8; ++k) __builtin_memcpy(d + k * ds, &t[k], 32);
 }
+#undef OW_LO1
+#undef OW_HI1
+#undef OW_LO2
+#undef OW_HI2
+#undef OW_LO3
+#undef OW_HI3
 
 constexpr int kF32 = OW_VECTOR_BYTES / 4, kF64 = OW_VECTOR_BYTES / 8;
 
