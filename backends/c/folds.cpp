@@ -69,7 +69,7 @@ std::string KernelRenderer::offset_at(UOp idx, UOp j, std::vector<std::pair<UOp,
 void KernelRenderer::gemv(const Fold& f) {
   UOp k = f.ks[0], acc = f.regs[0], idx = f.terms[0].idx;
   int64_t m = *opt::const_extent(k), stride = *coefficient(idx->src[1], k);
-  std::string ty = ctype(acc->dtype.base(), acc), sv = "s" + num(acc), av = "acc" + num(acc), kv = range_var(k), ms = std::to_string(m);
+  std::string ty = ctype(acc->dtype.base(), acc), sv = "s" + num(acc), av = "accs" + num(acc), kv = range_var(k), ms = std::to_string(m);
   size_t rows = f.regs.size();
   emit(depth(), ty + " " + sv + "[" + std::to_string(m * static_cast<int64_t>(rows)) + "];");  // row r's factors from r*m
   // One row's factors (a scan step's matvec: as many as the products of the call) are filled by

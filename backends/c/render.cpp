@@ -259,8 +259,11 @@ std::string KernelRenderer::literal(UOp u) const {
   return paren(f32 ? format_float32(v) + "f" : format_double(v));
 }
 
+// Opens a loop over r, written in `form` when marked (unroll.cpp). Under bounds checks the
+// pointer form is written as plain copies: the checks name the range.
 void KernelRenderer::open(UOp r, std::optional<LoopForm> form) {
   if (r->op != Ops::RANGE) fail(r, "loops run over RANGEs only");
+  if (form == LoopForm::unroll_pointers && opts_.bounds_check) form = LoopForm::unroll;
   for (const Scope& s : stack_)
     if (s.range == r) fail(r, "range " + range_name(r) + " is bound twice");
   std::string ext = val(r->src.at(0), depth());
@@ -316,7 +319,7 @@ KernelRenderer::Access KernelRenderer::access(UOp idx, int lv) {
   std::string ptr = (reg ? "reg" : "b") + std::to_string(g->arg.as<int64_t>());
   bool check = opts_.bounds_check;
   UOp li = idx->src[1];
-  Scope* unrolled = reg ? nullptr : pointer_loop(li);  // b[r] is b_at[r_u] (never under bounds checks)
+  Scope* unrolled = reg ? nullptr : pointer_loop(li);  // b[r] is b_at[r_u] (never under bounds checks: open())
   std::string lin = unrolled ? range_var(li) + "_u" : val(li, lv, check);
   std::string gate = idx->src.size() == 3 ? val(idx->src[2], lv, check) : "";
   // (a register's index is in bounds when its range says so: the passes index them by ranges)

@@ -1,6 +1,6 @@
 // A transpose8 GROUP (kernel-opt pass `transposes`, args.h): 64 STOREs that copy an 8x8 tile of
-// 4-byte elements, written as one call of the prelude's ow_transpose8_u32, a transpose in
-// registers. Store (a, b) of the group (a-major) writes dst + a*si + b and reads src + a + b*sj;
+// 4-byte elements, written as one call of ow_transpose8_u32, a transpose in registers (cc's from
+// its prelude, tcc's from backends/tcc/vector_loops.h). Store (a, b) of the group (a-major) writes dst + a*si + b and reads src + a + b*sj;
 // the call is made only when all 64 stores say so (else the pass is wrong: an InternalError).
 #include "kernel_renderer.h"
 #include "uop/symbolic.h"
@@ -20,9 +20,9 @@ void KernelRenderer::transpose8(UOp group) {
   };
   for (size_t k = 0; k < 64; ++k)  // every store a plain copy first: src(k) is a LOAD's INDEX
     if (!plain_copy(k)) refuse(k);
-  // The group's loops END(GROUP, ..., ib, jb) are the two innermost open ones. Store (a, b) must be
-  // store 0 with ib*8 and jb*8 moved on by a and b (exactly: nodes are interned), and store 0's
-  // indices affine in ib and jb with the strides of a transpose.
+  // The group's loops END(GROUP, ..., ib, jb) are the two innermost open ones. Store (a, b)'s
+  // indices must be store 0's with ib*8 and jb*8 moved on by a and b, and store 0's indices
+  // affine in ib and jb with the strides of a transpose.
   if (stack_.size() < 3) refuse(0);
   UOp ib = stack_[stack_.size() - 2].range, jb = stack_.back().range, i0 = ib * 8, j0 = jb * 8;
   // Is x the index y with i0 -> i0 + a and j0 -> j0 + b (as the pass built it: ADD(r0, a), or

@@ -9,7 +9,7 @@
 namespace ow::backend::detail {
 
 Scope* KernelRenderer::pointer_loop(UOp r) {
-  if (r->op != Ops::RANGE || opts_.bounds_check) return nullptr;
+  if (r->op != Ops::RANGE) return nullptr;
   for (Scope& s : stack_)
     if (s.range == r) return s.form == LoopForm::unroll_pointers ? &s : nullptr;
   return nullptr;
@@ -28,7 +28,7 @@ void KernelRenderer::close() {
   if (!ext || *ext < kUnroll)
     throw InternalError(std::string("a loop marked ") + loop_form_name(*s.form) + " needs a constant extent of at least " + std::to_string(kUnroll) +
                         " (at " + printed_.line(s.range) + ")");
-  bool pointers = *s.form == LoopForm::unroll_pointers && !opts_.bounds_check;
+  bool pointers = *s.form == LoopForm::unroll_pointers;
   std::string v = range_var(s.range), vb = v + "_" + std::to_string(kUnroll);
   int64_t full = *ext / kUnroll * kUnroll;
   // The pointers b_at = b + `at` for the accesses of the body.
@@ -52,8 +52,10 @@ void KernelRenderer::close() {
   emit(depth(), "}");
   if (full == *ext) return;
   emit(depth(), "for (long long " + v + " = " + std::to_string(full) + "LL; " + v + " < " + std::to_string(*ext) + "LL; " + v + "++) {");
-  if (pointers) set_pointers(v);
-  if (pointers) emit(depth(), "  enum { " + v + "_u = 0 };");
+  if (pointers) {
+    set_pointers(v);
+    emit(depth(), "  enum { " + v + "_u = 0 };");
+  }
   for (const std::string& l : s.lines) emit(depth(), "  " + l);
   emit(depth(), "}");
 }

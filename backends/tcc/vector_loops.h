@@ -10,7 +10,6 @@
 // product, then its sum, in the order the loop would (elements are independent, so their order
 // does not matter).
 #pragma once
-#include <string>
 #include <vector>
 
 namespace ow::backend {

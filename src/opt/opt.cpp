@@ -46,9 +46,8 @@ namespace {
 
 constexpr int kMaxFirings = 100;  // rewrites of one kernel by one pass: each pass needs one
 
-// One pass over KERNEL k: its rules to a fixed point, the result verified when they changed it
-// and `verify` (the grammar the renderer relies on).
-UOp run_on_kernel(const Pass& p, UOp k, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire, bool verify) {
+// One pass over KERNEL k: its rules to a fixed point.
+UOp run_on_kernel(const Pass& p, UOp k, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire) {
   void* ctx = const_cast<Options*>(&o);  // the rules only read it
   UOp v = k;
   for (int step = 0; auto f = p.rules().rewrite(v, ctx); ++step) {
@@ -56,7 +55,6 @@ UOp run_on_kernel(const Pass& p, UOp k, const Options& o, const std::function<vo
     if (on_fire) on_fire(*f->rule, v, f->result);
     v = f->result;
   }
-  if (verify && v != k) verify_kernel(v);
   return v;
 }
 
@@ -83,7 +81,11 @@ UOp map_kernels(UOp root, const std::function<UOp(UOp)>& f) {
 }  // namespace
 
 UOp run_pass(const Pass& p, UOp root, const Options& o, const std::function<void(const Rule&, UOp, UOp)>& on_fire) {
-  return map_kernels(root, [&](UOp k) { return run_on_kernel(p, k, o, on_fire, true); });
+  return map_kernels(root, [&](UOp k) {
+    UOp v = run_on_kernel(p, k, o, on_fire);
+    if (v != k) verify_kernel(v);  // the grammar the renderer relies on
+    return v;
+  });
 }
 
 // Every pass in one walk of the program: each kernel goes through them all in turn and is
@@ -94,7 +96,7 @@ UOp optimize(UOp root, const Options& o) {
     if (std::count(p.targets.begin(), p.targets.end(), o.target) && !o.skip.count(p.name)) chosen.push_back(&p);
   return map_kernels(root, [&](UOp k) {
     UOp before = k;
-    for (const Pass* p : chosen) k = run_on_kernel(*p, k, o, {}, false);
+    for (const Pass* p : chosen) k = run_on_kernel(*p, k, o, {});
     if (k != before) verify_kernel(k);
     return k;
   });

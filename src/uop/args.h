@@ -59,8 +59,9 @@ inline bool is_transpose8(UOp u) { return u->op == Ops::GROUP && u->arg == trans
 // A kernel's GROUP of STOREs that fold registers over the j loop around it (kernel-opt pass
 // `interchange`: acc[j] = acc[j] OP x, one STORE per accumulator), marked with how the C backend
 // writes it: "tiles" (cc's register tiles), "axpy" (tcc: an ow_axpy call per accumulator),
-// "gemv" (tcc: the whole fold over its one range as one ow_gemv call, every row's b the same), "jam" (cc: plain loops in
-// a kernel GCC is asked to unroll-and-jam). Run in order, the STOREs are the fold in every form.
+// "gemv" (tcc: the whole fold over its one range as one ow_gemv call, every row's b the same),
+// "jam" (cc: plain loops in a kernel GCC is asked to unroll-and-jam). Run in order, the STOREs are
+// the fold in every form.
 enum class FoldForm { tiles, axpy, gemv, jam };
 inline const char* fold_form_name(FoldForm f) {
   switch (f) {

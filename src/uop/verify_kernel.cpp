@@ -80,8 +80,9 @@ class KernelGrammar {
     return {};
   }
 
-  // A statement: STORE(ptr, value); END(statement, range...), a loop; GROUP(statement...), in
-  // order, with no arg, transpose8's (64 STOREs) or a fold's (STOREs to registers, args.h). Walked without recursion.
+  // A statement: STORE(ptr, value); END(statement, range...), a loop, with no arg or a loop form
+  // (args.h); GROUP(statement...), in order, with no arg, transpose8's (64 STOREs) or a fold's
+  // (STOREs to registers, args.h). Walked without recursion.
   std::pair<UOp, std::string> store(UOp top) {
     std::vector<UOp> todo{top};
     while (!todo.empty()) {

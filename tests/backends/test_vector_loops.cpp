@@ -29,6 +29,7 @@ std::vector<T> irregular(size_t n, int salt) {
   return v;
 }
 
+// Stricter than test_matmul::same_bits: a NaN's payload and sign count too.
 template <class T>
 bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
 
