@@ -5,7 +5,7 @@
 //   folds.cpp        the fold GROUPs the pass interchange marks, as tcc's vector calls;
 //   tiles.cpp        ... and as cc's register tiles;
 //   offsets.cpp      the index arithmetic those two make, simplified and numbered;
-//   transposes.cpp   a transpose8 GROUP (kernel-opt pass transposes) as one ow_transpose8_u32;
+//   transposes.cpp   an END marked transpose8 (kernel-opt pass transposes): one ow_transpose8_u32;
 //   parallel.cpp     cc's two-thread kernels: the safety analysis and the split.
 #pragma once
 #include <functional>
@@ -165,7 +165,7 @@ class KernelRenderer {
     return order;
   }
   void statement(UOp top);
-  void transpose8(UOp group);  // transposes.cpp
+  void transpose8(UOp end);  // transposes.cpp: its tile loops (the outer ones are open)
   struct Access {
     std::string gate, at;  // "" or the C of the gate; "b0[lin]"
   };

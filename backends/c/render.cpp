@@ -339,9 +339,9 @@ KernelRenderer::Access KernelRenderer::access(UOp idx, int lv) {
 }
 
 // A statement of the kernel grammar (verify_kernel): STORE; END, its loops (the innermost
-// unrolled when marked, unroll.cpp; a marked fold's as vector code, folds.cpp); GROUP, its
-// statements in order (transpose8's as one call, transposes.cpp). Walked with a stack: nesting
-// costs no C++ recursion.
+// unrolled when marked, unroll.cpp; transpose8's two as one call, transposes.cpp; a marked
+// fold's as vector code, folds.cpp); GROUP, its statements in order. Walked with a stack: nesting
+// costs no C++ recursion. Under bounds checks a transpose8 END is plain loops (checked accesses).
 void KernelRenderer::statement(UOp top) {
   std::vector<std::pair<UOp, size_t>> todo{{top, 0}};  // (statement, next source to render)
   while (!todo.empty()) {
@@ -350,14 +350,17 @@ void KernelRenderer::statement(UOp top) {
     if (u->op == Ops::STORE) {
       store(u);
       todo.pop_back();
-    } else if (is_transpose8(u) && !opts_.bounds_check) {
+    } else if (next == 0 && loop_form(u) == LoopForm::transpose8 && !opts_.bounds_check) {
+      for (size_t i = 1; i + 2 < u->src.size(); ++i) open(u->src[i]);
       transpose8(u);
+      for (size_t i = 1; i + 2 < u->src.size(); ++i) close();
       todo.pop_back();
     } else if (std::optional<Fold> f = next == 0 ? fold_at(u) : std::nullopt) {
       vector_fold(*f);
       todo.pop_back();
     } else if (u->op == Ops::END && next == 0) {
-      for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i], i + 1 == u->src.size() ? loop_form(u) : std::nullopt);
+      std::optional<LoopForm> form = loop_form(u) == LoopForm::transpose8 ? std::nullopt : loop_form(u);
+      for (size_t i = 1; i < u->src.size(); ++i) open(u->src[i], i + 1 == u->src.size() ? form : std::nullopt);
       todo.push_back({u->src.at(0), 0});
     } else if (u->op == Ops::END) {
       for (size_t i = 1; i < u->src.size(); ++i) close();

@@ -26,7 +26,7 @@ struct VectorLoops {
   void (*gemv_f32)(long long rows, long long m, long long n, const float* s, const float* x, long long stride, float* const* acc);
   void (*gemv_f64)(long long rows, long long m, long long n, const double* s, const double* x, long long stride, double* const* acc);
   // The 8 rows of 8 4-byte elements s + k*ss become the 8 columns of d + k*ds, moved as bits
-  // (a transpose8 GROUP of the kernel-opt pass transposes; cc's C has its own in its prelude).
+  // (an END marked transpose8 by the kernel-opt pass transposes; cc's C has its own in its prelude).
   void (*transpose8_u32)(const unsigned* s, long long ss, unsigned* d, long long ds);
 };
 

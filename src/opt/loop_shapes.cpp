@@ -57,6 +57,14 @@ UOp block_range(UOp r, int block) {
   return UOp::range(*const_extent(r) / block, arg[0].as<int64_t>(), range_axis(r), sub);
 }
 
+UOp lane_range(UOp r, int block) {
+  const ArgTuple& arg = *r->arg.tuple();
+  std::vector<int64_t> sub;
+  for (size_t k = 1; k + 1 < arg.size(); ++k) sub.push_back(arg[k].as<int64_t>());
+  sub.push_back(-block), sub.push_back(0);
+  return UOp::range(block, arg[0].as<int64_t>(), range_axis(r), sub);
+}
+
 std::vector<UOp> reduces_over(UOp value, UOp j) {
   std::vector<UOp> reds, todo{value};
   std::set<const UOpNode*> seen;

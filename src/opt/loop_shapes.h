@@ -32,6 +32,9 @@ const int64_t* const_extent(UOp r);
 // The range over the blocks of r (extent(r) / block, a constant), named like r with -block
 // appended to its sub-ids (a name no range of the lowering uses).
 UOp block_range(UOp r, int block);
+// The range over the steps within one block of r (extent `block`), named like block_range(r,
+// block) with 0 appended to its sub-ids.
+UOp lane_range(UOp r, int block);
 
 // The REDUCEs that depend on range j reached from `value` through non-REDUCE nodes, in
 // first-visit order.

@@ -6,12 +6,13 @@
 //  - 16 rows at a time: END(STORE, ..., i, j) -> END(GROUP(STORE[i := 16*ib + u] for u < 16),
 //    ..., ib, j) (6 us);
 //  - a pure copy of 4-byte elements with both extents multiples of 8 and unchecked accesses
-//    moves in 8x8 tiles: END(GROUP("transpose8", STORE[i := 8*ib + a, j := 8*jb + b] for a, b
-//    < 8), ..., ib, jb), which the renderer writes as one ow_transpose8_u32 call, a transpose in
-//    registers (1.8 us on cc, from its prelude; tcc calls a build compiled ahead of time,
-//    backends/tcc/vector_loops.h).
-// A GROUP runs its stores in order, so the interpreter evaluates every form; the blocking
-// conditions (loop_shapes.h) make the order of the stores free: results are bit-identical.
+//    moves in 8x8 tiles: END(STORE[i := 8*ib + a, j := 8*jb + b], ..., ib, jb, a, b) marked
+//    "transpose8" (a, b < 8), whose loops a, b the renderer writes as one ow_transpose8_u32
+//    call, a transpose in registers (1.8 us on cc, from its prelude; tcc calls a build compiled
+//    ahead of time, backends/tcc/vector_loops.h).
+// A GROUP runs its stores in order and a marked END is a loop nest, so the interpreter evaluates
+// every form; the blocking conditions (loop_shapes.h) make the order of the stores free: results
+// are bit-identical.
 #include <cstdlib>
 
 #include "opt/loop_shapes.h"
@@ -36,17 +37,17 @@ bool tile_copy(UOp end, bool bounds_check) {
   return coefficient(at->src[1], i) == 1 && coefficient(at->src[1], j).has_value();
 }
 
-// `end` with its ranges from `pos` on replaced by `ranges` and its body by `body`.
-UOp nest(UOp end, size_t pos, std::vector<UOp> body, const std::vector<UOp>& ranges, Arg tag = Arg()) {
+// `end` with its ranges from `pos` on replaced by `ranges` and its body by `body`, marked `form`.
+UOp nest(UOp end, size_t pos, UOp body, const std::vector<UOp>& ranges, Arg form = Arg()) {
   std::vector<UOp> src(end->src.begin(), end->src.begin() + static_cast<std::ptrdiff_t>(pos));
-  src[0] = UOp::make(Ops::GROUP, dtypes::void_, std::move(body), std::move(tag));
+  src[0] = std::move(body);
   src.insert(src.end(), ranges.begin(), ranges.end());
-  return UOp::make(Ops::END, end->dtype, std::move(src), end->arg);
+  return UOp::make(Ops::END, end->dtype, std::move(src), std::move(form));
 }
 
 // The statement `end` blocked, or `end` itself when it is no transposing nest or may not be.
 UOp blocked(UOp ast, UOp end, const Options& o) {
-  if (end->op != Ops::END || end->src.size() < 3 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return end;
+  if (end->op != Ops::END || !end->arg.none() || end->src.size() < 3 || end->src[0]->op != Ops::STORE || end->src[0]->src.size() != 2) return end;  // (a tile is marked)
   size_t pos = end->src.size() - 2;
   UOp i = end->src[pos], j = end->src.back(), st = end->src[0], idx = st->src[0];
   if (idx->op != Ops::INDEX || idx->src.size() != 2 || coefficient(idx->src[1], j) != 1) return end;
@@ -59,16 +60,14 @@ UOp blocked(UOp ast, UOp end, const Options& o) {
   }
   int block = gathers ? block_size(ast, end, pos, {}, 16, true, o.bounds_check) : 1;
   if (block < 8) return end;
-  std::vector<UOp> stores;
   if (tile_copy(end, o.bounds_check)) {
-    UOp ib = block_range(i, 8), jb = block_range(j, 8);
-    for (int a = 0; a < 8; ++a)
-      for (int b = 0; b < 8; ++b) stores.push_back(substitute(st, {{i, a ? ib * 8 + a : ib * 8}, {j, b ? jb * 8 + b : jb * 8}}));
-    return nest(end, pos, std::move(stores), {ib, jb}, transpose8_arg());
+    UOp ib = block_range(i, 8), jb = block_range(j, 8), a = lane_range(i, 8), b = lane_range(j, 8);
+    return nest(end, pos, substitute(st, {{i, ib * 8 + a}, {j, jb * 8 + b}}), {ib, jb, a, b}, loop_arg(LoopForm::transpose8));
   }
   UOp ib = block_range(i, block);
+  std::vector<UOp> stores;
   for (int u = 0; u < block; ++u) stores.push_back(substitute(st, {{i, u ? ib * block + u : ib * block}}));
-  return nest(end, pos, std::move(stores), {ib, j});
+  return nest(end, pos, UOp::make(Ops::GROUP, dtypes::void_, std::move(stores)), {ib, j}, end->arg);
 }
 
 UOp block_transposes(const Match& m) {

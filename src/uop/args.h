@@ -47,15 +47,6 @@ inline const Arg& axis_fold_tag() {
 inline bool is_value_kernel(UOp u) { return u->op == Ops::KERNEL && u->tag == value_kernel_tag(); }
 inline bool is_axis_fold(UOp u) { return u->op == Ops::REDUCE && u->tag == axis_fold_tag(); }
 
-// A kernel's GROUP statement with arg "transpose8": 64 STOREs that are an 8x8 transposing copy
-// (kernel-opt pass `transposes`). Run in order they are the copy; the renderer writes them as one
-// ow_transpose8_u32, a transpose in registers.
-inline const Arg& transpose8_arg() {
-  static const Arg arg(std::string("transpose8"));
-  return arg;
-}
-inline bool is_transpose8(UOp u) { return u->op == Ops::GROUP && u->arg == transpose8_arg(); }
-
 // A kernel's GROUP of STOREs that fold registers over the j loop around it (kernel-opt pass
 // `interchange`: acc[j] = acc[j] OP x, one STORE per accumulator), marked with how the C backend
 // writes it: "tiles" (cc's register tiles), "axpy" (tcc: an ow_axpy call per accumulator),
@@ -79,18 +70,26 @@ inline std::optional<FoldForm> fold_form(UOp u) {
   return std::nullopt;
 }
 
-// An innermost loop END(body, ..., r) marked with how the C backend writes it for tcc, which
-// never unrolls (kernel-opt pass `unroll`): "unroll", blocks of kUnroll copies of its body (r =
-// kUnroll*rb + u), then a remainder loop; "unroll-pointers", the same, with every access b[r] read
-// through a pointer b + kUnroll*rb set once per block. The iterations run in their order in
-// every form.
-enum class LoopForm { unroll, unroll_pointers };
+// An END statement marked with how the C backend writes its innermost loops (kernel-opt passes
+// `unroll`, tcc only, and `transposes`). The iterations run in their order in every form.
+//  - "unroll", on END(body, ..., r): blocks of kUnroll copies of its body (r = kUnroll*rb + u),
+//    then a remainder loop, tcc never unrolling;
+//  - "unroll-pointers": the same, with every access b[r] read through a pointer b + kUnroll*rb
+//    set once per block;
+//  - "transpose8", on END(STORE, ..., a, b) with a, b < 8: an 8x8 tile of a transposing copy of
+//    4-byte elements, one ow_transpose8_u32 call (a transpose in registers) for the loops a, b.
+enum class LoopForm { unroll, unroll_pointers, transpose8 };
 constexpr int kUnroll = 8;
-inline const char* loop_form_name(LoopForm f) { return f == LoopForm::unroll ? "unroll" : "unroll-pointers"; }
-inline Arg loop_arg(LoopForm f) { return Arg(std::string(loop_form_name(f))); }
+inline const char* loop_form_name(LoopForm f) {
+  return f == LoopForm::unroll ? "unroll" : f == LoopForm::unroll_pointers ? "unroll-pointers" : "transpose8";
+}
+inline const Arg& loop_arg(LoopForm f) {
+  static const Arg args[] = {Arg(std::string("unroll")), Arg(std::string("unroll-pointers")), Arg(std::string("transpose8"))};
+  return args[static_cast<int>(f)];
+}
 inline std::optional<LoopForm> loop_form(UOp u) {
   if (u->op != Ops::END) return std::nullopt;
-  for (LoopForm f : {LoopForm::unroll, LoopForm::unroll_pointers})
+  for (LoopForm f : {LoopForm::unroll, LoopForm::unroll_pointers, LoopForm::transpose8})
     if (u->arg == loop_arg(f)) return f;
   return std::nullopt;
 }

@@ -81,8 +81,8 @@ class KernelGrammar {
   }
 
   // A statement: STORE(ptr, value); END(statement, range...), a loop, with no arg or a loop form
-  // (args.h); GROUP(statement...), in order, with no arg, transpose8's (64 STOREs) or a fold's
-  // (STOREs to registers, args.h). Walked without recursion.
+  // (args.h: transpose8's holds a STORE and closes two ranges at least); GROUP(statement...), in
+  // order, with no arg or a fold's (STOREs to registers, args.h). Walked without recursion.
   std::pair<UOp, std::string> store(UOp top) {
     std::vector<UOp> todo{top};
     while (!todo.empty()) {
@@ -93,17 +93,17 @@ class KernelGrammar {
         for (size_t i = 1; i < s->src.size(); ++i)
           if (s->src[i]->op != Ops::RANGE) return {s, "an END in a kernel closes RANGEs"};
         if (s->src.empty()) return {s, "an END in a kernel holds a statement"};
-        if (!s->arg.none() && !loop_form(s)) return {s, "an END in a kernel has no arg or is marked unroll or unroll-pointers"};
+        if (!s->arg.none() && !loop_form(s)) return {s, "an END in a kernel has no arg or is marked unroll, unroll-pointers or transpose8"};
+        if (loop_form(s) == LoopForm::transpose8 && (s->src.size() < 3 || s->src[0]->op != Ops::STORE))
+          return {s, "an END marked transpose8 holds a STORE and closes two ranges at least"};
         todo.push_back(s->src[0]);
         continue;
       }
       if (s->op == Ops::GROUP) {
         bool folds = fold_form(s).has_value();
-        if (!s->arg.none() && !(is_transpose8(s) && s->src.size() == 64) && !folds)
-          return {s, "a GROUP in a kernel has no arg, is transpose8's 64 STOREs or a fold's (tiles, axpy, gemv, jam)"};
+        if (!s->arg.none() && !folds) return {s, "a GROUP in a kernel has no arg or is a fold's (tiles, axpy, gemv, jam)"};
         for (size_t i = s->src.size(); i-- > 0;) {
           UOp x = s->src[i];
-          if (is_transpose8(s) && x->op != Ops::STORE) return {s, "a transpose8 GROUP holds STOREs"};
           if (folds && (x->op != Ops::STORE || x->src.empty() || x->src[0]->src.empty() || x->src[0]->src[0]->op != Ops::DEFINE_REG))
             return {s, "a fold GROUP holds STOREs to registers"};
           todo.push_back(x);

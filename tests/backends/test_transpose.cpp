@@ -129,26 +129,45 @@ TEST_CASE("transposes: other copies are blocked 16 rows at a time or left alone,
   check_transpose({"float32", 1, 16, 12, false}, false, false);  // 12 columns: too few to block
 }
 
-TEST_CASE("transposes: a transpose8 GROUP is one call with the strides of its stores, or refused when it is no 8x8 copy", "[tiles][transpose]") {
+TEST_CASE("transposes: an END marked transpose8 is one call with the strides of its store, or refused when it is no 8x8 copy", "[tiles][transpose]") {
   UOp root = parse_graph(transpose_text({"float32", 1, 8, 16, false}), "t.uop").root;  // out (16, 8) = a (8, 16).T
   lower::Context ctx = lower::through_kernel_opt(opt::Target::cc);
   UOp k;
   for (UOp u : toposort(lower::lower(root, ctx)))
     if (u->op == Ops::KERNEL) k = u;
   REQUIRE(k);
-  UOp end = k->src[0]->src.at(0), group = end->src[0];
-  REQUIRE(is_transpose8(group));
+  UOp end = k->src[0]->src.at(0);
+  REQUIRE(loop_form(end) == LoopForm::transpose8);
   // out[j + 8i] = a[16j + i]: the source moves 16 per column j, the target 8 per row i.
   std::string c = backend::render_kernel(k).function;
   INFO(c);
   CHECK(c.find("ow_transpose8_u32((const unsigned int*)(b1 + ") != std::string::npos);
   CHECK(c.find("), 16LL, (unsigned int*)(b0 + ") != std::string::npos);
   CHECK(c.find("), 8LL);") != std::string::npos);
-  std::vector<UOp> stores = group->src;
-  std::swap(stores[9], stores[10]);  // two elements of a row in the wrong order: no longer the copy the call makes
-  std::vector<UOp> end_src = end->src;
-  end_src[0] = group.replace_src(stores);
-  std::vector<UOp> k_src = k->src;
-  k_src[0] = UOp::sink({end.replace_src(end_src)});
-  CHECK_THROWS_AS(backend::render_kernel(k.replace_src(k_src)), InternalError);
+  CHECK(c.find("_m8\n") != std::string::npos);     // the block loops are loops,
+  CHECK(c.find("< 8LL") == std::string::npos);       // the tile's are the call
+  // The same END with other parts: each is no longer the copy the call makes.
+  size_t n = end->src.size();
+  UOp st = end->src[0], a = end->src[n - 2], b = end->src[n - 1];
+  auto with = [&](std::vector<UOp> end_src) {
+    std::vector<UOp> k_src = k->src;
+    k_src[0] = UOp::sink({end.replace_src(std::move(end_src))});
+    return k.replace_src(std::move(k_src));
+  };
+  auto with_store = [&](UOp store) {
+    std::vector<UOp> src = end->src;
+    src[0] = store;
+    return with(src);
+  };
+  UOp a_b = substitute(st, {{a, b}, {b, a}});  // the tile read along the wrong axis: a copy, no transpose
+  CHECK_THROWS_WITH(backend::render_kernel(with_store(a_b)), Catch::Contains("not a transpose's"));
+  UOp plus1 = st.replace_src({st->src[0], st->src[1] + st->src[1].const_like(1.0)});  // a.T + 1: no plain copy
+  CHECK_THROWS_WITH(backend::render_kernel(with_store(plus1)), Catch::Contains("not a plain copy"));
+  std::vector<UOp> short_tile = end->src;
+  short_tile[n - 1] = UOp::range(4, 7777);  // a tile 8 x 4 (its store does not use it: only the extent is wrong)
+  CHECK_THROWS_WITH(backend::render_kernel(with(short_tile)), Catch::Contains("other than 8 steps"));
+  // Under bounds checks the same END is plain checked loops.
+  backend::RenderOptions checked;
+  checked.bounds_check = true;
+  CHECK(backend::render_kernel(k, checked).function.find("ow_transpose8_u32") == std::string::npos);
 }

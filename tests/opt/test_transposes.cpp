@@ -1,7 +1,7 @@
 // Kernel-opt pass `transposes` (src/opt/transposes.cpp) on a lowered transpose, out (16, 8) =
 // a (8, 16).T: the kernel it makes for tcc (16 rows per pass) and cc (8x8 tiles of 4-byte
 // elements), built here from the forms in the pass's comment; the interpreter's outputs before and
-// after, bit for bit; and kernels it must leave as they are. (The C of a transpose8 GROUP:
+// after, bit for bit; and kernels it must leave as they are. (The C of a transpose8 END:
 // tests/backends/test_transpose.cpp.)
 #include <catch2/catch.hpp>
 
@@ -84,23 +84,21 @@ TEST_CASE("opt transposes: with checked accesses, the 16 rows of a transpose in 
   CHECK(opt::run_pass(transposes_pass(), before, for_target(opt::Target::cc, true)) == after);  // the same on cc
 }
 
-TEST_CASE("opt transposes: a copy of 4-byte elements moves as 8x8 tiles, a transpose8 GROUP", "[opt][transposes]") {
+TEST_CASE("opt transposes: a copy of 4-byte elements moves as 8x8 tiles, an END marked transpose8", "[opt][transposes]") {
   UOp before = graph_of(transpose16x8);
   UOp after = opt::run_pass(transposes_pass(), before, for_target(opt::Target::cc));
   CHECK(opt::run_pass(transposes_pass(), before, for_target(opt::Target::tcc)) == after);  // tcc's too
-  // END(GROUP("transpose8", STORE[i := 8*ib + a, j := 8*jb + b] for a, b < 8, a-major), ib, jb)
-  UOp ib = range_of(2, 1000, {-8}), jb = range_of(1, 1001, {-8});
-  std::vector<UOp> tile;
-  for (int64_t a = 0; a < 8; ++a)
-    for (int64_t b = 0; b < 8; ++b) tile.push_back(copy_at(a ? ib * 8 + a : ib * 8, b ? jb * 8 + b : jb * 8));
-  UOp want = UOp::make(Ops::GROUP, dtypes::void_, tile, transpose8_arg()).end({ib, jb});
+  // END(STORE[i := 8*ib + a, j := 8*jb + b], ib, jb, a, b) "transpose8": the blocks of i (range
+  // 1000, extent 16) and j (1001, 8) have sub-id -8, the steps within them -8, 0.
+  UOp ib = range_of(2, 1000, {-8}), jb = range_of(1, 1001, {-8}), a = range_of(8, 1000, {-8, 0}), b = range_of(8, 1001, {-8, 0});
+  UOp want = UOp::make(Ops::END, dtypes::void_, {copy_at(ib * 8 + a, jb * 8 + b), ib, jb, a, b}, loop_arg(LoopForm::transpose8));
   CHECK(statement_of(after) == want);
   check_same_outputs(before, after);
   // With checked accesses there are no tiles (a tile's accesses are not checked one by one):
   // 16 rows.
   UOp checked = opt::run_pass(transposes_pass(), before, for_target(opt::Target::cc, true));
   CHECK(statement_of(checked)->src[0]->src.size() == 16);
-  CHECK(!is_transpose8(statement_of(checked)->src[0]));
+  CHECK(!loop_form(statement_of(checked)));
 }
 
 TEST_CASE("opt transposes: nests that are no transposing copy, or may not be blocked, stay as they are", "[opt][transposes]") {

@@ -124,11 +124,16 @@ TEST_CASE("opt unroll: bodies it leaves: register fills, more than 8 stores, mor
   CHECK(marks(unroll(chain(39), true)) == std::vector<std::string>{""});
 }
 
-TEST_CASE("opt unroll: the kernel grammar takes the two marks and no other END arg", "[opt][unroll]") {
+TEST_CASE("opt unroll: the kernel grammar takes the loop marks and no other END arg", "[opt][unroll]") {
   const int64_t n = 8;
   UOp out = global(0, n), a = global(1, n), i = UOp::range(n, 0);
   UOp st = out.index({i}).store(a.index({i}).load());
   for (LoopForm f : {LoopForm::unroll, LoopForm::unroll_pointers}) CHECK_NOTHROW(verify_kernel(kernel_of(UOp::make(Ops::END, dtypes::void_, {st, i}, loop_arg(f)), n)));
   CHECK_THROWS_WITH(verify_kernel(kernel_of(UOp::make(Ops::END, dtypes::void_, {st, i}, Arg(std::string("unroll4"))), n)),
-                    Catch::Contains("marked unroll or unroll-pointers"));
+                    Catch::Contains("marked unroll, unroll-pointers or transpose8"));
+  // transpose8 marks a tile: two loops at least (what the tile is is the renderer's to check).
+  UOp j = UOp::range(1, 1);
+  CHECK_NOTHROW(verify_kernel(kernel_of(UOp::make(Ops::END, dtypes::void_, {st, j, i}, loop_arg(LoopForm::transpose8)), n)));
+  CHECK_THROWS_WITH(verify_kernel(kernel_of(UOp::make(Ops::END, dtypes::void_, {st, i}, loop_arg(LoopForm::transpose8)), n)),
+                    Catch::Contains("closes two ranges at least"));
 }
