@@ -40,7 +40,7 @@ class CompiledLauncher : public Launcher {
     std::vector<RenderedKernel> rendered;
     std::vector<RenderedLoop> loops;
     if (per_kernel_) {
-      for (UOp k : ks) rendered.push_back(render_kernel(k, opts_));
+      rendered = render_unit(ks, opts_).kernels;  // layout compiles each one's source: kernels of one body share it
     } else if (!ks.empty()) {
       RenderedUnit u = render_program_unit(p, opts_);
       libs_.push_back(compiler_->compile(u.source));

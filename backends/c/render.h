@@ -64,7 +64,10 @@ struct RenderedUnit {
   std::string source;
   // Per kernel, in the order given: `name` is its function in `source`, unique in the unit (a
   // second kernel whose name renders the same gets "_2", ...); `source` is its own, standalone.
+  // A kernel whose C is an earlier one's but for names and comments runs that one's function:
+  // its name, function and source are the earlier kernel's.
   std::vector<RenderedKernel> kernels;
+  size_t shared = 0;  // kernels that run an earlier kernel's function
   std::vector<RenderedLoop> loops;  // render_program_unit: the host loops compiled into the unit
 };
 RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts = {});

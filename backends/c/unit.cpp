@@ -1,9 +1,14 @@
 // render_unit (render.h): every kernel of a program in one C translation unit. One compile for
 // the whole program costs far less than one per kernel (cc: one process instead of dozens, the
 // prelude parsed once), and the functions are the same text render_kernel writes, so the code
-// and its results do not change.
+// and its results do not change. Kernels whose C differs only in their names and comments (the
+// layers of a deep model: the same bodies over other buffers) share one function.
+#include <cctype>
 #include <optional>
 #include <set>
+#include <unordered_map>
+
+#include "c_code.h"
 
 #include "kernel_abi.h"
 #include "prelude.h"
@@ -26,17 +31,44 @@ std::string unique_name(const std::string& name, std::set<std::string>& taken) {
   return n;
 }
 
+// What decides what r's function computes: its code (code_of: no comments) without its name,
+// or none when the name is an identifier of the code more than once. Two kernels with the same
+// body may run one function: the buffers and variables come in through its arguments, the node
+// numbers of its errors are in the text.
+std::optional<std::string> body_of(const RenderedKernel& r) {
+  std::string code = code_of(r.function);
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::optional<size_t> at;
+  for (size_t i = code.find(r.name); i != std::string::npos; i = code.find(r.name, i + 1)) {
+    bool whole = (i == 0 || !word(code[i - 1])) && (i + r.name.size() == code.size() || !word(code[i + r.name.size()]));
+    if (whole && at) return std::nullopt;
+    if (whole) at = i;
+  }
+  if (!at) return std::nullopt;
+  return code.erase(*at, r.name.size());
+}
+
 }  // namespace
 
 RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts) {
   RenderedUnit u;
   u.source = prelude(opts.target);
   std::set<std::string> taken;
+  std::unordered_map<std::string, size_t> first;  // body -> the kernel whose function it is
   for (UOp k : kernels) {
     const ArgTuple* a = k->arg.tuple();
     bool named = a && !a->empty() && (*a)[0].is<std::string>();  // else render_kernel says what is wrong
     RenderedKernel r = render_kernel(k, opts, named ? unique_name(c_identifier(kernel_name(k)), taken) : "");
-    u.source += "\n" + r.function;
+    std::optional<std::string> body = body_of(r);
+    auto [it, fresh] = body ? first.try_emplace(std::move(*body), u.kernels.size()) : std::make_pair(first.end(), true);
+    if (fresh) {
+      u.source += "\n" + r.function;
+    } else {  // its own params, variables and error nodes (numbered alike: the text says so), the other's function
+      const RenderedKernel& f = u.kernels[it->second];
+      u.source += "\n// " + r.name + ": runs " + f.name + ", the same C but for names and comments\n";
+      r.name = f.name, r.function = f.function, r.source = f.source;
+      ++u.shared;
+    }
     u.kernels.push_back(std::move(r));
   }
   return u;

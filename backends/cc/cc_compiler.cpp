@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/compiler.h"
+#include "backends/c/c_code.h"
 #include "uop/error.h"
 #include "uop/files.h"
 
@@ -211,10 +212,11 @@ class CcCompiler final : public Compiler {
   std::string options() const override { return join(command_) + " " + join(flags) + " " + join(link_flags) + " " + join(libraries); }
 
   // The disk cache (disk_cache_dir) keeps <hash>-<length>.c, .so and .sum (the FNV-1a hash of
-  // the .so's bytes). A .so is reused only if its .c is exactly this source, its bytes match the
-  // .sum and it loads; anything else (a truncated or damaged file) is compiled again.
+  // the .so's bytes), named by the source's code (code_of: comments aside). A .so is reused only
+  // if its .c has exactly this source's code, its bytes match the .sum and it loads; anything
+  // else (a truncated or damaged file) is compiled again.
   std::shared_ptr<const Library> compile_uncached(const std::string& src) override {
-    std::string key = options() + '\0' + src;
+    std::string code = code_of(src), key = options() + '\0' + code;
     char hex[40];
     std::snprintf(hex, sizeof hex, "%016llx-%llx", static_cast<unsigned long long>(fnv1a64(key)),
                   static_cast<unsigned long long>(key.size()));
@@ -223,7 +225,7 @@ class CcCompiler final : public Compiler {
     std::string base = keep ? dir + "/" + hex : temp_name(private_dir() + "/" + hex);
     std::string c_path = base + ".c", so_path = base + ".so", sum_path = base + ".sum";
     if (keep)
-      if (void* h = load_cached(src, c_path, so_path, sum_path)) return std::make_shared<CcLibrary>(h, so_path);
+      if (void* h = load_cached(code, c_path, so_path, sum_path)) return std::make_shared<CcLibrary>(h, so_path);
     build(src, c_path, so_path);
     std::string so;
     if (keep && read_file(so_path, so)) write_file(sum_path, checksum(so));
@@ -246,11 +248,11 @@ class CcCompiler final : public Compiler {
     return h;
   }
 
-  // An earlier process's shared object of this very source, loaded; null if there is none or it
-  // is damaged in any way.
-  static void* load_cached(const std::string& src, const std::string& c_path, const std::string& so_path, const std::string& sum_path) {
+  // An earlier process's shared object of a source with this code, loaded; null if there is none
+  // or it is damaged in any way.
+  static void* load_cached(const std::string& code, const std::string& c_path, const std::string& so_path, const std::string& sum_path) {
     std::string old, so, sum;
-    if (!read_file(c_path, old) || old != src || !read_file(so_path, so) || !read_file(sum_path, sum) || sum != checksum(so)) return nullptr;
+    if (!read_file(c_path, old) || code_of(old) != code || !read_file(so_path, so) || !read_file(sum_path, sum) || sum != checksum(so)) return nullptr;
     void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) dlerror();  // clear it: the caller compiles again
     return h;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "backends/c/c_code.h"
 #include "backends/compiler.h"
 #include "uop/error.h"
 
@@ -209,7 +210,20 @@ TEST_CASE("backends: the compile cache returns the same library without compilin
     // int32 overflow wraps (the cc tier compiles with -fwrapv).
     CHECK(fn<int (*)(int)>(*lib1, "twice")(0x40000000) == std::numeric_limits<int>::min());
     CHECK_THROWS_WITH(lib1->symbol("nope"), Catch::Contains("'nope'"));
+    // A source that differs only in its comments is the same code: the same library.
+    auto noted = [&](const std::string& comment) { return std::string(src).insert(src.find('{') + 1, comment); };
+    CHECK(c->compile(noted(" /* range 1000 */\n")).get() == c->compile(noted(" // range 1001\n")).get());
+    CHECK(c->compile(noted(" /* range 1000 */")).get() != lib1.get());  // (a space more: other code)
   }
+}
+
+TEST_CASE("backends: the code of a C source is its text without comments, literals kept whole", "[backends]") {
+  CHECK(code_of("a /* x */ b // c\nd") == "a   b  \nd");
+  CHECK(code_of("s = \"// not a comment /* nor this */\"; // but this\n") == "s = \"// not a comment /* nor this */\";  \n");
+  CHECK(code_of("c = '/'; e = '\\''; /* two\nlines */ f") == "c = '/'; e = '\\'';   f");
+  CHECK(code_of("x // continued \\\nstill the comment\ny") == "x  \ny");
+  CHECK(code_of("/* never closed") == " ");
+  CHECK(code_of("\"never closed") == "\"never closed");
 }
 
 TEST_CASE("backends: a compile error names the line and shows the source", "[backends]") {

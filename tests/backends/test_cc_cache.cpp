@@ -59,6 +59,21 @@ TEST_CASE("cc's disk cache: one object per program, reused by the next process, 
   CHECK(again.out == first.out);
   CHECK(fs::last_write_time(sos[0]) == stamp);  // loaded, not compiled again
 
+  // The cache is keyed by the code, comments aside: a .c whose comments say other things (another
+  // program's range ids) serves this one; one with other code does not.
+  std::vector<fs::path> cs = files_with(cc, ".c");
+  std::string c_text = slurp(cs[0]);
+  REQUIRE(c_text.find("// range ") != std::string::npos);
+  std::string recommented = c_text;
+  for (size_t at = recommented.find("// range "); at != std::string::npos; at = recommented.find("// range ", at + 1)) recommented.replace(at, 9, "// RANGE ");
+  spit(cs[0], recommented);
+  CHECK(run_cc().out == first.out);
+  CHECK(fs::last_write_time(sos[0]) == stamp);
+  spit(cs[0], c_text + "int ow_other_code;\n");
+  CHECK(run_cc().out == first.out);
+  CHECK(fs::last_write_time(sos[0]) != stamp);  // compiled again
+  stamp = fs::last_write_time(sos[0]);
+
   for (const std::string& damage : {good.substr(0, good.size() / 2), std::string("not an ELF file"), good.substr(0, 4000) + std::string(64, 'x') + good.substr(4064)}) {
     spit(sos[0], damage);
     Result r = run_cc();
@@ -77,6 +92,15 @@ TEST_CASE("cc's disk cache: --compile kernel writes one object per kernel; OW_CA
     INFO(r.err);
     REQUIRE(r.rc == 0);
     CHECK(files_with(tmp / "cache" / "cc", ".so").size() > 1);
+  }
+  {
+    // vmap_gemm_grad launches 15 kernels; 4 of them have the C of another but for names and
+    // comments (ow show-c --full: "k9: runs k5, ..."): one object per body.
+    EnvVar dir("OW_CACHE_DIR", (tmp / "bodies").string());
+    Result r = run_cc("kernel", "vmap_gemm_grad");
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    CHECK(files_with(tmp / "bodies" / "cc", ".so").size() == 11);
   }
   Result bad = run_ow({"run", case_uop("scan_with_assign"), "--backend", "cc", "--compile", "all", "--random-inputs", "3"});
   CHECK(bad.rc == 1);

@@ -169,6 +169,74 @@ TEST_CASE("an error in the second kernel of a translation unit names that kernel
 
 namespace {
 
+// Two kernels with one body over other buffers and ranges: NAME0 stores out = a / d, NAME1
+// stores out2 = b / e (int32), their ranges 1000 and 1001 (so their C differs in comments).
+std::string twin_kernels(const std::string& name0, const std::string& name1) {
+  std::string text = "%c4 = CONST index () 4\n";
+  for (int k = 0; k < 2; ++k) {
+    std::string n = std::to_string(k), out = k ? "out2" : "out", x = k ? "b" : "a", y = k ? "e" : "d";
+    text += "%r" + n + " = RANGE index (%c4) (" + std::to_string(1000 + k) + ", AxisType.LOOP)\n";
+    for (int slot = 0; slot < 3; ++slot) {
+      std::string g = "%g" + n + std::to_string(slot);
+      text += g + " = DEFINE_GLOBAL int32*4 () " + std::to_string(slot) + "\n%i" + n + std::to_string(slot) + " = INDEX int32*4 (" + g + ", %r" + n + ")\n";
+    }
+    text += "%l" + n + "1 = LOAD int32 (%i" + n + "1)\n%l" + n + "2 = LOAD int32 (%i" + n + "2)\n";
+    text += "%q" + n + " = IDIV int32 (%l" + n + "1, %l" + n + "2)\n%s" + n + " = STORE void (%i" + n + "0, %q" + n + ")\n";
+    text += "%e" + n + " = END void (%s" + n + ", %r" + n + ")\n%a" + n + " = SINK void (%e" + n + ")\n";
+    text += "%" + out + " = BUFFER int32 () (\"" + out + "\", 4)\n%" + x + " = BUFFER int32 () (\"" + x + "\", 4)\n%" + y + " = BUFFER int32 () (\"" + y + "\", 4)\n";
+    text += "%k" + n + " = KERNEL void (%a" + n + ", %" + out + ", %" + x + ", %" + y + ") (\"" + (k ? name1 : name0) + "\",)\n";
+  }
+  return text + R"(%grp = GROUP void (%k0, %k1)
+%z = CONST index () 0
+%w = AFTER index (%z, %grp)
+%o1 = AFTER int32 (%out, %w)
+%o2 = AFTER int32 (%out2, %w)
+%root = SINK void (%o1, %o2) ("out", "out2")
+)";
+}
+
+}  // namespace
+
+TEST_CASE("kernels whose C differs only in names and comments run one function, each on its own buffers, with its own errors", "[program][unit]") {
+  UOp p = program_of(twin_kernels("div", "again"));
+  std::vector<UOp> ks;
+  for (const HostLaunch& l : host_program(p).launches) ks.push_back(l.kernel);
+  backend::RenderedUnit u = backend::render_unit(ks);
+  REQUIRE(u.kernels.size() == 2);
+  CHECK(u.shared == 1);
+  CHECK(u.kernels[1].name == "div");
+  CHECK(u.source.find("int div(void** bufs") != std::string::npos);
+  CHECK(u.source.find("int again(") == std::string::npos);
+  CHECK(u.source.find("// again: runs div, the same C but for names and comments") != std::string::npos);
+  // Kernels with other C keep their own functions.
+  std::vector<UOp> others;
+  for (const HostLaunch& l : host_program(program_of(two_kernels("k0", "k1"))).launches) others.push_back(l.kernel);
+  CHECK(backend::render_unit(others).shared == 0);
+
+  UOp q;
+  for (UOp x : toposort(ks[1]))
+    if (x->op == Ops::IDIV) q = x;
+  std::string idiv = number_graph(ks[1]).line(q);  // the node as the second kernel's print numbers it
+  for (const char* tier : {"tcc", "cc"}) {
+    for (const char* mode : {"program", "kernel"}) {
+      INFO(tier << ", compile mode " << mode);
+      backend::RunOptions o;
+      o.backend = backend::parse_backend(tier);
+      o.compile_mode = mode;
+      interp::BufferMap b{{"a", ints({7, -9, 12, 100})}, {"d", ints({2, 4, -5, 7})}, {"b", ints({1, 2, 3, -40})}, {"e", ints({1, -1, 2, 3})}};
+      std::vector<interp::Output> outs = backend::run_program(p, b, o);
+      REQUIRE(outs.size() == 2);
+      const int32_t *x = outs[0].value.data->as<int32_t>(), *y = outs[1].value.data->as<int32_t>();
+      CHECK(std::vector<int32_t>(x, x + 4) == std::vector<int32_t>{3, -2, -2, 14});  // C truncates toward zero
+      CHECK(std::vector<int32_t>(y, y + 4) == std::vector<int32_t>{1, -2, 1, -13});
+      b["e"] = ints({1, 0, 2, 3});
+      CHECK(error_of([&] { backend::run_program(p, b, o); }) == "kernel again (" + std::string(tier) + "): integer division by zero\n  at " + idiv);
+    }
+  }
+}
+
+namespace {
+
 // Allocations of one run of a prepared scan of n steps (every buffer given: nothing else runs).
 long run_allocations(int64_t n, const char* tier) {
   backend::RunOptions o;
