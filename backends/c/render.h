@@ -94,7 +94,7 @@ std::optional<RenderedLoop> render_host_loop(const HostProgram& p, const HostSte
 extern const char* const kHostLoopHelpers;
 
 // What every translation unit for `c` starts with: declarations and helper functions.
-std::string prelude(Target t);
+const std::string& prelude(Target t);
 
 // Human-readable host schedule of a kernel-level program (for `ow show-c`): host loops over
 // OUTER ranges and kernel launches with their buffers and variable bindings (host_text.cpp).

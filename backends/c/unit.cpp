@@ -18,8 +18,10 @@
 
 namespace ow::backend {
 
-std::string prelude(Target t) {
-  return std::string(detail::kPrelude) + (t == Target::tcc ? detail::kPreludeTcc : detail::kPreludeCc) + abi::kFailHelper + "\n";
+const std::string& prelude(Target t) {
+  static const std::string tcc = std::string(detail::kPrelude) + detail::kPreludeTcc + abi::kFailHelper + "\n",
+                           cc = std::string(detail::kPrelude) + detail::kPreludeCc + abi::kFailHelper + "\n";
+  return t == Target::tcc ? tcc : cc;
 }
 
 namespace {
