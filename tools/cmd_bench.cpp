@@ -300,6 +300,12 @@ const char* kHelp = R"(modes (one per run; each prints the load average and core
                   MLP at depth 4, 16, 64 (taking turns), each with the largest/smallest ratio
                   (target <= 1.3x); the thread's CPU time (a shared machine preempts long runs
                   more), wall time beside.
+  --depth         a vmapped MLP (batch 8, width 64) of depth 4, 16, 64 with the gradient of every
+                  weight: kernels, the cc unit's functions and bytes, and per layer lowering, the
+                  interpreter, tcc's and cc's cold first result (bit for bit against the
+                  interpreter); targets: kernels grow at most 1.3x faster than depth, per-layer
+                  costs within 1.3x (cc's first result 2x) of depth 4. Then a 10,000-step assign
+                  scan's first result with `out` given no data against `out` given (target <= 1.2x).
   --tinygrad      tinygrad (../shared/tinygrad, $OW_TINYGRAD or an installed one) against tcc and
                   cc on the same graphs and inputs (default: scan_with_assign, scan_big_16x256,
                   scan_big_64x128, vmap_mlp_32x128): first result (tinygrad in process, its
@@ -316,6 +322,7 @@ void add_bench_options(po::options_description& opts) {
       "micro", "mode: a*b+1 (16M float32) and 512^3 float32 matmul, tcc/cc vs numpy")(
       "grad-memory", "mode: extra memory and time per step of a scan's gradient, N = 100, 1000, 10000")(
       "scaling", "mode: interpreter time per scan step (N = 100..10000) and lowering time per MLP layer (depth 4..64)")(
+      "depth", "mode: per-layer costs of an MLP with every weight's gradient at depth 4, 16, 64")(
       "tinygrad", "mode: first result and steady state of tinygrad, tcc and cc on the same graphs and inputs")(
       "repeat", po::value<int>()->default_value(10), "timed runs per side (after one warm-up); the median and min are reported")(
       "numpy", po::value<std::string>()->default_value("/usr/bin/python3"), "python interpreter with numpy")(
@@ -333,14 +340,14 @@ void add_bench_options(po::options_description& opts) {
       "keep", "keep the temporary directory of .npy inputs and outputs");
 }
 
-const char* const kModes[] = {"compile", "first-result", "micro", "grad-memory", "scaling", "tinygrad"};
+const char* const kModes[] = {"compile", "first-result", "micro", "grad-memory", "scaling", "depth", "tinygrad"};
 
 // The mode named on the command line ("" for the steady-state table); at most one.
 std::string chosen_mode(const po::variables_map& vm) {
   std::string mode;
   for (const char* m : kModes)
     if (vm.count(m)) {
-      if (!mode.empty()) throw Error("ow bench: --compile, --first-result, --micro, --grad-memory, --scaling and --tinygrad are separate modes: pick one");
+      if (!mode.empty()) throw Error("ow bench: --compile, --first-result, --micro, --grad-memory, --scaling, --depth and --tinygrad are separate modes: pick one");
       mode = m;
     }
   return mode;
@@ -403,6 +410,7 @@ int run_mode(const std::string& mode, const Settings& s, bool init_outputs) {
   if (mode == "micro") return bench_micro(s);
   if (mode == "grad-memory") return bench_grad_memory(s);
   if (mode == "scaling") return bench_scaling(s);
+  if (mode == "depth") return bench_depth(s);
   if (mode == "tinygrad") return bench_tinygrad(s);
   return steady_state(s, init_outputs);
 }
@@ -414,7 +422,7 @@ int cmd_bench(const Args& args) {
   add_bench_options(opts);
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory | --scaling | --tinygrad] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
+  if (!parse_options("bench", "[--compile | --first-result | --micro | --grad-memory | --scaling | --depth | --tinygrad] [--cases A,B,...] [--backends interp,tcc,cc,numpy] [--repeat N] [--numpy PYTHON]", opts, pos,
                      args, vm)) {
     std::cout << "\n" << kHelp;
     return 0;

@@ -18,12 +18,31 @@ TEST_CASE("ow bench --scaling prints the sweeps and the compiled scan with their
   CHECK(r.out.find("  bit-exact\n") != std::string::npos);  // its output is the interpreter's
 }
 
+TEST_CASE("ow bench --depth prints the per-layer costs at depth 4, 16, 64, checked, and a line per target", "[cli][bench][depth]") {
+  Result r = run_ow({"bench", "--depth", "--repeat", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  // depth, nodes (the MLP and one GRADIENT per weight), kernels, ...: every depth's outputs the interpreter's
+  for (const char* row : {"     4       72 ", "    16      228 ", "    64      852 "}) {
+    size_t at = r.out.find(row);
+    REQUIRE(at != std::string::npos);
+    CHECK(r.out.substr(at, r.out.find('\n', at) - at).find("  bit-exact") != std::string::npos);
+  }
+  for (const char* target : {"  kernels: ", "  lowering per layer: ", "  interpreter per layer: ", "  tcc first result per layer: ", "  cc cold first result per layer: ",
+                             "  tcc: out missing / out given: ", "  cc: out missing / out given: "}) {
+    size_t at = r.out.find(target);
+    REQUIRE(at != std::string::npos);
+    std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    CHECK(std::regex_search(line, std::regex(R"(\(target <= [0-9.]+x: (MET|NOT MET)\)$)")));
+  }
+}
+
 TEST_CASE("ow bench: a bad --openblas-coretype and two modes at once are refused", "[cli][bench]") {
   Result bad = run_ow({"bench", "--scaling", "--openblas-coretype", "a;b"});
   CHECK(bad.rc == 1);
   CHECK(bad.err == "ow bench: --openblas-coretype takes auto, none or a core name such as SkylakeX, not 'a;b'\n");
   Result modes = run_ow({"bench", "--scaling", "--micro"});
-  CHECK(modes.err == "ow bench: --compile, --first-result, --micro, --grad-memory, --scaling and --tinygrad are separate modes: pick one\n");
+  CHECK(modes.err == "ow bench: --compile, --first-result, --micro, --grad-memory, --scaling, --depth and --tinygrad are separate modes: pick one\n");
 }
 
 TEST_CASE("ow bench: numpy's OpenBLAS kernel is chosen, overridable, and reported as it ran", "[cli][bench][openblas]") {

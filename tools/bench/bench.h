@@ -119,6 +119,19 @@ UOp deep_mlp(int64_t depth, int64_t rows, int64_t width, const std::string& tag)
 // unit, disk cache off (bench_compile_modes.cpp); part of --first-result. 1: something WRONG.
 int bench_compile_modes(const Settings& s);
 int bench_tinygrad(const Settings& s);     // bench_tinygrad.cpp
+int bench_depth(const Settings& s);        // bench_depth.cpp
+
+// OW_CACHE_DIR=off while it lives (cc compiles for real); the caller's value back afterwards.
+class DiskCacheOff {
+ public:
+  DiskCacheOff();
+  ~DiskCacheOff();
+  DiskCacheOff(const DiskCacheOff&) = delete;
+  DiskCacheOff& operator=(const DiskCacheOff&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
 
 // OPENBLAS_CORETYPE for numpy (bench_blas.cpp): "auto" (the best kernel /proc/cpuinfo's flags
 // allow: avx512f SkylakeX, avx2 Haswell), "none" (OpenBLAS's choice) or a core name.

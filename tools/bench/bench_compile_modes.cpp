@@ -28,19 +28,6 @@ namespace ow::cli::bench {
 
 namespace {
 
-// OW_CACHE_DIR=off while it lives; the caller's value back afterwards.
-class DiskCacheOff {
- public:
-  DiskCacheOff() {
-    if (const char* v = getenv("OW_CACHE_DIR")) old_ = v;
-    setenv("OW_CACHE_DIR", "off", 1);
-  }
-  ~DiskCacheOff() { old_ ? (void)setenv("OW_CACHE_DIR", old_->c_str(), 1) : (void)unsetenv("OW_CACHE_DIR"); }
-
- private:
-  std::optional<std::string> old_;
-};
-
 struct ModeRow {
   std::string name;
   size_t kernels[3] = {0, 0, 0};

@@ -131,6 +131,12 @@ std::string fmt_ratio(double r) {
 
 bool has_backend(const Settings& s, const std::string& b) { return std::find(s.backends.begin(), s.backends.end(), b) != s.backends.end(); }
 
+DiskCacheOff::DiskCacheOff() {
+  if (const char* v = getenv("OW_CACHE_DIR")) old_ = v;
+  setenv("OW_CACHE_DIR", "off", 1);
+}
+DiskCacheOff::~DiskCacheOff() { old_ ? (void)setenv("OW_CACHE_DIR", old_->c_str(), 1) : (void)unsetenv("OW_CACHE_DIR"); }
+
 std::string load_line() {
   double l1 = 0, l5 = 0, l15 = 0;
   std::string out = "load average: unknown";
