@@ -5,7 +5,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/c/c_code.h"
 #include "uop/error.h"
 
 namespace ow::backend {
@@ -43,8 +42,9 @@ std::string number_lines(const std::string& s) {
 namespace {
 
 // The process-wide compile cache: hash of the key -> the (key, library) pairs with that hash. The
-// key is the full text (compiler name, options, the source's code), compared on every hit, so a
-// hash collision costs a compile, never a wrong library.
+// key is the full text (compiler name, options, source), compared on every hit, so a hash
+// collision costs a compile, never a wrong library. (Exact text: a lookup happens at every run of
+// an unprepared program; cc's disk cache, consulted only to compile, is keyed by code_of.)
 struct Entry {
   std::string key;
   std::shared_ptr<const Library> lib;
@@ -71,7 +71,7 @@ const Entry* find(Cache& c, std::uint64_t h, const std::string& key) {
 }  // namespace
 
 std::shared_ptr<const Library> Compiler::compile(const std::string& c_source) {
-  std::string key = name() + '\0' + options() + '\0' + code_of(c_source);
+  std::string key = name() + '\0' + options() + '\0' + c_source;
   std::uint64_t h = fnv1a64(key) ^ (static_cast<std::uint64_t>(key.size()) * 0x9e3779b97f4a7c15ull);
   Cache& c = cache();
   {

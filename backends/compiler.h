@@ -37,8 +37,8 @@ class Compiler {
   virtual ~Compiler();
   virtual std::string name() const = 0;
 
-  // Compiles a whole C translation unit. Cached by (name(), options(), code_of(source),
-  // backends/c/c_code.h) for the process lifetime, across Compiler objects, thread-safe. A compile error is an ow::Error that quotes
+  // Compiles a whole C translation unit. Cached by (name(), options(), source) for the process
+  // lifetime, across Compiler objects, thread-safe. A compile error is an ow::Error that quotes
   // the compiler's message and the numbered source.
   std::shared_ptr<const Library> compile(const std::string& c_source);
 

@@ -1,6 +1,6 @@
 // What a C compiler reads of a source: shared by the renderer (render_unit: kernels with the same
-// code share a function) and the compile layer (its caches are keyed by code). Header only, so
-// neither layer links the other.
+// code share a function) and the compile layer (cc's disk cache is keyed by code). Header only,
+// so neither layer links the other.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -13,31 +13,37 @@ namespace ow::backend {
 inline std::string code_of(const std::string& c) {
   std::string out;
   out.reserve(c.size());
-  size_t i = 0;
-  for (size_t at; (at = c.find_first_of("\"'/", i)) != std::string::npos;) {
-    out.append(c, i, at - i);  // plain code up to the next quote or slash
-    char ch = c[at];
-    if (ch == '"' || ch == '\'') {  // a literal, escapes included, to its closing quote
-      size_t j = at + 1;
-      while (j < c.size() && c[j] != ch && c[j] != '\n') j += c[j] == '\\' ? 2 : 1;
-      j = std::min(j + 1, c.size());
-      out.append(c, at, j - at);
+  const size_t n = c.size();
+  size_t i = 0, run = 0;  // out lacks c[run, i): plain code, copied in one piece
+  while (i < n) {
+    char ch = c[i];
+    if (ch != '"' && ch != '\'' && ch != '/') {
+      ++i;
+      continue;
+    }
+    out.append(c, run, i - run);
+    if (ch != '/') {  // a literal, escapes included, to its closing quote
+      size_t j = i + 1;
+      while (j < n && c[j] != ch && c[j] != '\n') j += c[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, n);
+      out.append(c, i, j - i);
       i = j;
-    } else if (at + 1 < c.size() && c[at + 1] == '/') {  // to the end of the line (a backslash before it continues the comment)
-      size_t j = at + 2;
-      while (j < c.size() && !(c[j] == '\n' && c[j - 1] != '\\')) ++j;
+    } else if (i + 1 < n && c[i + 1] == '/') {  // to the end of the line (a backslash before it continues the comment)
+      size_t j = i + 2;
+      while (j < n && !(c[j] == '\n' && c[j - 1] != '\\')) ++j;
       out += ' ';
       i = j;
-    } else if (at + 1 < c.size() && c[at + 1] == '*') {
-      size_t j = c.find("*/", at + 2);
+    } else if (i + 1 < n && c[i + 1] == '*') {
+      size_t j = c.find("*/", i + 2);
       out += ' ';
-      i = j == std::string::npos ? c.size() : j + 2;
+      i = j == std::string::npos ? n : j + 2;
     } else {
       out += ch;  // a division
-      i = at + 1;
+      ++i;
     }
+    run = i;
   }
-  if (i < c.size()) out.append(c, i, std::string::npos);
+  out.append(c, run, n - run);
   return out;
 }
 

@@ -61,7 +61,7 @@ RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& o
     const ArgTuple* a = k->arg.tuple();
     bool named = a && !a->empty() && (*a)[0].is<std::string>();  // else render_kernel says what is wrong
     RenderedKernel r = render_kernel(k, opts, named ? unique_name(c_identifier(kernel_name(k)), taken) : "");
-    std::optional<std::string> body = body_of(r);
+    std::optional<std::string> body = kernels.size() > 1 ? body_of(r) : std::nullopt;
     auto [it, fresh] = body ? first.try_emplace(std::move(*body), u.kernels.size()) : std::make_pair(first.end(), true);
     if (fresh) {
       u.source += "\n" + r.function;
