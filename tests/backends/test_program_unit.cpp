@@ -48,6 +48,37 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 
+// The tail of a program of kernels %k0 and %k1, launched in that order, whose outputs are their
+// buffers %b0 (dtype t0) and %b1 (t1), named alike.
+std::string both_launched(const std::string& t0, const std::string& b0, const std::string& t1, const std::string& b1) {
+  return "%grp = GROUP void (%k0, %k1)\n%z = CONST index () 0\n%w = AFTER index (%z, %grp)\n%o1 = AFTER " + t0 + " (%" + b0 + ", %w)\n%o2 = AFTER " + t1 +
+         " (%" + b1 + ", %w)\n%root = SINK void (%o1, %o2) (\"" + b0 + "\", \"" + b1 + "\")\n";
+}
+
+// Kernel k's IDIV node as k's print numbers it (what an error in k names).
+std::string idiv_line(UOp k) {
+  UOp q;
+  for (UOp u : toposort(k))
+    if (u->op == Ops::IDIV) q = u;
+  REQUIRE(q);
+  return number_graph(k).line(q);
+}
+
+// How run_program runs on `tier` compiling in `mode` ("program" or "kernel").
+backend::RunOptions compiled(const char* tier, const char* mode) {
+  backend::RunOptions o;
+  o.backend = backend::parse_backend(tier);
+  o.compile_mode = mode;
+  return o;
+}
+
+// The kernels a lowered program launches, in launch order.
+std::vector<UOp> launched_kernels(UOp program) {
+  std::vector<UOp> ks;
+  for (const HostLaunch& l : host_program(program).launches) ks.push_back(l.kernel);
+  return ks;
+}
+
 // Two kernels: NAME0 copies x into y (float32); NAME1 divides a by d elementwise into out (int32),
 // so a zero in d is a division-by-zero error in the second kernel.
 std::string two_kernels(const std::string& name0, const std::string& name1) {
@@ -81,13 +112,7 @@ std::string two_kernels(const std::string& name0, const std::string& name1) {
 %a = BUFFER int32 () ("a", 4)
 %d = BUFFER int32 () ("d", 4)
 %k1 = KERNEL void (%a1, %out, %a, %d) (")" + name1 + R"(",)
-%grp = GROUP void (%k0, %k1)
-%z = CONST index () 0
-%w = AFTER index (%z, %grp)
-%o1 = AFTER float32 (%y, %w)
-%o2 = AFTER int32 (%out, %w)
-%root = SINK void (%o1, %o2) ("y", "out")
-)";
+)" + both_launched("float32", "y", "int32", "out");
 }
 
 interp::BufferData ints(std::vector<int32_t> v) {
@@ -126,9 +151,7 @@ TEST_CASE("a program's kernels compile in one compile call; compile mode kernel 
 
 TEST_CASE("kernels that render to the same C name get unique functions in the unit and still compute their own values", "[program][unit]") {
   UOp p = program_of(two_kernels("k", "k"));
-  std::vector<UOp> ks;
-  for (const HostLaunch& l : host_program(p).launches) ks.push_back(l.kernel);
-  backend::RenderedUnit u = backend::render_unit(ks);
+  backend::RenderedUnit u = backend::render_unit(launched_kernels(p));
   REQUIRE(u.kernels.size() == 2);
   CHECK(u.kernels[0].name == "k");
   CHECK(u.kernels[1].name == "k_2");
@@ -149,17 +172,12 @@ TEST_CASE("kernels that render to the same C name get unique functions in the un
 
 TEST_CASE("an error in the second kernel of a translation unit names that kernel and its node", "[program][unit]") {
   UOp p = program_of(two_kernels("k0", "k1"));
-  UOp k1 = host_program(p).launches[1].kernel, q;
-  for (UOp u : toposort(k1))
-    if (u->op == Ops::IDIV) q = u;
-  std::string idiv = number_graph(k1).line(q);  // the node as the kernel's print numbers it
+  std::string idiv = idiv_line(host_program(p).launches[1].kernel);
   CHECK_THAT(idiv, Catch::Contains("IDIV int32"));
   for (const char* tier : {"tcc", "cc"}) {
     for (const char* mode : {"program", "kernel"}) {
       INFO(tier << ", compile mode " << mode);
-      backend::RunOptions o;
-      o.backend = backend::parse_backend(tier);
-      o.compile_mode = mode;
+      backend::RunOptions o = compiled(tier, mode);
       interp::BufferMap b = two_kernel_inputs({2, 4, 0, 7});
       std::string msg = error_of([&] { backend::run_program(p, b, o); });
       CHECK(msg == "kernel k1 (" + std::string(tier) + "): integer division by zero\n  at " + idiv);
@@ -186,21 +204,14 @@ std::string twin_kernels(const std::string& name0, const std::string& name1) {
     text += "%" + out + " = BUFFER int32 () (\"" + out + "\", 4)\n%" + x + " = BUFFER int32 () (\"" + x + "\", 4)\n%" + y + " = BUFFER int32 () (\"" + y + "\", 4)\n";
     text += "%k" + n + " = KERNEL void (%a" + n + ", %" + out + ", %" + x + ", %" + y + ") (\"" + (k ? name1 : name0) + "\",)\n";
   }
-  return text + R"(%grp = GROUP void (%k0, %k1)
-%z = CONST index () 0
-%w = AFTER index (%z, %grp)
-%o1 = AFTER int32 (%out, %w)
-%o2 = AFTER int32 (%out2, %w)
-%root = SINK void (%o1, %o2) ("out", "out2")
-)";
+  return text + both_launched("int32", "out", "int32", "out2");
 }
 
 }  // namespace
 
 TEST_CASE("kernels whose C differs only in names and comments run one function, each on its own buffers, with its own errors", "[program][unit]") {
   UOp p = program_of(twin_kernels("div", "again"));
-  std::vector<UOp> ks;
-  for (const HostLaunch& l : host_program(p).launches) ks.push_back(l.kernel);
+  std::vector<UOp> ks = launched_kernels(p);
   backend::RenderedUnit u = backend::render_unit(ks);
   REQUIRE(u.kernels.size() == 2);
   CHECK(u.shared == 1);
@@ -209,20 +220,13 @@ TEST_CASE("kernels whose C differs only in names and comments run one function, 
   CHECK(u.source.find("int again(") == std::string::npos);
   CHECK(u.source.find("// again: runs div, the same C but for names and comments") != std::string::npos);
   // Kernels with other C keep their own functions.
-  std::vector<UOp> others;
-  for (const HostLaunch& l : host_program(program_of(two_kernels("k0", "k1"))).launches) others.push_back(l.kernel);
-  CHECK(backend::render_unit(others).shared == 0);
+  CHECK(backend::render_unit(launched_kernels(program_of(two_kernels("k0", "k1")))).shared == 0);
 
-  UOp q;
-  for (UOp x : toposort(ks[1]))
-    if (x->op == Ops::IDIV) q = x;
-  std::string idiv = number_graph(ks[1]).line(q);  // the node as the second kernel's print numbers it
+  std::string idiv = idiv_line(ks[1]);  // the second kernel's own numbering
   for (const char* tier : {"tcc", "cc"}) {
     for (const char* mode : {"program", "kernel"}) {
       INFO(tier << ", compile mode " << mode);
-      backend::RunOptions o;
-      o.backend = backend::parse_backend(tier);
-      o.compile_mode = mode;
+      backend::RunOptions o = compiled(tier, mode);
       interp::BufferMap b{{"a", ints({7, -9, 12, 100})}, {"d", ints({2, 4, -5, 7})}, {"b", ints({1, 2, 3, -40})}, {"e", ints({1, -1, 2, 3})}};
       std::vector<interp::Output> outs = backend::run_program(p, b, o);
       REQUIRE(outs.size() == 2);
