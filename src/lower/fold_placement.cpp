@@ -59,7 +59,8 @@ bool encloses_outer_fold(UOp body, const std::vector<UOp>& ranges) {
     if (u->op != Ops::REDUCE) continue;
     std::vector<UOp> own(u->src.begin() + 1, u->src.end());
     bool host = has_outer(u);
-    for (UOp v : toposort(u->src[0])) host = host || (on_host.count(v.get()) && shares(v, own));
+    if (!host && !on_host.empty())  // (a walk per REDUCE only once a fold below runs on the host: n nested REDUCEs were n^3)
+      for (UOp v : toposort(u->src[0])) host = host || (on_host.count(v.get()) && shares(v, own));
     if (host) on_host.insert(u.get());
   }
   for (UOp u : order)

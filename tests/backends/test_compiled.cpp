@@ -1031,6 +1031,34 @@ TEST_CASE("a 20,000-node elementwise chain is rendered and run on tcc", "[compil
   }
 }
 
+// 1,000 REDUCEs nested one in another's body (../shared/repro/nested_reduce_400.uop's shape):
+// the scans pass asked, for every REDUCE, whether each REDUCE below it encloses a fold that runs
+// on the host, a walk of its body each time: n^3 (1,000: 10 s to lower, minutes under ASan).
+// Every range has one step, at 0, so each level adds 0 and the sum of one term is that term:
+// out = x exactly.
+TEST_CASE("1,000 nested REDUCEs lower and run on the interpreter, tcc and cc", "[compiled][depth]") {
+  const int n = 1000;
+  std::string text = "%x = BUFFER float32 () (\"x\", 1)\n%xs = RESHAPE float32 (%x)\n%c1 = CONST index () 1\n";
+  for (int i = 1; i <= n; ++i) text += "%r" + std::to_string(i) + " = RANGE index (%c1) (" + std::to_string(i) + ", AxisType.REDUCE)\n";
+  std::string below = "%xs";
+  for (int i = n; i >= 1; --i) {
+    std::string k = std::to_string(i);
+    text += "%cr" + k + " = CAST float32 (%r" + k + ")\n%a" + k + " = ADD float32 (" + below + ", %cr" + k + ")\n%R" + k + " = REDUCE float32 (%a" + k + ", %r" + k + ") Ops.ADD\n";
+    below = "%R" + k;
+  }
+  UOp root = parse_graph(text + "%s = SINK void (%R1) (\"out\",)\n", "nested.uop").root;
+  for (const char* be : {"interp", "tcc", "cc"}) {
+    INFO("backend " << be);
+    auto s = std::make_shared<interp::Storage>(dtypes::float32, 1);
+    s->as<float>()[0] = 2.75f;
+    interp::BufferMap b{{"x", interp::BufferData{dtypes::float32, s, nullptr}}};
+    backend::RunOptions o;
+    o.backend = backend::parse_backend(be);
+    auto out = backend::run_graph(root, b, o);
+    CHECK(interp::contiguous(out.at(0).value).data->as<float>()[0] == 2.75f);
+  }
+}
+
 // Runs f on a thread with a stack of `bytes`, rethrowing what it throws. A walk that recurses once
 // per node needs a few hundred bytes a level: on 1 MB it dies at a few thousand nodes, where the
 // 8 MB main thread would need a graph that takes seconds to lower before it shows.
