@@ -182,6 +182,7 @@ class Rewriter {
   Rewriter(const PatternMatcher& pm, const RewriteOptions& o) : pm_(pm), o_(o) {}
 
   UOp run(UOp root) {
+    root_ = root;
     stack_.push_back({root, root, 0});
     while (!stack_.empty()) {
       Frame f = stack_.back();
@@ -199,14 +200,15 @@ class Rewriter {
     UOp orig, cur;
     int stage;
   };
+  UOp root_;  // (its size goes into the budget error)
 
   std::optional<UOp> fire(UOp u) {
     auto r = pm_.rewrite(u, o_.ctx);
     if (!r) return std::nullopt;
-    if (++steps_ > o_.max_steps)
-      throw Error("graph_rewrite '" + o_.name + "' did not reach a fixed point after " +
-                  std::to_string(o_.max_steps) + " rule firings (last rule: '" + r->rule->name +
-                  "' on a " + std::string(op_name(u->op)) + " node); the rules loop");
+    if (++steps_ > o_.max_steps)  // a budget: looping rules, or a graph that needs more firings
+      throw Error("graph_rewrite '" + o_.name + "' did not reach a fixed point after " + std::to_string(o_.max_steps) + " rule firings (last rule: '" +
+                  r->rule->name + "' on a " + std::string(op_name(u->op)) + " node), its budget: the rules loop, or the graph (" +
+                  std::to_string(toposort(root_).size()) + " nodes) needs more firings than that");
     if (o_.on_fire) o_.on_fire(*r->rule, u, r->result);
     return r->result;
   }
