@@ -62,11 +62,12 @@ RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& o
     bool named = a && !a->empty() && (*a)[0].is<std::string>();  // else render_kernel says what is wrong
     RenderedKernel r = render_kernel(k, opts, named ? unique_name(c_identifier(kernel_name(k)), taken) : "");
     std::optional<std::string> body = kernels.size() > 1 ? body_of(r) : std::nullopt;
-    auto [it, fresh] = body ? first.try_emplace(std::move(*body), u.kernels.size()) : std::make_pair(first.end(), true);
-    if (fresh) {
+    auto seen = body ? first.find(*body) : first.end();
+    if (seen == first.end()) {
+      if (body) first.emplace(std::move(*body), u.kernels.size());
       u.source += "\n" + r.function;
     } else {  // its own params, variables and error nodes (numbered alike: the text says so), the other's function
-      const RenderedKernel& f = u.kernels[it->second];
+      const RenderedKernel& f = u.kernels[seen->second];
       u.source += "\n// " + r.name + ": runs " + f.name + ", the same C but for names and comments\n";
       r.name = f.name, r.function = f.function, r.source = f.source;
       ++u.shared;

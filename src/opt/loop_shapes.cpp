@@ -49,21 +49,22 @@ int block_size(UOp ast, UOp end, size_t pos, const std::vector<UOp>& reds, int m
   return block;
 }
 
-UOp block_range(UOp r, int block) {
-  const ArgTuple& arg = *r->arg.tuple();
+namespace {
+
+// A range like r (its id, axis and sub-ids, then `more` appended to the sub-ids) over `extent`.
+UOp named_after(UOp r, int64_t extent, std::initializer_list<int64_t> more) {
+  const ArgTuple& arg = *r->arg.tuple();  // (id, sub-id..., axis)
   std::vector<int64_t> sub;
   for (size_t k = 1; k + 1 < arg.size(); ++k) sub.push_back(arg[k].as<int64_t>());
-  sub.push_back(-block);
-  return UOp::range(*const_extent(r) / block, arg[0].as<int64_t>(), range_axis(r), sub);
+  sub.insert(sub.end(), more);
+  return UOp::range(extent, arg[0].as<int64_t>(), range_axis(r), sub);
 }
 
-UOp lane_range(UOp r, int block) {
-  const ArgTuple& arg = *r->arg.tuple();
-  std::vector<int64_t> sub;
-  for (size_t k = 1; k + 1 < arg.size(); ++k) sub.push_back(arg[k].as<int64_t>());
-  sub.push_back(-block), sub.push_back(0);
-  return UOp::range(block, arg[0].as<int64_t>(), range_axis(r), sub);
-}
+}  // namespace
+
+UOp block_range(UOp r, int block) { return named_after(r, *const_extent(r) / block, {-block}); }
+
+UOp lane_range(UOp r, int block) { return named_after(r, block, {-block, 0}); }
 
 std::vector<UOp> reduces_over(UOp value, UOp j) {
   std::vector<UOp> reds, todo{value};
