@@ -27,6 +27,8 @@ double percentile(std::vector<double> t, double p);  // nearest-rank, p in [0, 1
 std::string fmt_time(double seconds);
 std::string fmt_ratio(double r);  // "12.3x", "0.45x"
 const char* met(bool target_met);  // "MET", "NOT MET"
+// "  WHAT: R.RRx (target <= T.Tx: MET)" for R = big / small, a target line of a mode.
+void ratio_line(const std::string& what, double big, double small, double target);
 // Rounds of a cc measurement that tcc gets `repeat` of: cc compiles ~100x slower, so at most 3.
 int cc_rounds(int repeat);
 

@@ -87,10 +87,6 @@ void depth_round(int64_t depth, int round, DepthRow& row, uint64_t seed) {
   }
 }
 
-void ratio_target(const char* what, double big, double small, double target) {
-  std::printf("  %s: %s (target <= %.1fx: %s)\n", what, fmt_ratio(big / small).c_str(), target, met(big / small <= target));
-}
-
 // A compiled assign scan of n steps from a fresh Program (lowered, compiled from the cache) to
 // its result, `out` given zeros or given no data (the runner must then decide whether an output
 // reads uninitialized memory): seconds, median of `repeat`, the two taking turns.
@@ -119,7 +115,7 @@ void scan_without_out(const Settings& s) {
       }
     double a = median_or_nan(t[0]), m = median_or_nan(t[1]);
     std::printf("%-8s %14s %14s %8s\n", tier, fmt_time(a).c_str(), fmt_time(m).c_str(), fmt_ratio(m / a).c_str());
-    ratio_target((std::string(tier) + ": out missing / out given").c_str(), m, a, 1.2);
+    ratio_line(std::string(tier) + ": out missing / out given", m, a, 1.2);
   }
 }
 
@@ -148,11 +144,11 @@ int bench_depth(const Settings& s) {
   }
   const DepthRow &small = rows.front(), &big = rows.back();
   std::printf("targets, depth %lld against depth %lld:\n", static_cast<long long>(big.depth), static_cast<long long>(small.depth));
-  ratio_target("kernels", double(big.kernels), double(small.kernels), double(big.depth / small.depth) * 1.3);
-  ratio_target("lowering per layer", median_or_nan(big.lower), median_or_nan(small.lower), 1.3);
-  ratio_target("interpreter per layer", median_or_nan(big.interp), median_or_nan(small.interp), 1.3);
-  ratio_target("tcc first result per layer", median_or_nan(big.tcc), median_or_nan(small.tcc), 1.3);
-  ratio_target("cc cold first result per layer", median_or_nan(big.cc), median_or_nan(small.cc), 2.0);
+  ratio_line("kernels", double(big.kernels), double(small.kernels), double(big.depth / small.depth) * 1.3);
+  ratio_line("lowering per layer", median_or_nan(big.lower), median_or_nan(small.lower), 1.3);
+  ratio_line("interpreter per layer", median_or_nan(big.interp), median_or_nan(small.interp), 1.3);
+  ratio_line("tcc first result per layer", median_or_nan(big.tcc), median_or_nan(small.tcc), 1.3);
+  ratio_line("cc cold first result per layer", median_or_nan(big.cc), median_or_nan(small.cc), 2.0);
   scan_without_out(s);
   return bad ? 1 : 0;
 }

@@ -164,11 +164,6 @@ void row(long long size, const char* extra, int runs, const Runs& r) {
   std::fflush(stdout);
 }
 
-void ratio_line(const char* what, double big, double small, double target) {
-  double r = big / small;
-  std::printf("  %s: %.2fx (target <= %.1fx: %s)\n", what, r, target, met(r <= target));
-}
-
 }  // namespace
 
 int bench_scaling(const Settings& s) {

@@ -131,6 +131,11 @@ std::string fmt_ratio(double r) {
 
 bool has_backend(const Settings& s, const std::string& b) { return std::find(s.backends.begin(), s.backends.end(), b) != s.backends.end(); }
 
+void ratio_line(const std::string& what, double big, double small, double target) {
+  double r = big / small;
+  std::printf("  %s: %.2fx (target <= %.1fx: %s)\n", what.c_str(), r, target, met(r <= target));
+}
+
 DiskCacheOff::DiskCacheOff() {
   if (const char* v = getenv("OW_CACHE_DIR")) old_ = v;
   setenv("OW_CACHE_DIR", "off", 1);
