@@ -59,7 +59,9 @@ std::string show_c(UOp program, const RenderOptions& opts, bool full) {
   HostProgram p = host_program(program);
   RenderedUnit u = render_program_unit(p, opts);
   if (full) return out + "// ---- the translation unit, as compiled (one compile for the whole program) ----\n" + u.source;
-  for (const RenderedKernel& k : u.kernels) out += "// ---- kernel " + k.name + " ----\n" + k.function + "\n";
+  for (const RenderedKernel& k : u.kernels)
+    out += k.own_name == k.name ? "// ---- kernel " + k.name + " ----\n" + k.function + "\n"
+                                : "// ---- kernel " + k.own_name + ": runs " + k.name + ", the same C but for names and comments ----\n\n";
   if (!u.loops.empty()) {  // the loop functions: the unit's text after its last kernel
     size_t at = u.source.find(kHostLoopHelpers);
     out += "// ---- host loops run in C (when no hook watches every launch) ----\n" + u.source.substr(at) + "\n";

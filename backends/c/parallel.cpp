@@ -45,7 +45,7 @@ RenderedKernel render_threaded(UOp kernel, const RenderOptions& opts, const std:
   size_t n = kernel->src.at(0)->src.size();
   if (n % 2) throw InternalError("a kernel for two threads has " + std::to_string(n) + " statements, not two equal halves (at kernel " + kernel_name(kernel) + ")");
   RenderedKernel out;
-  out.name = name.empty() ? c_identifier(kernel_name(kernel)) : name;
+  out.name = out.own_name = name.empty() ? c_identifier(kernel_name(kernel)) : name;
   std::string p = "ow_par_" + out.name;
   RenderedKernel lo = KernelRenderer(part(kernel, 0, n / 2), opts, p + "_lo", "static ").run();
   RenderedKernel hi = KernelRenderer(part(kernel, n / 2, n), opts, p + "_hi", "static ").run();

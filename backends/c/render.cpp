@@ -410,7 +410,7 @@ RenderedKernel KernelRenderer::run() {
   const std::string* nm = a.get_if<std::string>();
   if (const ArgTuple* t = a.tuple(); t && !t->empty()) nm = (*t)[0].get_if<std::string>();
   if (!nm || nm->empty()) fail(kernel_, "KERNEL needs a name arg (\"k1\",)");
-  out.name = name_.empty() ? c_identifier(*nm) : name_;
+  out.name = out.own_name = name_.empty() ? c_identifier(*nm) : name_;
   UOp ast = kernel_->src[0];
   uses_.reserve(own_nodes_);  // (the vector folds add only their offsets' few nodes)
   analyzed_.reserve(own_nodes_);

@@ -31,6 +31,7 @@ struct RenderOptions {
 
 struct RenderedKernel {
   std::string name;               // the C function's name (the KERNEL's arg, as an identifier)
+  std::string own_name;           // the kernel's own function name: `name` unless it runs another kernel's (render_unit)
   std::string source;             // complete C translation unit, prelude included
   std::string function;           // the function alone: `source` is prelude() + function
   std::vector<DType> params;      // per DEFINE_GLOBAL slot: its pointer dtype (void if unused)
@@ -65,7 +66,7 @@ struct RenderedUnit {
   // Per kernel, in the order given: `name` is its function in `source`, unique in the unit (a
   // second kernel whose name renders the same gets "_2", ...); `source` is its own, standalone.
   // A kernel whose C is an earlier one's but for names and comments runs that one's function:
-  // its name, function and source are the earlier kernel's.
+  // its name, function and source are the earlier kernel's (own_name stays its own).
   std::vector<RenderedKernel> kernels;
   size_t shared = 0;  // kernels that run an earlier kernel's function
   std::vector<RenderedLoop> loops;  // render_program_unit: the host loops compiled into the unit

@@ -68,7 +68,7 @@ RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& o
       u.source += "\n" + r.function;
     } else {  // its own params, variables and error nodes (numbered alike: the text says so), the other's function
       const RenderedKernel& f = u.kernels[seen->second];
-      u.source += "\n// " + r.name + ": runs " + f.name + ", the same C but for names and comments\n";
+      u.source += "\n// " + r.own_name + ": runs " + f.name + ", the same C but for names and comments\n";
       r.name = f.name, r.function = f.function, r.source = f.source;
       ++u.shared;
     }

@@ -219,6 +219,12 @@ TEST_CASE("kernels whose C differs only in names and comments run one function, 
   CHECK(u.source.find("int div(void** bufs") != std::string::npos);
   CHECK(u.source.find("int again(") == std::string::npos);
   CHECK(u.source.find("// again: runs div, the same C but for names and comments") != std::string::npos);
+  CHECK(u.kernels[1].own_name == "again");
+  // ow show-c lists each kernel under its own name: the second as the first's function.
+  std::string shown = backend::show_c(p);
+  CHECK(shown.find("// ---- kernel div ----\nint div(void** bufs") != std::string::npos);
+  CHECK(shown.find("// ---- kernel again: runs div, the same C but for names and comments ----\n") != std::string::npos);
+  CHECK(shown.find("// ---- kernel div ----", shown.find("// ---- kernel div ----") + 1) == std::string::npos);
   // Kernels with other C keep their own functions.
   CHECK(backend::render_unit(launched_kernels(program_of(two_kernels("k0", "k1")))).shared == 0);
 
