@@ -317,7 +317,7 @@ void add_bench_options(po::options_description& opts) {
   opts.add_options()("cases", po::value<std::string>(),
                      (std::string("comma-separated case names (reference/cases/NAME.uop); default ") + kDefaultCases +
                       " (steady state), every reference case (--compile, --first-result)").c_str())(
-      "backends", po::value<std::string>()->default_value("interp,tcc,cc,numpy"), "steady state: which of interp,tcc,cc,numpy to time")(
+      "backends", po::value<std::string>()->default_value("interp,tcc,cc,numpy"), "which of interp,tcc,cc,numpy to time (--first-result: its tcc and cc)")(
       "compile", "mode: per-kernel compile latency, tcc vs cc")("first-result", "mode: time to first result per reference case, tcc and cc")(
       "micro", "mode: a*b+1 (16M float32) and 512^3 float32 matmul, tcc/cc vs numpy")(
       "grad-memory", "mode: extra memory and time per step of a scan's gradient, N = 100, 1000, 10000")(

@@ -66,7 +66,7 @@ std::string show_c(UOp program, const RenderOptions& opts, bool full) {
     size_t at = u.source.find(kHostLoopHelpers);
     out += "// ---- host loops run in C (when no hook watches every launch) ----\n" + u.source.substr(at) + "\n";
   }
-  if (!u.kernels.empty()) out += "// ---- declared before every kernel, once at the top of the translation unit (--full prints the unit as compiled) ----\n" + prelude(opts.target);
+  if (!u.kernels.empty()) out += "// ---- declared before every kernel, once at the top of the translation unit (--full prints the unit as compiled) ----\n" + prelude(opts.target, u.parts);
   return out;
 }
 

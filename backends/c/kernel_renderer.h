@@ -67,6 +67,7 @@ class KernelRenderer {
   void name_ranges();
   std::set<std::string> taken_range_names_;
   std::vector<DType> params_;
+  PreludeParts parts_;  // what the kernel's nodes need of the prelude (analyze_node)
   std::vector<UOp> vars_;
   // Values whose evaluation may raise an error or read memory (LOADs, may_fail's nodes, and
   // everything computed from them): they are never hoisted out of a loop that may run zero

@@ -52,7 +52,9 @@ RenderedKernel render_threaded(UOp kernel, const RenderOptions& opts, const std:
   if (lo.vars != hi.vars || lo.params != hi.params)
     throw InternalError("the halves of two-thread kernel " + kernel_name(kernel) + " take other buffers or variables");
   out.function = lo.function + hi.function + entry(out.name);
-  out.source = prelude(opts.target) + out.function;
+  out.parts = lo.parts;
+  out.parts |= hi.parts;
+  out.source = prelude(opts.target, out.parts) + out.function;
   out.params = lo.params;
   out.vars = lo.vars;
   out.fail_nodes = lo.fail_nodes;

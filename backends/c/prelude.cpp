@@ -1,8 +1,9 @@
 // The prelude of every rendered kernel (render.cpp): declarations of the C library functions a
 // kernel may call and the helpers that give C the interpreter's meaning (src/interp/dispatch.h,
 // scalar_ops.h): NaN-propagating MAX, saturating float->int casts, IDIV/MOD that wrap, bitcasts
-// through unions (no strict-aliasing UB), THREEFRY; then what only one compiler's kernels use.
-// No headers: tcc compiles it in isolation.
+// through unions (no strict-aliasing UB); the narrow floats' conversions and THREEFRY, only in a
+// unit whose kernels have such nodes (a compile of tcc spends half its time on the narrow floats'
+// functions); then what only one compiler's kernels use. No headers: tcc compiles it in isolation.
 #include "prelude.h"
 
 namespace ow::backend::detail {
@@ -66,7 +67,9 @@ static inline float ow_neg_f32(float x) { return ow_f32_bits(ow_f32_as_u32(x) ^ 
 static inline double ow_neg_f64(double x) { return ow_f64_bits(ow_f64_as_u64(x) ^ 0x8000000000000000ull); }
 /* 8- and 16-bit integers from a float: the saturated 64-bit value clamped to their limits */
 static inline long long ow_clamp_i64(long long v, long long lo, long long hi) { return v < lo ? lo : v > hi ? hi : v; }
-/* Narrow floats (float16, bfloat16, fp8e4m3, fp8e5m2) are held as their bits, 1 sign, eb exponent
+)C";
+
+const char* const kPreludeNarrow = R"C(/* Narrow floats (float16, bfloat16, fp8e4m3, fp8e5m2) are held as their bits, 1 sign, eb exponent
    and mb mantissa bits (SEMANTICS S2.1, the same rule as src/uop/floats.cpp): an op widens them
    exactly to float32 and rounds its result back; every conversion into one rounds the exact
    value (-1)^neg * m * 2^e once, ties to even. Past the largest finite value: +-inf, or the
@@ -133,7 +136,9 @@ OW_NARROW(bf16, unsigned short, 8, 7, 0, 1)
 OW_NARROW(e4m3, unsigned char, 4, 3, 1, 0)
 OW_NARROW(e5m2, unsigned char, 5, 2, 1, 1)
 #undef OW_NARROW
-/* THREEFRY: Threefry-2x32-20 (Random123) of the counter (x low, x high) under the key (key low,
+)C";
+
+const char* const kPreludeThreefry = R"C(/* THREEFRY: Threefry-2x32-20 (Random123) of the counter (x low, x high) under the key (key low,
    key high), packed the same way (src/interp/scalar_ops.h has the same function) */
 static inline unsigned long long ow_threefry(unsigned long long x, unsigned long long key) {
   static const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};

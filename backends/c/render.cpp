@@ -81,6 +81,8 @@ void KernelRenderer::analyze_node(UOp u) {
     if (auto it = analyzed_.find(s.get()); it != analyzed_.end()) height = std::max(height, it->second);
   }
   analyzed_[u.get()] = spelled(u) ? 0 : height + 1;
+  parts_.narrow = parts_.narrow || u->dtype.base().is_narrow_float();
+  parts_.threefry = parts_.threefry || u->op == Ops::THREEFRY;
   bool touchy = u->op == Ops::LOAD || may_fail(u, opts_.bounds_check);
   bool reads_reg = u->op == Ops::LOAD && u->src.at(0)->src.at(0)->op == Ops::DEFINE_REG;
   for (UOp s : u->src) {
@@ -435,7 +437,8 @@ RenderedKernel KernelRenderer::run() {
   src += "  (void)bufs;\n  (void)vars;\n  (void)err;\n";
   for (const std::string& l : stack_[0].lines) src += "  " + l + "\n";
   src += "  return 0;\n}\n";
-  out.source = prelude(opts_.target) + src;
+  out.parts = parts_;
+  out.source = prelude(opts_.target, parts_) + src;
   out.function = std::move(src);
   out.params = params_;
   for (UOp v : vars_) out.vars.push_back(var_name(v));

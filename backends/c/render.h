@@ -29,11 +29,23 @@ struct RenderOptions {
   Target target = Target::cc;
 };
 
+// The prelude's optional parts (prelude.cpp): what a kernel's nodes need beyond the helpers
+// every kernel gets. Decided on the kernel's nodes as the renderer reads them.
+struct PreludeParts {
+  bool narrow = false;    // a node of float16, bfloat16 or an fp8: their conversions
+  bool threefry = false;  // a THREEFRY
+  PreludeParts& operator|=(PreludeParts o) {
+    narrow = narrow || o.narrow, threefry = threefry || o.threefry;
+    return *this;
+  }
+};
+
 struct RenderedKernel {
   std::string name;               // the C function's name (the KERNEL's arg, as an identifier)
   std::string own_name;           // the kernel's own function name: `name` unless it runs another kernel's (render_unit)
   std::string source;             // complete C translation unit, prelude included
-  std::string function;           // the function alone: `source` is prelude() + function
+  std::string function;           // the function alone: `source` is prelude(target, parts) + function
+  PreludeParts parts;             // the prelude's parts the function needs
   std::vector<DType> params;      // per DEFINE_GLOBAL slot: its pointer dtype (void if unused)
   std::vector<std::string> vars;  // DEFINE_VAR names in the order of `vars`
   std::map<long long, std::string> fail_nodes;  // err[abi::kNode] -> that node's printed line
@@ -69,6 +81,7 @@ struct RenderedUnit {
   // its name, function and source are the earlier kernel's (own_name stays its own).
   std::vector<RenderedKernel> kernels;
   size_t shared = 0;  // kernels that run an earlier kernel's function
+  PreludeParts parts;  // the prelude's parts of `source`: those its kernels need
   std::vector<RenderedLoop> loops;  // render_program_unit: the host loops compiled into the unit
 };
 RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts = {});
@@ -94,8 +107,9 @@ std::optional<RenderedLoop> render_host_loop(const HostProgram& p, const HostSte
                                              const std::string& name);
 extern const char* const kHostLoopHelpers;
 
-// What every translation unit for `c` starts with: declarations and helper functions.
-const std::string& prelude(Target t);
+// What a translation unit for `t` starts with: declarations and helper functions, with the
+// optional parts `parts` asks for.
+const std::string& prelude(Target t, PreludeParts parts);
 
 // Human-readable host schedule of a kernel-level program (for `ow show-c`): host loops over
 // OUTER ranges and kernel launches with their buffers and variable bindings (host_text.cpp).

@@ -3,6 +3,7 @@
 // prelude parsed once), and the functions are the same text render_kernel writes, so the code
 // and its results do not change. Kernels whose C differs only in their names and comments (the
 // layers of a deep model: the same bodies over other buffers) share one function.
+#include <array>
 #include <cctype>
 #include <optional>
 #include <set>
@@ -18,10 +19,15 @@
 
 namespace ow::backend {
 
-const std::string& prelude(Target t) {
-  static const std::string tcc = std::string(detail::kPrelude) + detail::kPreludeTcc + abi::kFailHelper + "\n",
-                           cc = std::string(detail::kPrelude) + detail::kPreludeCc + abi::kFailHelper + "\n";
-  return t == Target::tcc ? tcc : cc;
+const std::string& prelude(Target t, PreludeParts parts) {
+  static const auto all = [] {
+    std::array<std::string, 8> v;  // [target][narrow][threefry]
+    for (int i = 0; i < 8; ++i)
+      v[i] = std::string(detail::kPrelude) + (i & 2 ? detail::kPreludeNarrow : "") + (i & 1 ? detail::kPreludeThreefry : "") +
+             (i & 4 ? detail::kPreludeTcc : detail::kPreludeCc) + abi::kFailHelper + "\n";
+    return v;
+  }();
+  return all[(t == Target::tcc ? 4 : 0) + (parts.narrow ? 2 : 0) + (parts.threefry ? 1 : 0)];
 }
 
 namespace {
@@ -54,7 +60,6 @@ std::optional<std::string> body_of(const RenderedKernel& r) {
 
 RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& opts) {
   RenderedUnit u;
-  u.source = prelude(opts.target);
   std::set<std::string> taken;
   std::unordered_map<std::string, size_t> first;  // body -> the kernel whose function it is
   for (UOp k : kernels) {
@@ -72,8 +77,10 @@ RenderedUnit render_unit(const std::vector<UOp>& kernels, const RenderOptions& o
       r.name = f.name, r.function = f.function, r.source = f.source;
       ++u.shared;
     }
+    u.parts |= r.parts;
     u.kernels.push_back(std::move(r));
   }
+  u.source.insert(0, prelude(opts.target, u.parts));
   return u;
 }
 

@@ -41,7 +41,10 @@ namespace {
 // and `0.0f + -(float)i` into `-(float)i`, even at -O0, which is -0 where the sum is +0 for i = 0
 // (ow fuzz seed 960114, tests/fuzz/lower); -frounding-math stops that fold and left the code of
 // the reference kernels unchanged (vmap_mlp_32x128's assembly is byte-identical).
-const std::vector<std::string> flags = {"-O2", "-march=native", "-mno-red-zone", "-ffp-contract=off", "-fwrapv", "-frounding-math", "-fPIC", "-pipe"};
+// -Werror=implicit-function-declaration: a helper the unit's prelude lacks (its optional parts,
+// render.h's PreludeParts) is a compile error here, as it is tcc's link error.
+const std::vector<std::string> flags = {"-O2", "-march=native", "-mno-red-zone", "-ffp-contract=off", "-fwrapv", "-frounding-math", "-fPIC", "-pipe",
+                                        "-Werror=implicit-function-declaration"};
 // The link: a unit defines only functions and calls only libc/libm functions, which dlopen
 // resolves in the process (every process has libc; libm is named so it is loaded if missing).
 // -nostdlib drops the start files and libgcc_s/libc link steps, 12 -> 5 ms of a 55 ms compile of

@@ -822,3 +822,46 @@ TEST_CASE("render: compiled error paths and S2.1 helpers (tcc)", "[render][tcc]"
   CHECK(ios[2] == INT32_MAX);
   CHECK(ios[3] == -2);
 }
+
+// The prelude's narrow-float conversions take half of a tcc compile: a unit carries them, and
+// THREEFRY, only when one of its kernels has such a node, and then they compute what S2.1 and
+// Random123 say.
+TEST_CASE("render: the prelude's narrow floats and THREEFRY only where a kernel has them, exact (tcc)", "[render][tcc]") {
+  using Fn = int (*)(void**, const long long*, long long*);
+  RenderedKernel plain = render_kernel(matmul_kernel(), for_tier("tcc"));
+  CHECK(!plain.parts.narrow);
+  CHECK(!plain.parts.threefry);
+  CHECK(plain.source.find("ow_round_narrow") == std::string::npos);
+  CHECK(plain.source.find("ow_threefry") == std::string::npos);
+
+  // out[j] = h[j] + h[j] in float16 (bits): 1 + 1 = 2, 2 + 2 = 4, 65504 + 65504 overflows to +inf, 0.5 + 0.5 = 1
+  UOp h = global(0, 4, dtypes::float16), j = UOp::range(4, 0);
+  UOp hj = h.index({j}).load();
+  UOp half = kernel("khalf", {global(1, 4, dtypes::float16).index({j}).store(hj + hj).end({j})}, {buffer("h", 4), buffer("out", 4)});
+  RenderedKernel hk = render_kernel(half, for_tier("tcc"));
+  CHECK(hk.parts.narrow);
+  CHECK(!hk.parts.threefry);
+  auto hf = reinterpret_cast<Fn>(make_compiler("tcc")->compile(hk.source)->symbol(hk.name));
+  uint16_t in[4] = {0x3C00, 0x4000, 0x7BFF, 0x3800}, res[4] = {};
+  void* hb[2] = {in, res};
+  long long err[3] = {};
+  REQUIRE(hf(hb, nullptr, err) == 0);
+  CHECK(std::vector<uint16_t>(res, res + 4) == std::vector<uint16_t>{0x4000, 0x4400, 0x7C00, 0x3C00});
+
+  // THREEFRY(0, 0): Random123's known answer for threefry2x32_20, key 0 and counter 0
+  UOp x = global(0, 1, dtypes::uint64), i = UOp::range(1, 0);
+  UOp xi = x.index({i}).load();
+  UOp tf = UOp::make(Ops::THREEFRY, dtypes::uint64, {xi, xi});
+  UOp three = kernel("kthree", {global(1, 1, dtypes::uint64).index({i}).store(tf).end({i})}, {buffer("x", 1), buffer("out", 1)});
+  RenderedUnit u = render_unit({three, half, matmul_kernel()}, for_tier("tcc"));
+  CHECK(u.parts.narrow);
+  CHECK(u.parts.threefry);
+  REQUIRE(u.kernels.size() == 3);
+  CHECK(u.kernels[0].parts.threefry);
+  CHECK(!u.kernels[0].parts.narrow);
+  auto tfn = reinterpret_cast<Fn>(make_compiler("tcc")->compile(u.source)->symbol(u.kernels[0].name));
+  uint64_t zero[1] = {0}, got[1] = {0};
+  void* tb[2] = {zero, got};
+  REQUIRE(tfn(tb, nullptr, err) == 0);
+  CHECK(got[0] == 0x99ba4efe6b200159ull);
+}

@@ -278,6 +278,7 @@ CaseRow first_result_case(const Settings& s, const std::string& name) {
     interp::BufferMap rb = copy_buffers(inputs);
     std::vector<interp::Output> want = interp::run(g.root, rb);
     for (const std::string comp : kTiers) {
+      if (!has_backend(s, comp)) continue;
       int rounds = comp == "tcc" ? s.repeat : cc_rounds(s.repeat);
       for (int i = 0; i < rounds; ++i) first_result_round(g.root, inputs, want, comp, i == 0, row);
     }
@@ -337,7 +338,7 @@ int bench_first_result(const Settings& s) {
   for (const std::string& name : case_names(s)) rows.push_back(first_result_case(s, name));
   print_first_result_table(rows, s.repeat);
   bool bad = std::any_of(rows.begin(), rows.end(), [](const CaseRow& r) { return r.bad; });
-  bad = bench_compile_modes(s) != 0 || bad;
+  if (has_backend(s, "cc")) bad = bench_compile_modes(s) != 0 || bad;
   return bad ? 1 : 0;
 }
 
