@@ -23,6 +23,18 @@ struct KernelizeState {
   Context& ctx;
   std::map<const UOpNode*, std::pair<UOp, UOp>> temps;  // BUFFERIZE -> (temp BUFFER, its KERNEL)
   WalkMemo indexed;  // what the INDEX nodes under a BUFFERIZE index (walk.h)
+  std::map<const UOpNode*, std::string> temp_names;  // BUFFERIZE -> its temporary's name, fixed when first tried
+  int nesting = 0;  // kernels of temporaries being built, each inside the one before
+};
+
+// Building a kernel builds the temporaries its value reads first, inside it. Past kMaxNesting
+// such builds (a value that reads a realized value that reads one..., 1,000 nested REDUCEs) the
+// innermost gives up with NeedsTemp; the loop of the build kMaxNesting levels up builds that
+// temporary itself, then tries again (build_temps): the stack stays bounded at any depth, and
+// below the bound nothing is tried twice. Not an ow::Error: nothing but that loop may catch it.
+constexpr int kMaxNesting = 16;
+struct NeedsTemp {
+  UOp bufferize;
 };
 
 UOp temp_view(UOp b, KernelizeState& st);
@@ -268,18 +280,52 @@ std::vector<UOp> extents(UOp b) {
   return e;
 }
 
+// The temporary of a BUFFERIZE and the kernel writing it (which may throw NeedsTemp).
+std::pair<UOp, UOp> make_temp(UOp b, KernelizeState& st) {
+  std::vector<UOp> loops(b->src.begin() + 1, b->src.end());
+  if (!free_loop_ranges(b).empty()) throw InternalError("lowering: a realized value still depends on a loop range it does not store");
+  int64_t n = 1;
+  for (UOp e : extents(b)) n *= static_cast<int64_t>(e.const_value());
+  auto name = st.temp_names.find(b.get());
+  if (name == st.temp_names.end()) name = st.temp_names.emplace(b.get(), st.ctx.fresh_buffer("t")).first;
+  UOp temp = UOp::make(Ops::BUFFER, b->dtype, {}, Arg(ArgTuple{Arg(name->second), Arg(n)}));
+  UOp address = make_index(temp, {linearize(loops, extents(b))}, UOp());
+  return {temp, KernelBuilder(st).build(address, b->src[0], loops, /*is_value=*/true)};
+}
+
+// Builds the temporary of `b`, and first those it needs that lie kMaxNesting builds deeper.
+void build_temps(UOp b, KernelizeState& st) {
+  if (st.nesting >= kMaxNesting) throw NeedsTemp{b};
+  std::vector<UOp> todo{b};
+  while (!todo.empty()) {
+    UOp t = todo.back();
+    if (st.temps.count(t.get())) {
+      todo.pop_back();
+      continue;
+    }
+    ++st.nesting;
+    try {
+      std::pair<UOp, UOp> made = make_temp(t, st);
+      --st.nesting;
+      st.temps.emplace(t.get(), std::move(made));
+      todo.pop_back();
+    } catch (const NeedsTemp& need) {
+      --st.nesting;
+      if (std::find(todo.begin(), todo.end(), need.bufferize) != todo.end()) throw InternalError("lowering: a realized value reads itself");
+      todo.push_back(need.bufferize);
+    } catch (...) {
+      --st.nesting;
+      throw;
+    }
+  }
+}
+
 // A BUFFERIZE read by others: its temporary, seen through AFTER(temp, kernel) with its shape.
 UOp temp_view(UOp b, KernelizeState& st) {
   auto it = st.temps.find(b.get());
   if (it == st.temps.end()) {
-    std::vector<UOp> loops(b->src.begin() + 1, b->src.end());
-    if (!free_loop_ranges(b).empty()) throw InternalError("lowering: a realized value still depends on a loop range it does not store");
-    int64_t n = 1;
-    for (UOp e : extents(b)) n *= static_cast<int64_t>(e.const_value());
-    UOp temp = UOp::make(Ops::BUFFER, b->dtype, {}, Arg(ArgTuple{Arg(st.ctx.fresh_buffer("t")), Arg(n)}));
-    UOp address = make_index(temp, {linearize(loops, extents(b))}, UOp());
-    UOp kernel = KernelBuilder(st).build(address, b->src[0], loops, /*is_value=*/true);
-    it = st.temps.emplace(b.get(), std::make_pair(temp, kernel)).first;
+    build_temps(b, st);
+    it = st.temps.find(b.get());
   }
   std::vector<UOp> src{it->second.first.after({it->second.second})};
   for (UOp e : extents(b)) src.push_back(e);
