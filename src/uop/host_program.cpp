@@ -224,9 +224,18 @@ HostVars host_vars(const HostLaunch& launch, const int64_t* values) {
   return v;
 }
 
+// Past 16 ranges (1,000 nested loops), the 4 outermost and the 8 innermost: the line stays
+// readable and the innermost, where an error happens, are all there.
 std::string bindings_text(const HostBindings& b) {
   std::string s;
-  for (auto& [r, v] : b) s += (s.empty() ? "" : ", ") + range_name(r) + "=" + std::to_string(v);
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (b.size() > 16 && i == 4) {
+      s += ", ... (" + std::to_string(b.size() - 12) + " more)";
+      i = b.size() - 9;
+      continue;
+    }
+    s += (s.empty() ? "" : ", ") + range_name(b[i].first) + "=" + std::to_string(b[i].second);
+  }
   return s.empty() ? "no ranges bound" : s;
 }
 

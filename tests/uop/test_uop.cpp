@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "uop/host_program.h"
 #include "uop/error.h"
 #include "uop/files.h"
 #include "uop/shape.h"
@@ -651,4 +652,15 @@ TEST_CASE("private files are created anew, never through a link, readable by the
   CHECK(t.size() == (dir / "x-").string().size() + 6 + 4);
   CHECK((fs::status(t).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
   fs::remove_all(dir);
+}
+
+// The "with m1=0, ..." line of an error: every binding up to 16, past that the 4 outermost, how
+// many are left out, and the 8 innermost (1,000 nested loops would make it a page long).
+TEST_CASE("bindings_text: short lists whole, long ones outermost and innermost", "[uop]") {
+  CHECK(bindings_text({}) == "no ranges bound");
+  HostBindings b;
+  for (int i = 1; i <= 16; ++i) b.push_back({UOp::range(10, -i, AxisType::OUTER), i % 10});
+  CHECK(bindings_text(b) == "m1=1, m2=2, m3=3, m4=4, m5=5, m6=6, m7=7, m8=8, m9=9, m10=0, m11=1, m12=2, m13=3, m14=4, m15=5, m16=6");
+  for (int i = 17; i <= 1000; ++i) b.push_back({UOp::range(10, -i, AxisType::OUTER), i % 10});
+  CHECK(bindings_text(b) == "m1=1, m2=2, m3=3, m4=4, ... (988 more), m993=3, m994=4, m995=5, m996=6, m997=7, m998=8, m999=9, m1000=0");
 }
