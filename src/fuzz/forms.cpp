@@ -30,6 +30,7 @@ Tensor Gen::range_form(const Shape& s, DType d, int depth) {
       return same_shape(out, s) ? out : out.reshape(dims(s));
     }
   }
+  if (k < 63) return nested_reduces(s, d, depth);
   // REDUCE over one or two ranges
   Range R = new_range(range_extent());
   std::vector<UOp> rs{R.r};
@@ -50,6 +51,26 @@ Tensor Gen::range_form(const Shape& s, DType d, int depth) {
   Ops op = rand_reduce_op(false);
   form(two ? "range-reduce-2" : ("range-reduce-" + std::string(op_name(op))).c_str());
   return inner.reduce(rs, op);
+}
+
+// 17 to 40 REDUCEs, each over its own range and nested in the next one's body: past the 16
+// temporaries kernelize builds one inside another, the deeper ones are built from its loop
+// (kernelize.cpp, build_temps). Extents are 1 but for a few 2s, so the terms stay few.
+Tensor Gen::nested_reduces(const Shape& s, DType d, int depth) {
+  form("range-reduce-nested");
+  int n = 17 + static_cast<int>(pick(24));
+  std::vector<Range> rs;
+  for (int i = 0; i < n; ++i) {
+    rs.push_back(new_range(pick(8) == 0 ? 2 : 1));
+    scope_.push_back(rs.back());
+  }
+  Tensor t = expr(s, d, std::min(depth - 1, 1));
+  for (int i = n; i-- > 0;) {
+    t = ensure_dep(t, s, d, rs[static_cast<size_t>(i)]);
+    scope_.pop_back();
+    t = t.reduce({rs[static_cast<size_t>(i)].r}, rand_reduce_op(false));
+  }
+  return t;
 }
 
 Tensor Gen::collect(const Shape& s, DType d, int depth, size_t ax) {

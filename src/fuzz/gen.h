@@ -161,6 +161,7 @@ class Gen {
   // ---- range forms (pure) ----
 
   Tensor range_form(const Shape& s, DType d, int depth);
+  Tensor nested_reduces(const Shape& s, DType d, int depth);
 
   // collecting EXPAND: f(x[r]) gathered along axis ax, which has the range r itself as its
   // dimension (SEMANTICS S4.1)

@@ -69,7 +69,7 @@ TEST_CASE("fuzz: the generator covers the ops and range forms", "[fuzz]") {
     CHECK(ops[op] > 0);
   for (const char* f : {"vmap-pad-reduce", "vmap-collect", "index-by-range", "slice-by-range", "assign-scan-rows", "assign-overlap-whole",
                         "assign-overlap-window", "scan-store-outer", "fold-outer", "axis-OUTER", "axis-LOOP", "axis-REDUCE", "axis-GLOBAL", "matmul",
-                        "effect-in-fold-outer", "effect-in-fold-other", "assign-through-pad", "assign-through-strided-reshape"})
+                        "effect-in-fold-outer", "effect-in-fold-other", "assign-through-pad", "assign-through-strided-reshape", "range-reduce-nested"})
     CHECK(forms[f] > 0);
 }
 
