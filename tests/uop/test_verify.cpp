@@ -359,6 +359,21 @@ TEST_CASE("verify rule store.dtype: ASSIGN of a different dtype", "[verify][rule
   expect_issue(bad, "store.dtype", "ASSIGN of a int32 value into a float32 target", bad);
 }
 
+// x.assign(x + 1) written as ASSIGN(previous ASSIGN, ...): the interpreter refused it at run time,
+// while the compiled tiers lowered it (through a scheduler that took 2^n steps for n of them) and
+// returned a result: now every backend refuses it up front, naming the node.
+TEST_CASE("verify rule store.target: an ASSIGN into an ASSIGN, a STORE through an EXPAND", "[verify][rule]") {
+  UOp x = buffer("x", 4);
+  UOp first = UOp::make(Ops::ASSIGN, dtypes::float32, {x, x});
+  UOp bad = UOp::make(Ops::ASSIGN, dtypes::float32, {first, first});
+  expect_issue(bad, "store.target", "a STORE/ASSIGN target must be a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP/PAD/AFTER, not ASSIGN", bad);
+  UOp one = buffer("one", 1);
+  UOp wide = UOp::make(Ops::EXPAND, dtypes::float32, {one, UOp::index(4)});
+  UOp through = UOp::make(Ops::ASSIGN, dtypes::float32, {wide, x});
+  expect_issue(through, "store.target", "cannot write through an EXPAND", through);
+  CHECK(verify(UOp::make(Ops::ASSIGN, dtypes::float32, {x.after({first}), x})).empty());  // x after the first: memory
+}
+
 TEST_CASE("verify rule load.src: LOAD of a value", "[verify][rule]") {
   UOp bad = UOp::make(Ops::LOAD, dtypes::float32, {f32(1.0)});
   expect_issue(bad, "load.src", "LOAD needs a pointer (INDEX of a DEFINE_GLOBAL), got float32", bad);
