@@ -210,12 +210,29 @@ Tensor Gen::assign_form(const Shape& s, DType, int depth) {
   if (k < 65) return assign_overlap_window(s, d, depth);
   if (k < 85) return assign_overlap_whole(s, d, depth);
   if (k < 93) return assign_through_view(s, d, depth);
+  if (k < 97) return assign_chain(s, d, depth);
   form("assign-plain");  // no range: evaluates the value (reading the old target), then writes
   Tensor tgt = target(s, d);
   special_ = {tgt};
   Tensor v = expr(s, d, depth);
   special_.clear();
   return Tensor(tgt.uop()).assign(v);
+}
+
+// x.assign(f(x)) 17 to 40 times, each value reading the ASSIGN before it: kernelize's copies of
+// an older version were once built anew per reader, 2^n kernels (the compiled tiers refuse this
+// chain; the interpreter runs it).
+Tensor Gen::assign_chain(const Shape& s, DType d, int depth) {
+  form("assign-chain");
+  Tensor tgt = target(s, d);
+  UOp last = tgt.uop();
+  for (int i = 17 + static_cast<int>(pick(24)); i > 0; --i) {
+    special_ = {Tensor(last)};
+    Tensor v = combine(Tensor(last), expr(s, d, std::min(depth - 1, 1)));
+    special_.clear();
+    last = Tensor(tgt.uop()).assign(v).uop();
+  }
+  return Tensor(last);
 }
 
 // A plain assign to a view that is not a strided window of the buffer (SEMANTICS S5.1): tinygrad's

@@ -162,6 +162,7 @@ class Gen {
 
   Tensor range_form(const Shape& s, DType d, int depth);
   Tensor nested_reduces(const Shape& s, DType d, int depth);
+  Tensor assign_chain(const Shape& s, DType d, int depth);
 
   // collecting EXPAND: f(x[r]) gathered along axis ax, which has the range r itself as its
   // dimension (SEMANTICS S4.1)
