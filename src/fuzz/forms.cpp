@@ -219,9 +219,9 @@ Tensor Gen::assign_form(const Shape& s, DType, int depth) {
   return Tensor(tgt.uop()).assign(v);
 }
 
-// x.assign(f(x)) 17 to 40 times, each value reading the ASSIGN before it: kernelize's copies of
-// an older version were once built anew per reader, 2^n kernels (the compiled tiers refuse this
-// chain; the interpreter runs it).
+// x.assign(f(x)) 17 to 40 times, each value reading the ASSIGN before it: the interpreter runs
+// it; the compiled tiers refuse it (one version of x per launch), after a lowering whose time
+// grows like n^3 (2,000 assigns: minutes).
 Tensor Gen::assign_chain(const Shape& s, DType d, int depth) {
   form("assign-chain");
   Tensor tgt = target(s, d);

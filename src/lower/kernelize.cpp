@@ -24,7 +24,6 @@ struct KernelizeState {
   std::map<const UOpNode*, std::pair<UOp, UOp>> temps;  // BUFFERIZE -> (temp BUFFER, its KERNEL)
   WalkMemo indexed;  // what the INDEX nodes under a BUFFERIZE index (walk.h)
   std::map<const UOpNode*, std::string> temp_names;  // BUFFERIZE -> its temporary's name, fixed when first tried
-  std::map<const UOpNode*, UOp> copies;  // a chain read at an older version -> AFTER(copy, its kernel), for every kernel
   int nesting = 0;  // kernels of temporaries being built, each inside the one before
 };
 
@@ -172,16 +171,8 @@ class KernelBuilder {
     }
   }
 
-  // A copy of the buffer as the chain `view` sees it, in a fresh temporary written by a value
-  // kernel; one per chain for the whole pass (a value kernel runs again wherever it is read).
-  // Built anew for every kernel reading the chain, a sequence of n ASSIGNs, each reading the last,
-  // built its copies' copies again: 2^n kernels (16 assigns took minutes, 200 all memory).
+  // A copy of the buffer as the chain `view` sees it, in a fresh temporary written by a value kernel.
   UOp copy_of(UOp view) {
-    if (auto it = st_.copies.find(view.get()); it != st_.copies.end()) return it->second;
-    return st_.copies[view.get()] = new_copy(view);
-  }
-
-  UOp new_copy(UOp view) {
     UOp buf = base_buffer(view);
     int64_t n = buffer_size(buf);
     UOp temp = UOp::make(Ops::BUFFER, buf->dtype, {}, Arg(ArgTuple{Arg(ctx_.fresh_buffer("v")), Arg(n)}));

@@ -417,18 +417,3 @@ TEST_CASE("pass fuse: a value kernel whose reader runs more iterations than it s
   REQUIRE(kernels_of(s.graph).size() == 2);
   CHECK(lower::fuse(s.graph, s.ctx) == s.graph);
 }
-
-// x.assign(x + 1), 40 times, each value reading the ASSIGN before: every kernel reads x at the
-// version its ASSIGN wrote and writes x, and the compiled path refuses that (one read version per
-// launch). kernelize built the copy of an older version anew for every kernel that read it, and
-// the copies their own copies: 2^n kernels, so 16 assigns took minutes and 2,000 took 400 s to
-// give this error. One copy per version for the whole pass: at once.
-TEST_CASE("pass kernelize: one copy of an older version for the whole pass (40 chained assigns refused at once)", "[lower][kernelize]") {
-  std::string text = "%x = BUFFER float32 () (\"x\", 4)\n%one = CONST float32 () 1.0\n%a0 = ASSIGN float32 (%x, %x)\n";
-  for (int i = 1; i <= 40; ++i) {
-    std::string k = std::to_string(i), p = std::to_string(i - 1);
-    text += "%v" + k + " = ADD float32 (%a" + p + ", %one)\n%a" + k + " = ASSIGN float32 (%x, %v" + k + ")\n";
-  }
-  UOp root = graph_of(text + "%s = SINK void (%a40) (\"x\",)\n");
-  CHECK_THROWS_WITH(lower::lower(root), Catch::Contains("a kernel reads buffer 'x' after two different sets of its writes"));
-}
