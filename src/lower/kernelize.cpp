@@ -374,7 +374,7 @@ const PatternMatcher& kernelize_rules() {
 }  // namespace
 
 UOp kernelize(UOp root, Context& ctx) {
-  KernelizeState state{ctx, {}, {}};
+  KernelizeState state{ctx, {}, {}, {}, 0};
   UOp out = rewrite_with(root, kernelize_rules(), state, ctx, "kernelize", /*parents_first=*/true);
   verify_kernels(out);  // the kernel grammar, checked once: schedule and every backend rely on it
   return out;
