@@ -333,10 +333,7 @@ UOp temp_view(UOp b, KernelizeState& st) {
 }
 
 void check_writable(UOp target) {
-  for (UOp t = target; t->op != Ops::BUFFER; t = t->src[0]) {
-    if (t->op == Ops::EXPAND || !(is_movement(t->op) || t->op == Ops::AFTER))
-      throw Error(std::string("lowering: cannot store through ") + std::string(op_name(t->op)) + " (a store target is a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP/PAD)");
-  }
+  if (std::optional<std::string> why = unwritable_target(target)) throw Error("lowering: " + *why);
 }
 
 UOp store_kernel(const Match& m) {

@@ -211,6 +211,19 @@ Check check_sink(UOp u) {
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<std::string> unwritable_target(UOp target) {
+  for (UOp t = target; t->op != Ops::BUFFER; t = t->src[0]) {
+    if (t->op == Ops::EXPAND) return "cannot write through an EXPAND: several elements would share one memory slot";
+    if ((t->op != Ops::AFTER && !is_movement(t->op)) || t->src.empty())
+      return "a STORE/ASSIGN target must be a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP/PAD/AFTER, not " + std::string(op_name(t->op));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 Check check_effect(UOp u) {
   switch (u->op) {
     case Ops::STORE:
@@ -219,12 +232,8 @@ Check check_effect(UOp u) {
       DType target = u->src[0]->dtype.base(), value = u->src[1]->dtype;
       if (target != value) return fail("store.dtype", std::string(op_name(u->op)) + " of a " + dt(value) + " value into a " + dt(target) + " target");
       if (u->op == Ops::STORE && !u->dtype.is_void()) return fail("dtype", "STORE must be void");
-      if (!u->src[0]->dtype.ptr)  // a tensor-level target: memory, as the interpreter writes it (interp/effects.cpp)
-        for (UOp t = u->src[0]; t->op != Ops::BUFFER; t = t->src[0]) {
-          if (t->op == Ops::EXPAND) return fail("store.target", "cannot write through an EXPAND: several elements would share one memory slot");
-          if ((t->op != Ops::AFTER && !is_movement(t->op)) || t->src.empty())
-            return fail("store.target", "a STORE/ASSIGN target must be a buffer seen through RESHAPE/SHRINK/PERMUTE/FLIP/PAD/AFTER, not " + std::string(op_name(t->op)));
-        }
+      if (!u->src[0]->dtype.ptr)
+        if (std::optional<std::string> why = unwritable_target(u->src[0])) return fail("store.target", *why);
       if (u->op == Ops::ASSIGN) return same_dtype_as_src0(u);
       return std::nullopt;
     }

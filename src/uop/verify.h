@@ -27,6 +27,10 @@ std::vector<VerifyIssue> verify(UOp root, const VerifyOptions& opts = {});
 // graph one refuses the other refuses too.
 void require_valid(UOp root);
 
+// Why a tensor-level STORE/ASSIGN target is not memory (a BUFFER seen through movement ops and
+// AFTERs, no EXPAND: what the interpreter writes, interp/effects.cpp), or nothing when it is.
+std::optional<std::string> unwritable_target(UOp target);
+
 // The kernel grammar (reference/LOWERING.md, "Kernel-level program") of one KERNEL, or of every
 // KERNEL under root; checked once, at the end of lowering's `kernelize`. A violation is
 // outerworld's bug: an InternalError naming the kernel, the rule and the node's line in the
